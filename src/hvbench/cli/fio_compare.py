@@ -1,0 +1,64 @@
+"""``hvbench fio-compare``: one fio job on the host and in a guest, side by side.
+
+The native job writes a file in the work directory; the guest job targets its first
+benchmark disk, whose image lives in the same work directory, so both reach the same
+host filesystem. Both use O_DIRECT, so neither measures a page cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from hvbench.model.spec import DiskSpec, VmSpec, parse_size
+from hvbench.platforms.native import NativePlatform
+from hvbench.platforms.qemu import QemuPlatform
+from hvbench.workloads.fio import FioJob, FioResult, run_fio
+
+
+def _job(args: argparse.Namespace, filename: str) -> FioJob:
+    return FioJob(
+        name=f"{args.rw}-{args.bs}", rw=args.rw, filename=filename,
+        size=parse_size(args.size), bs=parse_size(args.bs),
+    )
+
+
+def _with_disk(spec: VmSpec, size: int) -> VmSpec:
+    if spec.disks:
+        return spec
+    disk = DiskSpec(size=max(size, 64 << 20))
+    return spec.model_copy(update={"disks": (disk,)})
+
+
+def comparison_table(native: list[FioResult], guest: list[FioResult], label: str) -> Table:
+    """A table with one row per job direction: native, guest and % of native (pure)."""
+    table = Table(title=f"fio: native vs guest ({label})")
+    for column in ("job", "dir", "native MB/s", "guest MB/s", "% of native",
+                   "native p99 ms", "guest p99 ms"):
+        table.add_column(column, justify="right" if "MB" in column or "ms" in column else "left")
+    for n, g in zip(native, guest, strict=True):
+        pct = 100.0 * g.mb_per_s / n.mb_per_s if n.mb_per_s else float("nan")
+        table.add_row(n.job, n.direction, f"{n.mb_per_s:.1f}", f"{g.mb_per_s:.1f}",
+                      f"{pct:.1f} %", f"{n.lat_p99_ms or 0:.2f}", f"{g.lat_p99_ms or 0:.2f}")
+    return table
+
+
+def run_fio_compare(
+    spec: VmSpec, args: argparse.Namespace, log: Console
+) -> tuple[Table, str | None]:
+    """Run the job natively, then in a guest. Returns the table and the guest accel."""
+    size = parse_size(args.size)
+    spec = _with_disk(spec, size)
+    with NativePlatform() as native:
+        log.print("[dim]native: running fio...[/]")
+        native_results, _ = run_fio(native, _job(args, f"{native.scratch_dir()}/fio.dat"))
+    log.print(f"[dim]guest: booting {spec.label()}...[/]")
+    with QemuPlatform(spec, boot_timeout=args.boot_timeout) as guest:
+        device = guest.disk_device(0)
+        log.print(f"[dim]guest: booted in {guest.timings['boot_s']:.2f}s ({guest.accel}); "
+                  f"running fio on {device}...[/]")
+        guest_results, _ = run_fio(guest, _job(args, device))
+        accel = guest.accel
+    return comparison_table(native_results, guest_results, spec.label()), accel

@@ -1,0 +1,129 @@
+"""The exception tree of hvbench.
+
+Every error hvbench raises on purpose derives from :class:`HvbenchError`. Only the CLI
+turns them into exit codes (see :data:`EXIT_CODES` use in ``hvbench.cli``)::
+
+    HvbenchError
+    ├── SpecError            bad user input: a study, a VmSpec option, a CLI value (exit 2)
+    ├── HostError            this host cannot do what was asked
+    │   ├── RootRequiredError     the operation needs root; names the operation
+    │   └── ToolMissingError      an external program is not installed
+    ├── CommandError         an external command failed: argv, exit code, output tail
+    ├── ImageError           the guest image could not be built or is incomplete
+    ├── GuestError           a guest misbehaved: QEMU argv, exit status, console tail
+    │   ├── GuestBootError        QEMU exited or the agent never answered while booting
+    │   ├── GuestTimeoutError     a command in the guest outlived its timeout
+    │   └── AgentError            the guest agent answered with an error or garbage
+    └── InterruptedRun       SIGINT/SIGTERM arrived; guests were stopped (exit 130/143)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class HvbenchError(Exception):
+    """Base of every error hvbench raises on purpose."""
+
+    exit_code = 1
+
+
+class SpecError(HvbenchError):
+    """Invalid user input. The message names where (file/option), the field and what was
+    expected."""
+
+    exit_code = 2
+
+
+class HostError(HvbenchError):
+    """The host lacks a capability the operation needs."""
+
+
+class RootRequiredError(HostError):
+    """The operation needs root privileges."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"{what} needs root (run hvbench as root, e.g. with sudo)")
+        self.what = what
+
+
+class ToolMissingError(HostError):
+    """An external program is not on PATH."""
+
+    def __init__(self, tool: str, package: str | None = None) -> None:
+        hint = f" (Debian package: {package})" if package else ""
+        super().__init__(f"required program {tool!r} was not found on PATH{hint}")
+        self.tool = tool
+
+
+def tail(text: str, lines: int = 30) -> str:
+    """Return the last ``lines`` lines of ``text`` (for error messages)."""
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+class CommandError(HvbenchError):
+    """An external command failed. Carries its argv, exit code and output tail."""
+
+    def __init__(
+        self, argv: Sequence[str], returncode: int | None, output: str, what: str = ""
+    ) -> None:
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.output = output
+        status = "timed out" if returncode is None else f"exited with {returncode}"
+        head = f"{what}: " if what else ""
+        msg = f"{head}command {' '.join(self.argv)!r} {status}"
+        if output.strip():
+            msg += "\n--- output (tail) ---\n" + tail(output)
+        super().__init__(msg)
+
+
+class ImageError(HvbenchError):
+    """The guest image could not be built, or a cached image is incomplete."""
+
+
+class GuestError(HvbenchError):
+    """A guest failed. Carries the QEMU argv, its exit status and the console tail."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: Sequence[str] = (),
+        exit_status: int | None = None,
+        console_tail: str = "",
+    ) -> None:
+        self.argv = list(argv)
+        self.exit_status = exit_status
+        self.console_tail = console_tail
+        parts = [message]
+        if self.argv:
+            parts.append("QEMU argv: " + " ".join(self.argv))
+        parts.append(
+            "QEMU exit status: "
+            + ("still running" if exit_status is None else str(exit_status))
+        )
+        if console_tail:
+            parts.append("--- serial console (tail) ---\n" + console_tail)
+        super().__init__("\n".join(parts))
+
+
+class GuestBootError(GuestError):
+    """The guest did not come up: QEMU exited early or its agent never answered."""
+
+
+class GuestTimeoutError(GuestError):
+    """A command in the guest did not finish within its timeout."""
+
+
+class AgentError(GuestError):
+    """The guest agent returned an error or a malformed reply."""
+
+
+class InterruptedRun(HvbenchError):
+    """SIGINT or SIGTERM arrived. Raised after every guest was stopped."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum}; all guests were stopped")
+        self.signum = signum
+        self.exit_code = 128 + signum

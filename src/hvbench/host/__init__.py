@@ -1,0 +1,1 @@
+"""Facts about the host read from /proc, /sys and tool versions; process helpers."""

@@ -1,0 +1,480 @@
+"""Build and cache the bundled guest image (kernel + initramfs) from Debian packages.
+
+The image is assembled on the host from the candidate versions of a fixed set of
+Debian packages: they are downloaded with ``apt-get download``, unpacked with
+``dpkg-deb -x`` (no maintainer scripts run) and only the files the guest needs are
+copied into a small initramfs. Images are cached under ``<cache>/images/<key>/`` where
+the key hashes the package versions, the init script and FORMAT_VERSION, so an image is
+rebuilt exactly when one of those changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from hvbench.errors import ImageError
+from hvbench.image import apt, elf, kmod
+from hvbench.image.cpio import write_newc
+from hvbench.image.vmlinux import extract_vmlinux
+
+#: Bump whenever the image layout or the way it is built changes: it is part of the key.
+FORMAT_VERSION = 3
+
+#: Kernel command line to boot the image with. ``panic=-1`` turns a broken /init into an
+#: immediate reboot, which QEMU's ``-no-reboot`` turns into an exit. The rest trims boot
+#: time under TCG: no console chatter (``quiet``; every byte on the emulated UART is a
+#: VM exit), no speculative-execution mitigations, no PS/2 mouse probe, one 8250 UART
+#: only, no timer and TSC calibration checks, no crypto self-tests at module load, and
+#: two built-in initcalls skipped: the SP800-108 KDF self-test (0.75 s under TCG, not
+#: governed by cryptomgr.notests) and kprobe-event tracing setup (0.18 s).
+RECOMMENDED_CMDLINE = (
+    "console=ttyS0 panic=-1 quiet mitigations=off i8042.noaux 8250.nr_uarts=1 "
+    "no_timer_check tsc=reliable random.trust_cpu=on cryptomgr.notests "
+    "initcall_blacklist=crypto_kdf108_init,init_kprobe_trace"
+)
+
+#: Programs copied into the guest, with their shared-library closure.
+GUEST_PROGRAMS: tuple[str, ...] = (
+    "/usr/bin/fio",
+    "/usr/bin/iperf3",
+    "/usr/bin/stress-ng",
+    "/usr/sbin/lighttpd",
+    "/usr/sbin/qemu-ga",
+    "/sbin/mke2fs",
+    "/sbin/mkfs.ext4",
+)
+#: Loaded with dlopen(), so not visible as DT_NEEDED: lighttpd's modules, and libgcc_s
+#: which glibc dlopens for pthread_cancel and backtraces.
+DLOPENED_GLOBS: tuple[str, ...] = (
+    "usr/lib/lighttpd/mod_*.so",
+    "lib/x86_64-linux-gnu/libgcc_s.so.1",
+)
+#: Plain files copied as they are.
+GUEST_DATA: tuple[str, ...] = ("/etc/mke2fs.conf",)
+BUSYBOX = "/bin/busybox"
+
+_MANIFEST = "manifest.json"
+_KERNEL_PVH = "vmlinux"
+_KERNEL_BZIMAGE = "vmlinuz"
+_INITRD = "initrd.img"
+_KEY_LENGTH = 24
+#: dpkg-deb and depmod take seconds; a stuck one is a broken host.
+_TOOL_TIMEOUT_S = 600.0
+
+_ETC_FILES: dict[str, str] = {
+    "etc/passwd": "root:x:0:0:root:/root:/bin/sh\n",
+    "etc/group": "root:x:0:\ntty:x:5:\n",
+    "etc/shadow": "root:*:19000:0:99999:7:::\n",
+    "etc/hostname": "hvbench-guest\n",
+    "etc/hosts": "127.0.0.1\tlocalhost\n127.0.1.1\thvbench-guest\n::1\tlocalhost\n",
+    "etc/nsswitch.conf": (
+        "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+        "networks: files\nprotocols: files\nservices: files\n"
+    ),
+    "etc/protocols": "ip\t0\tIP\nicmp\t1\tICMP\ntcp\t6\tTCP\nudp\t17\tUDP\n",
+    "etc/services": "http\t80/tcp\niperf3\t5201/tcp\nfio\t8765/tcp\n",
+    # sym53c8xx waits 3 s for the SCSI bus to settle after its reset; QEMU's lsi53c895a
+    # is ready at once. busybox modprobe applies modprobe.d options.
+    "etc/modprobe.d/hvbench.conf": "options sym53c8xx settle=0\n",
+}
+#: qemu-ga's guest-shutdown runs ``/sbin/shutdown -h -P +0 "msg"`` (or ``-H`` halt,
+#: ``-r`` reboot). There is no init system to ask, so power off directly; QEMU (run
+#: with -no-reboot) then exits for poweroff and reboot alike.
+_SHUTDOWN = """#!/bin/sh
+# hvbench guest: shutdown(8) replacement used by qemu-ga's guest-shutdown.
+action=poweroff
+for arg in "$@"; do
+    case "$arg" in
+    -r) action=reboot ;;
+    -H) action=halt ;;
+    esac
+done
+echo "hvbench-init: $action requested" >/dev/console
+sync
+exec busybox "$action" -f
+"""
+_GUEST_DIRS = ("proc", "sys", "dev", "tmp", "run", "root", "etc", "var", "mnt")
+
+
+@dataclass(frozen=True)
+class GuestImage:
+    """A built guest image in the cache."""
+
+    kernel: Path
+    initrd: Path
+    key: str
+    kernel_release: str
+    packages: dict[str, str]
+    directory: Path
+    #: A read-only root filesystem image the guest overlays; None: initramfs only.
+    rootfs: Path | None = None
+
+
+def _noop(_message: str) -> None:
+    return None
+
+
+def default_cache_dir() -> Path:
+    """Return hvbench's cache directory.
+
+    ``$HVBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/hvbench``, else ``~/.cache/hvbench``.
+    Images live under ``<cache>/images/<key>/``, downloaded packages under ``<cache>/debs``.
+    """
+    explicit = os.environ.get("HVBENCH_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "hvbench"
+
+
+def resolve_packages() -> dict[str, str]:
+    """Return ``{package: candidate version}`` for every .deb the image is made of.
+
+    Asks apt-cache (about 2 s, each call limited to 60 s).
+
+    Raises:
+        ToolMissingError: apt-cache is not installed.
+        ImageError: apt-cache failed or a package has no candidate.
+    """
+    return apt.resolve_packages()
+
+
+def init_script() -> bytes:
+    """Return the guest's /init script (package data ``init.sh``)."""
+    return resources.files("hvbench.image").joinpath("init.sh").read_bytes()
+
+
+def image_key(packages: Mapping[str, str], init: bytes) -> str:
+    """Return the cache key: a hash of FORMAT_VERSION, the package versions and /init."""
+    digest = hashlib.sha256()
+    payload = {"format": FORMAT_VERSION, "packages": dict(sorted(packages.items()))}
+    digest.update(json.dumps(payload, sort_keys=True).encode())
+    digest.update(hashlib.sha256(init).digest())
+    return digest.hexdigest()[:_KEY_LENGTH]
+
+
+def _load_image(directory: Path, key: str) -> GuestImage | None:
+    """Return the image in ``directory`` if its manifest matches ``key`` and its files."""
+    try:
+        manifest: dict[str, Any] = json.loads((directory / _MANIFEST).read_text())
+        kernel, initrd = directory / str(manifest["kernel_file"]), directory / _INITRD
+        valid = (
+            manifest.get("key") == key
+            and manifest.get("format_version") == FORMAT_VERSION
+            and kernel.name in (_KERNEL_PVH, _KERNEL_BZIMAGE)
+            and kernel.is_file()
+            and initrd.is_file()
+            and initrd.stat().st_size == manifest.get("initrd_size")
+        )
+        if not valid:
+            return None
+        return GuestImage(
+            kernel=kernel,
+            initrd=initrd,
+            key=key,
+            kernel_release=str(manifest["kernel_release"]),
+            packages={str(k): str(v) for k, v in manifest["packages"].items()},
+            directory=directory,
+        )
+    except (OSError, ValueError, KeyError, AttributeError):
+        return None
+
+
+def find_image(cache_dir: Path | None = None) -> GuestImage | None:
+    """Return the cached image for the current candidate package versions, or None.
+
+    Costs one :func:`resolve_packages` (about 2 s) plus a few stat() calls; checks that
+    the manifest matches and that the kernel and initrd exist with the recorded size.
+
+    Raises:
+        ToolMissingError: apt-cache is not installed.
+        ImageError: the package versions cannot be resolved.
+    """
+    cache = cache_dir or default_cache_dir()
+    packages = resolve_packages()
+    key = image_key(packages, init_script())
+    return _load_image(cache / "images" / key, key)
+
+
+def build_image(
+    cache_dir: Path | None = None,
+    *,
+    force: bool = False,
+    log: Callable[[str], None] | None = None,
+) -> GuestImage:
+    """Return the image for the current package versions, building it if needed.
+
+    Idempotent: an existing valid image is returned unless ``force``. The build happens in
+    a temporary directory inside the cache and is renamed into place at the end, so a
+    failed or interrupted build (KeyboardInterrupt included) leaves nothing behind but
+    the downloaded .debs, which later builds reuse. Downloads are limited to 30 min, each
+    unpack/depmod step to 10 min.
+
+    Raises:
+        ToolMissingError: apt-get, apt-cache, dpkg-deb or depmod is not installed.
+        ImageError: a package could not be resolved, downloaded or unpacked, a needed
+            file or library is missing, or a command failed (chained to CommandError).
+    """
+    say = log or _noop
+    cache = cache_dir or default_cache_dir()
+    packages = resolve_packages()
+    init = init_script()
+    key = image_key(packages, init)
+    final = cache / "images" / key
+    if not force:
+        existing = _load_image(final, key)
+        if existing is not None:
+            say(f"image {key} is up to date")
+            return existing
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".build-{key}-", dir=final.parent))
+    try:
+        # mkdtemp makes it 0700; QEMU may run as another user than the builder.
+        tmp.chmod(0o755)
+        _build_into(tmp, deb_dir=cache / "debs", packages=packages, key=key, init=init, say=say)
+        _publish(tmp, final)
+    except BaseException:
+        # BaseException on purpose: Ctrl-C must not leave a half-built tree in the cache.
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    image = _load_image(final, key)
+    if image is None:
+        raise ImageError(f"the image just built in {final} failed verification")
+    say(f"image {key} ready: {image.initrd} ({image.initrd.stat().st_size} bytes)")
+    return image
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    """Atomically move the finished build ``tmp`` to ``final``, replacing an old one."""
+    old: Path | None = None
+    if final.exists():
+        old = final.with_name(f".old-{final.name}-{os.getpid()}")
+        final.rename(old)
+    try:
+        tmp.rename(final)
+    except OSError:
+        # Another process published the same key meanwhile: theirs is as good as ours.
+        if not final.exists():
+            raise
+        shutil.rmtree(tmp, ignore_errors=True)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _build_into(
+    out: Path,
+    *,
+    deb_dir: Path,
+    packages: Mapping[str, str],
+    key: str,
+    init: bytes,
+    say: Callable[[str], None],
+) -> None:
+    started = time.time()
+    debs = apt.download_debs(packages, deb_dir, say)
+    staging, rootfs = out / "staging", out / "rootfs"
+    say(f"unpacking {len(debs)} packages")
+    unpack_debs(debs.values(), staging)
+    release = kmod.kernel_release(staging)
+    say(f"assembling initramfs for kernel {release}")
+    assemble_rootfs(staging, rootfs, release, init)
+    kernel_file = _install_kernel(staging / "boot" / f"vmlinuz-{release}", out, say)
+    with (out / _INITRD).open("wb") as f:
+        write_newc(rootfs, f)
+    shutil.rmtree(staging)
+    shutil.rmtree(rootfs)
+    manifest = {
+        "key": key,
+        "format_version": FORMAT_VERSION,
+        "kernel_release": release,
+        "kernel_file": kernel_file,
+        "packages": dict(packages),
+        "initrd_size": (out / _INITRD).stat().st_size,
+        "initrd_compression": "none",
+        "recommended_cmdline": RECOMMENDED_CMDLINE,
+        "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "build_seconds": round(time.time() - started, 1),
+    }
+    (out / _MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+def _install_kernel(bzimage: Path, out: Path, say: Callable[[str], None]) -> str:
+    """Write the kernel to ``out``; return its file name (see :mod:`.vmlinux`)."""
+    vmlinux = extract_vmlinux(bzimage.read_bytes())
+    if vmlinux is None:
+        say("kernel has no PVH entry point; using the compressed bzImage (slower boot)")
+        shutil.copyfile(bzimage, out / _KERNEL_BZIMAGE)
+        return _KERNEL_BZIMAGE
+    (out / _KERNEL_PVH).write_bytes(vmlinux)
+    return _KERNEL_PVH
+
+
+def unpack_debs(debs: Iterable[Path], staging: Path) -> None:
+    """Unpack every .deb into ``staging`` with ``dpkg-deb -x`` (no maintainer scripts).
+
+    Runs a few dpkg-deb processes in parallel: the kernel package alone takes seconds.
+
+    Raises:
+        ToolMissingError: dpkg-deb is not installed.
+        ImageError: a package failed to unpack.
+    """
+    staging.mkdir(parents=True, exist_ok=True)
+
+    def unpack(deb: Path) -> None:
+        apt.run_tool(
+            ["dpkg-deb", "-x", str(deb), str(staging)],
+            what=f"unpacking {deb.name}",
+            timeout=_TOOL_TIMEOUT_S,
+            package="dpkg",
+        )
+
+    # Largest first so the kernel does not start last and serialize the tail.
+    ordered = sorted(debs, key=lambda p: p.stat().st_size, reverse=True)
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        for future in [pool.submit(unpack, deb) for deb in ordered]:
+            future.result()
+
+
+def copy_guest_path(src_root: Path, dst_root: Path, guest: PurePosixPath) -> None:
+    """Copy ``guest`` from ``src_root`` to ``dst_root``, recreating symlinks on the way.
+
+    Every symlink met while walking the path (``/lib64``, ``libfoo.so.1``) is copied as a
+    symlink and its target copied too, so the guest sees the same layout.
+
+    Raises:
+        ImageError: the path does not exist in ``src_root``.
+    """
+    current = PurePosixPath("/")
+    parts = guest.parts[1:]
+    for i, part in enumerate(parts):
+        candidate = current / part
+        src = src_root / str(candidate).lstrip("/")
+        dst = dst_root / str(candidate).lstrip("/")
+        if src.is_symlink():
+            target = src.readlink()
+            if not dst.is_symlink():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.symlink_to(target)
+            base = PurePosixPath(str(target))
+            base = base if base.is_absolute() else current / base
+            rest = PurePosixPath(*parts[i + 1 :]) if i + 1 < len(parts) else PurePosixPath()
+            copy_guest_path(src_root, dst_root, PurePosixPath(os.path.normpath(base / rest)))
+            return
+        if not src.exists():
+            raise ImageError(f"{guest} is missing from the unpacked packages")
+        current = candidate
+    src = src_root / str(current).lstrip("/")
+    dst = dst_root / str(current).lstrip("/")
+    if src.is_dir():
+        dst.mkdir(parents=True, exist_ok=True)
+    elif not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dst)
+
+
+def _library_dirs(staging: Path) -> list[str]:
+    """Default loader directories plus those of the tree's /etc/ld.so.conf.d."""
+    dirs = list(elf.DEFAULT_LIBRARY_DIRS)
+    conf = staging / "etc" / "ld.so.conf.d"
+    for path in sorted(conf.glob("*.conf")) if conf.is_dir() else []:
+        for line in path.read_text().splitlines():
+            entry = line.split("#", 1)[0].strip()
+            if entry.startswith("/") and entry not in dirs:
+                dirs.append(entry)
+    return dirs
+
+
+def _glob_guest(root: Path, patterns: Iterable[str]) -> list[PurePosixPath]:
+    found = [
+        PurePosixPath("/") / p.relative_to(root).as_posix() for g in patterns for p in root.glob(g)
+    ]
+    return sorted(found)
+
+
+def assemble_rootfs(staging: Path, rootfs: Path, release: str, init: bytes) -> None:
+    """Populate ``rootfs`` with exactly what the guest needs from ``staging``.
+
+    Raises:
+        ImageError: a program, library or module is missing, or depmod failed.
+    """
+    for name in _GUEST_DIRS:
+        (rootfs / name).mkdir(parents=True, exist_ok=True)
+    (rootfs / "var" / "run").symlink_to("/run")
+    (rootfs / "etc" / "mtab").symlink_to("/proc/self/mounts")
+    programs = [PurePosixPath(p) for p in GUEST_PROGRAMS]
+    programs += _glob_guest(staging, DLOPENED_GLOBS)
+    closure = elf.library_closure(staging, programs, _library_dirs(staging))
+    for guest in (
+        sorted(closure) + [PurePosixPath(BUSYBOX)] + [PurePosixPath(p) for p in GUEST_DATA]
+    ):
+        copy_guest_path(staging, rootfs, guest)
+    _install_applets(staging, rootfs)
+    _install_modules(staging, rootfs, release)
+    for rel, text in _ETC_FILES.items():
+        (rootfs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (rootfs / rel).write_text(text)
+    _write_executable(rootfs / "init", init)
+    _write_executable(rootfs / "sbin" / "shutdown", _SHUTDOWN.encode())
+
+
+def _write_executable(path: Path, content: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    path.chmod(0o755)
+
+
+def _install_applets(staging: Path, rootfs: Path) -> None:
+    """Link every busybox applet to /bin/busybox unless a real program is there.
+
+    Done at build time rather than with ``busybox --install`` at boot, which would cost
+    a few hundred file creations on every boot. The list comes from running the static
+    busybox of the package itself (it runs on any x86-64 host).
+    """
+    out = apt.run_tool(
+        [str(staging / BUSYBOX.lstrip("/")), "--list-full"],
+        what="listing busybox applets",
+        timeout=_TOOL_TIMEOUT_S,
+    )
+    for line in out.split():
+        link = rootfs / line.strip().lstrip("/")
+        if link.name == "busybox" or link.exists() or link.is_symlink():
+            continue
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(BUSYBOX)
+
+
+def _install_modules(staging: Path, rootfs: Path, release: str) -> None:
+    """Copy the wanted modules and their dependencies, then run depmod for the guest."""
+    src = staging / "lib" / "modules" / release
+    dst = rootfs / "lib" / "modules" / release
+    # The package ships no modules.dep (its postinst would run depmod): make one.
+    _depmod(staging, release)
+    deps = kmod.parse_modules_dep((src / "modules.dep").read_text())
+    for rel in kmod.module_closure(deps, kmod.WANTED_MODULES):
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / rel, dst / rel)
+    for name in ("modules.order", "modules.builtin", "modules.builtin.modinfo"):
+        if (src / name).exists():
+            shutil.copy2(src / name, dst / name)
+    _depmod(rootfs, release)
+
+
+def _depmod(root: Path, release: str) -> None:
+    apt.run_tool(
+        ["depmod", "-b", str(root), release],
+        what=f"depmod for {root}",
+        timeout=_TOOL_TIMEOUT_S,
+        package="kmod",
+    )

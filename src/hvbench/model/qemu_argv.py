@@ -1,0 +1,251 @@
+"""Pure translation of a :class:`VmSpec` plus launch paths into a QEMU argv.
+
+No process is started here, so every bus, cache mode and NIC mapping is unit-testable.
+Disks carry the serial ``hvb-d<N>`` so the guest can find them whatever bus they sit on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
+
+AGENT_PORT_NAME = "org.qemu.guest_agent.0"
+ResolvedAccel = Literal["kvm", "tcg"]
+
+NIC_DEVICES = {"virtio-net": "virtio-net-pci", "e1000": "e1000", "rtl8139": "rtl8139"}
+#: The guest driver each NIC model binds to (as /sys/class/net/*/device/driver names it).
+NIC_DRIVERS = {"virtio-net": "virtio_net", "e1000": "e1000", "rtl8139": ("8139cp", "8139too")}
+ROOT_SERIAL = "hvb-root"
+#: Modules the guest loads for each bus and NIC model (``hvbench.drivers=``), so its
+#: init binds only the devices the spec declares instead of probing every controller.
+BUS_MODULES = {
+    "virtio-blk": ("virtio_blk",),
+    "virtio-scsi": ("virtio_scsi", "sd_mod"),
+    "ide": ("ata_piix", "sd_mod"),
+    "ahci": ("ahci", "sd_mod"),
+    "lsi-scsi": ("sym53c8xx", "sd_mod"),
+}
+NIC_MODULES = {"virtio-net": ("virtio_net",), "e1000": ("e1000",), "rtl8139": ("8139cp",)}
+#: The guest driver of each disk controller.
+DISK_DRIVERS = {
+    "virtio-blk": "virtio_blk",
+    "virtio-scsi": "virtio_scsi",
+    "ide": "ata_piix",
+    "ahci": "ahci",
+    "lsi-scsi": "sym53c8xx",
+}
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Everything besides the spec that the argv depends on: resolved paths and names."""
+
+    spec: VmSpec
+    accel: ResolvedAccel
+    name: str
+    kernel: str
+    initrd: str
+    kernel_cmdline: str
+    qmp_socket: str
+    agent_socket: str
+    console_log: str
+    disk_images: tuple[str, ...]
+    #: One entry per NIC: the tap interface name (tap backend) or None.
+    tap_names: tuple[str | None, ...]
+    macs: tuple[str, ...]
+    vhost: bool = False
+    qemu_binary: str = "qemu-system-x86_64"
+    #: The image's read-only root filesystem, attached as a virtio disk (serial
+    #: ``hvb-root``) that the guest overlays with tmpfs; None for an initramfs-only image.
+    root_disk: str | None = None
+
+
+def disk_serial(index: int) -> str:
+    """The serial number QEMU gives benchmark disk ``index`` (seen by the guest)."""
+    return f"hvb-d{index}"
+
+
+def _opt_escape(value: str) -> str:
+    # QEMU option values use ',' as separator; a literal comma is written ',,'.
+    return value.replace(",", ",,")
+
+
+def _virtio(plan: LaunchPlan, device: str) -> str:
+    # microvm has no PCI bus: virtio devices sit on virtio-mmio transports instead.
+    return f"{device}-device" if plan.spec.machine == "microvm" else f"{device}-pci"
+
+
+def _machine_args(plan: LaunchPlan) -> list[str]:
+    spec = plan.spec
+    if spec.machine == "microvm":
+        # isa-serial carries the console; ACPI lets the kernel find the virtio-mmio
+        # transports without virtio_mmio.device= command-line entries.
+        machine = "microvm,acpi=on,isa-serial=on,rtc=on,x-option-roms=off"
+    else:
+        machine = spec.machine
+    accel = ["-accel", "kvm"] if plan.accel == "kvm" else ["-accel", "tcg,thread=multi"]
+    cpu = "host" if plan.accel == "kvm" else "max"
+    return [
+        "-machine", machine, *accel, "-cpu", cpu,
+        "-smp", str(spec.vcpus), "-m", f"{spec.memory_mib}M",
+    ]
+
+
+def _base_args(plan: LaunchPlan) -> list[str]:
+    return [
+        plan.qemu_binary,
+        # debug-threads names QEMU's threads ("CPU 0/TCG", "IO iothread0"), which the
+        # host CPU sampler uses to classify them.
+        "-name", f"{plan.name},debug-threads=on",
+        *_machine_args(plan),
+        "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+        "-chardev", f"file,id=console0,path={_opt_escape(plan.console_log)}",
+        "-serial", "chardev:console0",
+        "-qmp", f"unix:{_opt_escape(plan.qmp_socket)},server=on,wait=off",
+        "-chardev",
+        f"socket,id=agent0,path={_opt_escape(plan.agent_socket)},server=on,wait=off",
+        "-device", f"{_virtio(plan, 'virtio-serial')},id=vserial0",
+        "-device", f"virtserialport,bus=vserial0.0,chardev=agent0,name={AGENT_PORT_NAME}",
+        "-kernel", plan.kernel, "-initrd", plan.initrd,
+        "-append", plan.kernel_cmdline + driver_cmdline(plan.spec)
+        + nic_cmdline(plan.spec.nics, plan.macs),
+    ]
+
+
+def _drive_args(disk: DiskSpec, index: int, image: str) -> list[str]:
+    drive = (
+        f"file={_opt_escape(image)},if=none,id=drive{index},format={disk.format},"
+        f"cache={disk.cache},aio={disk.aio}"
+    )
+    args = ["-drive", drive]
+    if disk.iothread:
+        args += ["-object", f"iothread,id=iothread{index}"]
+    return args
+
+
+def _disk_device_args(plan: LaunchPlan, disk: DiskSpec, index: int, slot: int) -> list[str]:
+    """Device arguments for disk ``index``; ``slot`` is its position on its own bus."""
+    common = f"drive=drive{index},serial={disk_serial(index)}"
+    iothread = f",iothread=iothread{index}" if disk.iothread else ""
+    if disk.bus == "virtio-blk":
+        return ["-device", f"{_virtio(plan, 'virtio-blk')},{common}{iothread}"]
+    if disk.bus == "virtio-scsi":
+        # One controller per disk, so each disk can have its own iothread.
+        return [
+            "-device", f"{_virtio(plan, 'virtio-scsi')},id=vscsi{index}{iothread}",
+            "-device", f"scsi-hd,bus=vscsi{index}.0,{common}",
+        ]
+    if disk.bus == "ide":
+        # pc has PIIX IDE built in (buses ide.0/ide.1); q35 gets a PIIX3 IDE controller.
+        bus = f"ide.{slot // 2}" if plan.spec.machine == "pc" else f"pide0.{slot // 2}"
+        return ["-device", f"ide-hd,bus={bus},unit={slot % 2},{common}"]
+    if disk.bus == "ahci":
+        return ["-device", f"ide-hd,bus=ahci0.{slot},{common}"]
+    return ["-device", f"scsi-hd,bus=lsi0.0,scsi-id={slot},{common}"]
+
+
+def _controller_args(spec: VmSpec) -> list[str]:
+    """Shared controllers for the emulated buses, added once when any disk uses them."""
+    buses = {d.bus for d in spec.disks}
+    args: list[str] = []
+    if "ide" in buses and spec.machine != "pc":
+        args += ["-device", "piix3-ide,id=pide0"]
+    if "ahci" in buses:
+        args += ["-device", "ahci,id=ahci0"]
+    if "lsi-scsi" in buses:
+        args += ["-device", "lsi53c895a,id=lsi0"]
+    return args
+
+
+def _disks_args(plan: LaunchPlan) -> list[str]:
+    args = _controller_args(plan.spec)
+    per_bus: dict[str, int] = {}
+    for index, (disk, image) in enumerate(zip(plan.spec.disks, plan.disk_images, strict=True)):
+        slot = per_bus.get(disk.bus, 0)
+        per_bus[disk.bus] = slot + 1
+        args += _drive_args(disk, index, image)
+        args += _disk_device_args(plan, disk, index, slot)
+    return args
+
+
+def user_subnet(index: int) -> str:
+    """The slirp subnet of user-mode NIC ``index``: 10.0.2.0/24, 10.0.3.0/24, ..."""
+    return f"10.0.{2 + index}"
+
+
+def _netdev_arg(plan: LaunchPlan, nic: NicSpec, index: int) -> str:
+    if nic.backend == "user":
+        netdev = f"user,id=net{index},net={user_subnet(index)}.0/24"
+        for forward in nic.forwards:
+            proto, host_port, guest_port = forward.split(":")
+            # Bind forwards to loopback only: a benchmark server is never exposed.
+            netdev += f",hostfwd={proto}:127.0.0.1:{host_port}-:{guest_port}"
+        return netdev
+    tap = plan.tap_names[index]
+    vhost = ",vhost=on" if plan.vhost else ""
+    return f"tap,id=net{index},ifname={tap},script=no,downscript=no{vhost}"
+
+
+def _nics_args(plan: LaunchPlan) -> list[str]:
+    args: list[str] = []
+    for index, nic in enumerate(plan.spec.nics):
+        device = NIC_DEVICES[nic.model]
+        if nic.model == "virtio-net":
+            device = _virtio(plan, "virtio-net")
+        args += ["-netdev", _netdev_arg(plan, nic, index)]
+        args += ["-device", f"{device},netdev=net{index},mac={plan.macs[index]}"]
+    return args
+
+
+def nic_address(nic: NicSpec, index: int) -> tuple[str | None, str | None]:
+    """The guest address and gateway of NIC ``index`` (slirp defaults for user mode)."""
+    if nic.backend == "user":
+        subnet = user_subnet(index)
+        return nic.address or f"{subnet}.15/24", nic.gateway or f"{subnet}.2"
+    return nic.address, nic.gateway
+
+
+def nic_cmdline(nics: Sequence[NicSpec], macs: Sequence[str]) -> str:
+    """Kernel command-line words that tell the guest's init how to set each NIC up.
+
+    Only the first NIC with a gateway gets the default route.
+    """
+    words: list[str] = []
+    have_route = False
+    for index, (nic, mac) in enumerate(zip(nics, macs, strict=True)):
+        address, gateway = nic_address(nic, index)
+        if address is None:
+            continue
+        word = f"hvbench.net={mac},{address}"
+        if gateway and not have_route:
+            word += f",{gateway}"
+            have_route = True
+        words.append(word)
+    return "".join(f" {w}" for w in words)
+
+
+def driver_cmdline(spec: VmSpec) -> str:
+    """``hvbench.drivers=a,b``: the modules for the declared disks and NICs, in order."""
+    modules: list[str] = []
+    for name in [m for d in spec.disks for m in BUS_MODULES[d.bus]] + [
+        m for n in spec.nics for m in NIC_MODULES[n.model]
+    ]:
+        if name not in modules:
+            modules.append(name)
+    return f" hvbench.drivers={','.join(modules)}" if modules else " hvbench.drivers="
+
+
+def _root_disk_args(plan: LaunchPlan) -> list[str]:
+    if plan.root_disk is None:
+        return []
+    drive = f"file={_opt_escape(plan.root_disk)},if=none,id=sysroot,format=raw,readonly=on"
+    return ["-drive", drive,
+            "-device", f"{_virtio(plan, 'virtio-blk')},drive=sysroot,serial={ROOT_SERIAL}"]
+
+
+def build_qemu_argv(plan: LaunchPlan) -> list[str]:
+    """The complete QEMU argv for ``plan`` (pure; raises nothing for a validated spec)."""
+    return [*_base_args(plan), *_root_disk_args(plan), *_disks_args(plan), *_nics_args(plan)]

@@ -1,0 +1,223 @@
+"""Declarative description of a guest: machine, CPUs, memory, benchmark disks and NICs.
+
+This module is at the bottom of the layer stack: it validates values and combinations
+but starts no process and touches no file. Invalid combinations are rejected here,
+before anything is launched, with a message that says why.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from hvbench.errors import SpecError
+
+Machine = Literal["q35", "pc", "microvm"]
+Accel = Literal["auto", "kvm", "tcg"]
+DiskBus = Literal["virtio-blk", "virtio-scsi", "ide", "ahci", "lsi-scsi"]
+CacheMode = Literal["none", "writeback", "writethrough", "directsync", "unsafe"]
+AioMode = Literal["threads", "native", "io_uring"]
+ImageFormat = Literal["raw", "qcow2"]
+Allocation = Literal["sparse", "preallocated"]
+NicModel = Literal["virtio-net", "e1000", "rtl8139"]
+NetBackend = Literal["user", "tap"]
+
+#: Buses a microvm can carry: it has no PCI bus, only virtio-mmio.
+MICROVM_DISK_BUSES: frozenset[str] = frozenset({"virtio-blk", "virtio-scsi"})
+MICROVM_NIC_MODELS: frozenset[str] = frozenset({"virtio-net"})
+#: Cache modes that open the image with O_DIRECT, which Linux native AIO requires.
+DIRECT_CACHE_MODES: frozenset[str] = frozenset({"none", "directsync"})
+IOTHREAD_BUSES: frozenset[str] = frozenset({"virtio-blk", "virtio-scsi"})
+#: How many disks one controller of each emulated bus takes (IDE: 2 channels x 2 units,
+#: AHCI: 6 ports, LSI 53C895A: 7 targets).
+BUS_CAPACITY: Mapping[str, int] = {"ide": 4, "ahci": 6, "lsi-scsi": 7}
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_size(value: object) -> int:
+    """Parse a byte size: an int, or a string like ``"512M"``, ``"1G"``, ``"4KiB"``.
+
+    Raises ValueError with the accepted forms when the value is not a size.
+    """
+    if isinstance(value, bool):
+        raise ValueError("expected a size such as 1G, 512M or a number of bytes")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        match = _SIZE_RE.match(value)
+        if match:
+            return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    raise ValueError(f"expected a size such as 1G, 512M or a number of bytes, got {value!r}")
+
+
+def format_size(size: int) -> str:
+    """Render a byte count the way :func:`parse_size` reads it (``1G``, ``1536M``)."""
+    for unit in ("T", "G", "M", "K"):
+        if size % _UNITS[unit] == 0 and size >= _UNITS[unit]:
+            return f"{size // _UNITS[unit]}{unit}"
+    return str(size)
+
+
+ByteSize = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
+_FORWARD_RE = re.compile(r"^(tcp|udp):(\d{1,5}):(\d{1,5})$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DiskSpec(_Frozen):
+    """One benchmark disk: its controller, host cache and AIO modes, and its image."""
+
+    bus: DiskBus = "virtio-blk"
+    cache: CacheMode = "none"
+    aio: AioMode = "threads"
+    format: ImageFormat = "raw"
+    allocation: Allocation = "sparse"
+    size: ByteSize = 1 << 30
+    iothread: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> DiskSpec:
+        if self.aio == "native" and self.cache not in DIRECT_CACHE_MODES:
+            raise ValueError(
+                f"aio=native needs cache=none or cache=directsync (got cache={self.cache}): "
+                "Linux native AIO is only asynchronous on files opened with O_DIRECT"
+            )
+        if self.iothread and self.bus not in IOTHREAD_BUSES:
+            raise ValueError(
+                f"iothread=true needs bus virtio-blk or virtio-scsi (got bus={self.bus}): "
+                "only virtio devices can be moved to an iothread"
+            )
+        return self
+
+    def label(self) -> str:
+        """A short name derived from the values, e.g. ``virtio-blk-none-raw-sparse``."""
+        parts = [self.bus, self.cache, self.format, self.allocation]
+        if self.aio != "threads":
+            parts.append(f"aio-{self.aio}")
+        if self.iothread:
+            parts.append("iothread")
+        return "-".join(parts)
+
+
+class NicSpec(_Frozen):
+    """One NIC: the emulated model and the host backend it is connected to."""
+
+    model: NicModel = "virtio-net"
+    backend: NetBackend = "user"
+    #: tap backend only: an existing bridge to enslave the tap to.
+    bridge: str | None = None
+    #: Guest address with prefix, e.g. ``10.0.2.15/24``. For user networking the
+    #: default is QEMU's slirp address; for tap there is no default.
+    address: str | None = None
+    gateway: str | None = None
+    #: user backend only: ``tcp:HOSTPORT:GUESTPORT`` forwards for servers in the guest.
+    forwards: tuple[str, ...] = ()
+
+    @field_validator("forwards")
+    @classmethod
+    def _check_forwards(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            match = _FORWARD_RE.match(item)
+            if not match or not all(0 < int(p) < 65536 for p in match.groups()[1:]):
+                raise ValueError(f"forward {item!r}: expected tcp:HOSTPORT:GUESTPORT")
+        return value
+
+    @field_validator("address")
+    @classmethod
+    def _check_address(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^\d+\.\d+\.\d+\.\d+/\d{1,2}$", value):
+            raise ValueError(f"address {value!r}: expected IPv4/PREFIX such as 10.0.2.15/24")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> NicSpec:
+        if self.bridge is not None and self.backend != "tap":
+            raise ValueError("bridge is only valid with backend=tap")
+        if self.forwards and self.backend != "user":
+            raise ValueError("forwards are only valid with backend=user")
+        return self
+
+
+class VmSpec(_Frozen):
+    """A guest whose machine and whole I/O path are declared."""
+
+    machine: Machine = "q35"
+    vcpus: int = Field(default=1, ge=1, le=64)
+    memory_mib: int = Field(default=512, ge=128, le=1 << 20)
+    accel: Accel = "auto"
+    disks: tuple[DiskSpec, ...] = ()
+    nics: tuple[NicSpec, ...] = ()
+
+    @model_validator(mode="after")
+    def _check(self) -> VmSpec:
+        if self.machine == "microvm":
+            _check_microvm(self)
+        for bus, capacity in BUS_CAPACITY.items():
+            count = sum(1 for d in self.disks if d.bus == bus)
+            if count > capacity:
+                raise ValueError(f"{count} disks on bus {bus}: one controller takes {capacity}")
+        return self
+
+    def label(self) -> str:
+        """A short, stable name derived from the values (used to name cells and runs)."""
+        parts = [self.machine, f"{self.vcpus}cpu", f"{self.memory_mib}M"]
+        parts += [d.label() for d in self.disks]
+        parts += [f"{n.model}-{n.backend}" for n in self.nics]
+        return "_".join(parts)
+
+
+def _check_microvm(spec: VmSpec) -> None:
+    for disk in spec.disks:
+        if disk.bus not in MICROVM_DISK_BUSES:
+            raise ValueError(
+                f"machine=microvm cannot carry bus={disk.bus}: microvm has no PCI or ISA "
+                "disk controllers, only virtio-mmio (use virtio-blk or virtio-scsi)"
+            )
+    for nic in spec.nics:
+        if nic.model not in MICROVM_NIC_MODELS:
+            raise ValueError(
+                f"machine=microvm cannot carry NIC model={nic.model}: it has no PCI bus "
+                "(use virtio-net)"
+            )
+
+
+def _error_path(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def spec_error(exc: ValidationError, source: str) -> SpecError:
+    """Turn a pydantic error into a one-line :class:`SpecError` naming source and field."""
+    first = exc.errors()[0]
+    field = _error_path(tuple(first["loc"]))
+    message = str(first["msg"]).removeprefix("Value error, ")
+    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
+    return SpecError(f"{source}: {field}: {message}{more}")
+
+
+def vm_spec_from_mapping(data: Mapping[str, Any], source: str = "VmSpec") -> VmSpec:
+    """Validate a mapping (from TOML or CLI options) into a :class:`VmSpec`.
+
+    Raises :class:`SpecError` naming ``source``, the field path and what was expected.
+    """
+    try:
+        return VmSpec.model_validate(dict(data))
+    except ValidationError as exc:
+        raise spec_error(exc, source) from exc

@@ -1,0 +1,346 @@
+"""Study files: platforms x workloads x repetitions, declared in TOML.
+
+A ``[[platform]]`` or ``[[workload]]`` entry whose scalar field holds a list is a set of
+variants: the study expands the cross product (as avocado-vt's variants do), names each
+variant from the values that vary, and applies ``only`` / ``exclude`` filters. Cells are
+the product of platform variants and workload variants.
+
+Pure: parsing text and expanding it touch no file (the caller reads the file and passes
+its text and path), so every error path is unit- and fuzz-tested.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import tomllib
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hvbench.errors import SpecError
+from hvbench.model.spec import ByteSize, DiskSpec, VmSpec, format_size, spec_error
+
+DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
+#: The phases of each profile, in the order they run (later phases reuse earlier files).
+PROFILE_PHASES: Mapping[str, tuple[str, ...]] = {
+    "iozone": ("write", "rewrite", "read", "reread", "randread", "randwrite"),
+    "bonnie": ("block-write", "block-rewrite", "block-read", "seq-create", "seq-stat",
+               "seq-delete", "rand-create", "rand-stat", "rand-delete"),
+    "dd": ("write", "read"),
+    "fio-job": (),
+}
+_FILTER_KEYS = ("only", "exclude", "name")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StudySection(_Strict):
+    """``[study]``: name, repetitions, warm-up runs and the shuffle seed."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    repetitions: int = Field(default=3, ge=1, le=1000)
+    #: Unrecorded runs of each cell before the measured repetitions begin.
+    warmup: int = Field(default=0, ge=0, le=100)
+    seed: int = 0
+
+
+class NativePlatformSpec(_Strict):
+    kind: Literal["native"] = "native"
+
+
+class QemuPlatformSpec(_Strict):
+    """A guest: every VmSpec field, plus ``disk`` as a shorthand for one benchmark disk."""
+
+    kind: Literal["qemu"] = "qemu"
+    vm: VmSpec
+
+
+class DiskWorkloadSpec(_Strict):
+    """``kind = "disk"``: fio reproducing IOzone, Bonnie++ or dd, or the user's job file."""
+
+    kind: Literal["disk"] = "disk"
+    profile: DiskProfile
+    #: ``file``: a test file on a filesystem (the guest formats its benchmark disk);
+    #: ``device``: the raw benchmark disk (natively, a file of the same size).
+    target: Literal["file", "device"] = "file"
+    file_size: ByteSize = 256 << 20
+    #: I/O size: IOzone's record size, dd's block size, Bonnie++'s chunk size.
+    record_size: ByteSize | None = None
+    direct: bool = False
+    allow_cached: bool = False
+    ioengine: Literal["psync", "libaio", "io_uring", "sync"] = "psync"
+    iodepth: int = Field(default=1, ge=1, le=1024)
+    #: Bonnie++: how many zero-size files the create/stat/delete phases use.
+    files: int = Field(default=1024, ge=1, le=1_000_000)
+    #: fio-job: the user's job file, relative to the study file.
+    job_file: str | None = None
+    #: A subset of the profile's phases; all by default.
+    phases: tuple[str, ...] | None = None
+    timeout_s: float = Field(default=1800.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> DiskWorkloadSpec:
+        if self.profile == "fio-job" and not self.job_file:
+            raise ValueError("profile fio-job needs job_file (path to a fio job file)")
+        if self.profile != "fio-job" and self.job_file:
+            raise ValueError(f"job_file is only valid with profile fio-job, not {self.profile}")
+        known = PROFILE_PHASES[self.profile]
+        for phase in self.phases or ():
+            if known and phase not in known:
+                raise ValueError(f"phase {phase!r} is not one of {', '.join(known)}")
+        return self
+
+    def io_size(self) -> int:
+        """The record size this profile uses when none is given."""
+        if self.record_size is not None:
+            return self.record_size
+        return {"iozone": 16 << 20, "bonnie": 8 << 10, "dd": 64 << 10}.get(self.profile, 4096)
+
+    def phase_list(self) -> tuple[str, ...]:
+        return self.phases or PROFILE_PHASES[self.profile]
+
+
+PlatformSpec = NativePlatformSpec | QemuPlatformSpec
+WorkloadSpec = DiskWorkloadSpec
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One expanded platform or workload: its derived name, spec and varying values."""
+
+    name: str
+    spec: Any
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One platform variant running one workload variant."""
+
+    name: str
+    platform: Variant
+    workload: Variant
+
+
+@dataclass(frozen=True)
+class Study:
+    """A parsed, expanded study."""
+
+    path: str
+    text: str
+    study: StudySection
+    platforms: tuple[Variant, ...]
+    workloads: tuple[Variant, ...]
+    cells: tuple[Cell, ...]
+
+
+# -- expansion ---------------------------------------------------------------------------
+def _axes(entry: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, list[Any]]]:
+    """Dotted paths of list-valued scalars (the variant axes), depth first."""
+    for key, value in entry.items():
+        if key in _FILTER_KEYS or key in ("disks", "nics", "phases", "forwards"):
+            continue
+        path = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _axes(value, f"{path}.")
+        elif isinstance(value, list):
+            yield path, value
+
+
+def _set_path(entry: dict[str, Any], path: str, value: Any) -> None:
+    keys = path.split(".")
+    node = entry
+    for key in keys[:-1]:
+        node[key] = dict(node[key])
+        node = node[key]
+    node[keys[-1]] = value
+
+
+def _matches(values: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
+    """A filter entry matches when each of its keys (a full dotted path, or the last
+    part of one) equals the variant's value."""
+    for key, wanted in pattern.items():
+        hits = [v for path, v in values.items() if path == key or path.endswith(f".{key}")]
+        if not hits or any(str(v) != str(wanted) for v in hits):
+            return False
+    return True
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, int) and value >= 1 << 10 and value % (1 << 10) == 0:
+        return format_size(value)
+    return str(value)
+
+
+def expand_entry(entry: Mapping[str, Any], base: str) -> list[tuple[str, dict[str, Any],
+                                                                     dict[str, Any]]]:
+    """Expand one raw entry into ``(name, concrete entry, varying values)`` triples,
+    filtered by its ``only`` / ``exclude`` lists."""
+    axes = list(_axes(entry))
+    only = entry.get("only", [])
+    exclude = entry.get("exclude", [])
+    clean = {k: v for k, v in entry.items() if k not in _FILTER_KEYS}
+    out = []
+    for combo in itertools.product(*(values for _, values in axes)):
+        concrete = dict(clean)
+        values: dict[str, Any] = {}
+        for (path, _), value in zip(axes, combo, strict=True):
+            _set_path(concrete, path, value)
+            values[path] = value
+        if only and not any(_matches(values, p) for p in only):
+            continue
+        if any(_matches(values, p) for p in exclude):
+            continue
+        suffix = "-".join(_value_text(v) for v in combo)
+        out.append((f"{base}.{suffix}" if suffix else base, concrete, values))
+    return out
+
+
+# -- parsing -----------------------------------------------------------------------------
+def _where(path: str, section: str, index: int, values: Mapping[str, Any]) -> str:
+    where = f"{path}: {section}[{index}]"
+    if values:
+        where += " (variant " + ", ".join(f"{k}={_value_text(v)}" for k, v in values.items())
+        where += ")"
+    return where
+
+
+def _check_filters(entry: Mapping[str, Any], where: str) -> None:
+    for key in ("only", "exclude"):
+        value = entry.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
+            raise SpecError(f"{where}: {key}: expected a list of tables such as "
+                            f"[{{ cache = \"none\" }}]")
+    if "name" in entry and not isinstance(entry["name"], str):
+        raise SpecError(f"{where}: name: expected a string")
+
+
+def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
+    kind = concrete.pop("kind", "qemu")
+    if kind == "native":
+        if concrete:
+            raise SpecError(f"{where}: {sorted(concrete)[0]}: a native platform takes no "
+                            "fields besides kind and name")
+        return NativePlatformSpec()
+    if kind != "qemu":
+        raise SpecError(f"{where}: kind: expected \"native\" or \"qemu\", got {kind!r}")
+    if "disk" in concrete:
+        if "disks" in concrete:
+            raise SpecError(f"{where}: disk: give either disk (one disk) or disks, not both")
+        concrete["disks"] = [concrete.pop("disk")]
+    try:
+        return QemuPlatformSpec(vm=VmSpec.model_validate(concrete))
+    except ValidationError as exc:
+        raise spec_error(exc, where) from exc
+
+
+def _workload_spec(concrete: dict[str, Any], where: str) -> WorkloadSpec:
+    kind = concrete.get("kind", "disk")
+    if kind != "disk":
+        raise SpecError(f"{where}: kind: expected \"disk\", got {kind!r}")
+    try:
+        return DiskWorkloadSpec.model_validate(concrete)
+    except ValidationError as exc:
+        raise spec_error(exc, where) from exc
+
+
+def _variants(raw: Any, section: str, path: str) -> list[Variant]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(e, dict) for e in raw):
+        raise SpecError(f"{path}: {section}: expected at least one [[{section}]] table")
+    out: list[Variant] = []
+    for index, entry in enumerate(raw):
+        _check_filters(entry, f"{path}: {section}[{index}]")
+        base = entry.get("name") or _default_name(section, entry)
+        for name, concrete, values in expand_entry(entry, base):
+            where = _where(path, section, index, values)
+            spec = (_platform_spec(concrete, where) if section == "platform"
+                    else _workload_spec(concrete, where))
+            out.append(Variant(name, spec, values))
+    names = [v.name for v in out]
+    for name in names:
+        if names.count(name) > 1:
+            raise SpecError(f"{path}: {section}: two variants are both named {name!r}; "
+                            "give the entries distinct names")
+    if not out:
+        raise SpecError(f"{path}: {section}: the only/exclude filters removed every variant")
+    return out
+
+
+def _default_name(section: str, entry: Mapping[str, Any]) -> str:
+    if section == "platform":
+        return "native" if entry.get("kind") == "native" else "qemu"
+    profile = entry.get("profile", "disk")
+    return profile if isinstance(profile, str) else "disk"
+
+
+def check_cache_rule(cell: Cell, host_memory_bytes: int) -> None:
+    """Seed 000's rule: a buffered test file smaller than 2 x the platform's RAM measures
+    the page cache. Refused unless the workload sets ``allow_cached = true``."""
+    workload = cell.workload.spec
+    if not isinstance(workload, DiskWorkloadSpec) or workload.direct or workload.allow_cached:
+        return
+    if workload.profile == "fio-job":
+        return  # the user's job file decides its own caching
+    platform = cell.platform.spec
+    ram = platform.vm.memory_mib << 20 if isinstance(platform, QemuPlatformSpec) \
+        else host_memory_bytes
+    if workload.file_size < 2 * ram:
+        raise SpecError(
+            f"cell {cell.name}: file_size {format_size(workload.file_size)} is smaller than "
+            f"2 x the platform's RAM ({format_size(ram)}): buffered results would measure "
+            "the page cache. Set direct = true, a larger file_size, or allow_cached = true"
+        )
+
+
+def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
+    """Parse and expand a study. Raises :class:`SpecError` naming the file, the field
+    and what was expected (never a traceback for bad input)."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = sorted(set(raw) - {"study", "platform", "workload"})
+    if unknown:
+        raise SpecError(f"{path}: {unknown[0]}: unknown section (expected [study], "
+                        "[[platform]] and [[workload]])")
+    try:
+        section = StudySection.model_validate(raw.get("study", {}))
+    except ValidationError as exc:
+        raise spec_error(exc, f"{path}: study") from exc
+    platforms = _variants(raw.get("platform"), "platform", path)
+    workloads = _variants(raw.get("workload"), "workload", path)
+    cells = tuple(Cell(f"{p.name}/{w.name}", p, w) for p in platforms for w in workloads)
+    for cell in cells:
+        check_cache_rule(cell, host_memory_bytes)
+    return Study(path, text, section, tuple(platforms), tuple(workloads), cells)
+
+
+def disk_for(spec: QemuPlatformSpec) -> DiskSpec | None:
+    """The guest's first benchmark disk, where disk workloads run."""
+    return spec.vm.disks[0] if spec.vm.disks else None
+
+
+def cell_order(cells: Sequence[Cell], seed: int, repetition: int) -> list[Cell]:
+    """The run order of one repetition: platforms shuffled, then each platform's
+    workloads shuffled, from ``seed`` and the repetition number. Grouping by platform
+    lets the runner boot each guest once per repetition."""
+    rng = random.Random(seed * 1_000_003 + repetition)  # noqa: S311 - not for secrets
+    by_platform: dict[str, list[Cell]] = {}
+    for cell in cells:
+        by_platform.setdefault(cell.platform.name, []).append(cell)
+    groups = list(by_platform.values())
+    rng.shuffle(groups)
+    order: list[Cell] = []
+    for group in groups:
+        shuffled = list(group)
+        rng.shuffle(shuffled)
+        order += shuffled
+    return order

@@ -1,0 +1,113 @@
+"""NativePlatform: the bare host, the baseline every guest is compared against.
+
+Its scratch directory lives in the same work directory as the guests' disk images, so a
+native workload's data file sits on the same filesystem (and device) as theirs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from hvbench.errors import GuestTimeoutError, HostError
+from hvbench.host import facts
+from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.platforms.base import ExecResult
+
+
+class NativePlatform:
+    """Runs commands directly on the host, in a private scratch directory.
+
+    ``start()`` creates the scratch directory under the work directory; ``stop()``
+    removes it (safe to call twice).
+    """
+
+    kind = "native"
+
+    def __init__(self, *, name: str = "native", base_dir: Path | None = None) -> None:
+        self.name = name
+        self._base_dir = base_dir
+        self._scratch: Path | None = None
+
+    def __enter__(self) -> NativePlatform:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        if self._scratch is None:
+            base = self._base_dir or work_dir()
+            self._scratch = make_owned_dir(base, "native-")
+
+    def stop(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+    def scratch_dir(self) -> str:
+        if self._scratch is None:
+            raise HostError("NativePlatform is not started")
+        return str(self._scratch)
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` on the host in the scratch directory.
+
+        On timeout the whole process group is killed and :class:`GuestTimeoutError`
+        raised (the same error a guest command raises, so workloads treat both alike).
+        """
+        started = time.monotonic()
+        full_env = {**os.environ, **env} if env else None
+        with subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+            cwd=self._scratch, start_new_session=True,
+        ) as proc:
+            try:
+                out, err = proc.communicate(stdin, timeout=timeout)
+            except BaseException as exc:
+                # Timeout, Ctrl-C or SIGTERM: the command runs in its own session, so
+                # kill its whole group rather than leave it running.
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                if isinstance(exc, subprocess.TimeoutExpired):
+                    raise GuestTimeoutError(
+                        f"native command {' '.join(argv)!r} did not finish in {timeout:g} s"
+                    ) from exc
+                raise
+        return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        Path(path).write_bytes(data)
+
+    def read_file(self, path: str) -> bytes:
+        return Path(path).read_bytes()
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "name": self.name, "label": "native",
+            "scratch_dir": str(self._scratch) if self._scratch else None,
+            "work_dir_fs": facts.free_disk(self._base_dir or work_dir()).get("filesystem"),
+        }

@@ -1,0 +1,424 @@
+"""QemuPlatform: one QEMU guest process, from a VmSpec to an agent that answers.
+
+Lifecycle (as in QEMU's python/qemu machine class): ``__init__`` only stores settings;
+``launch()`` creates the disk images, starts QEMU, connects QMP and waits for the guest
+agent; ``stop()`` is safe to call twice and goes soft to hard (QMP ``quit``, SIGTERM,
+SIGKILL), removing every file it created in ``finally``. Every instance is tracked in
+:data:`hvbench.platforms.registry.REGISTRY` while it lives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from qemu.qmp.legacy import QEMUMonitorProtocol
+
+from hvbench.errors import (
+    AgentError,
+    GuestBootError,
+    GuestError,
+    HostError,
+    ImageError,
+    RootRequiredError,
+    tail,
+)
+from hvbench.host import facts
+from hvbench.host.commands import require_tool, run
+from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage, find_image
+from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, disk_serial
+from hvbench.model.spec import VmSpec
+from hvbench.platforms.agent import GuestAgent
+from hvbench.platforms.base import ExecResult
+from hvbench.platforms.registry import REGISTRY, ProcessRegistry
+
+QEMU_BINARY = "qemu-system-x86_64"
+TAP_PREFIX = "hvb-t"
+DEFAULT_BOOT_TIMEOUT = 60.0
+_PR_SET_PDEATHSIG = 1
+_QUIT_WAIT, _TERM_WAIT = 5.0, 3.0
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: if hvbench dies (even by SIGKILL), so does QEMU."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+@functools.cache
+def _aio_supported(mode: str, directory: str) -> bool:
+    return facts.qemu_supports_aio(mode, QEMU_BINARY, directory)
+
+
+class QemuPlatform:
+    """A guest declared by a :class:`VmSpec`, booted from the bundled (or given) image.
+
+    ``boot_timeout`` bounds ``launch()``: QEMU start to the agent's first answer.
+    Raises :class:`GuestBootError` (with argv, exit status and console tail) when the
+    guest does not come up in time.
+    """
+
+    kind = "qemu"
+
+    def __init__(
+        self,
+        spec: VmSpec,
+        *,
+        name: str | None = None,
+        image: GuestImage | None = None,
+        base_dir: Path | None = None,
+        boot_timeout: float = DEFAULT_BOOT_TIMEOUT,
+        registry: ProcessRegistry = REGISTRY,
+    ) -> None:
+        self.spec = spec
+        self.name = name or f"hvbench-{secrets.token_hex(3)}"
+        self.boot_timeout = boot_timeout
+        self._image = image
+        self._base_dir = base_dir
+        self._registry = registry
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._qmp: QEMUMonitorProtocol | None = None
+        self._agent: GuestAgent | None = None
+        self._run_dir: Path | None = None
+        self._sock_dir: Path | None = None
+        self._plan: LaunchPlan | None = None
+        self._argv: list[str] = []
+        self._devices: dict[int, str] = {}
+        self.accel: ResolvedAccel | None = None
+        self.accel_reason = ""
+        self.timings: dict[str, float] = {}
+
+    # -- context manager ------------------------------------------------------------
+    def __enter__(self) -> QemuPlatform:
+        self.launch()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- launch --------------------------------------------------------------------
+    def start(self) -> None:
+        """Alias of :meth:`launch` (the Platform protocol's name)."""
+        self.launch()
+
+    def launch(self) -> None:
+        """Create images, start QEMU and wait until the guest agent answers.
+
+        Raises :class:`GuestBootError` after ``boot_timeout`` seconds, or if QEMU exits;
+        :class:`HostError` / :class:`RootRequiredError` / :class:`ImageError` if the host
+        cannot run this spec. Nothing is left behind when it raises.
+        """
+        if self._proc is not None:
+            raise GuestError(f"guest {self.name} is already running")
+        started = time.monotonic()
+        try:
+            self._prepare()
+            self._spawn()
+            self._wait_ready(started + self.boot_timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.timings["boot_s"] = time.monotonic() - started
+
+    def _prepare(self) -> None:
+        require_tool(QEMU_BINARY)
+        image = self._image or find_image()
+        if image is None:
+            raise ImageError("no guest image is built yet: run `hvbench image build`")
+        self._check_host()
+        self.accel, self.accel_reason = _resolve_accel(self.spec)
+        base = self._base_dir or work_dir()
+        self._run_dir = make_owned_dir(base, f"{self.name}-")
+        # Unix socket paths are limited to 108 bytes; keep them short under /tmp.
+        self._sock_dir = make_owned_dir(Path(tempfile.gettempdir()), "hvb-")
+        images = tuple(self._create_disk(i) for i in range(len(self.spec.disks)))
+        self._plan = self._make_plan(image, images)
+        self._argv = build_qemu_argv(self._plan)
+
+    def _check_host(self) -> None:
+        needs_tap = any(n.backend == "tap" for n in self.spec.nics)
+        if needs_tap and not facts.is_root():
+            raise RootRequiredError("tap networking")
+        base = str(self._base_dir or work_dir())
+        for disk in self.spec.disks:
+            if disk.aio == "io_uring" and not _aio_supported("io_uring", base):
+                raise HostError(f"this QEMU ({QEMU_BINARY}) was built without aio=io_uring")
+
+    def _create_disk(self, index: int) -> str:
+        disk = self.spec.disks[index]
+        if self._run_dir is None:
+            raise GuestError("internal: run directory missing")
+        path = self._run_dir / f"disk{index}.{disk.format}"
+        prealloc = "falloc" if disk.allocation == "preallocated" else "off"
+        run(
+            ["qemu-img", "create", "-q", "-f", disk.format, "-o", f"preallocation={prealloc}",
+             str(path), str(disk.size)],
+            timeout=600, what=f"creating benchmark disk {index}",
+        )
+        return str(path)
+
+    def _make_plan(self, image: GuestImage, images: tuple[str, ...]) -> LaunchPlan:
+        if self._run_dir is None or self._sock_dir is None or self.accel is None:
+            raise GuestError("internal: launch state missing")
+        tag = secrets.token_hex(2)
+        nics = self.spec.nics
+        taps = tuple(
+            f"{TAP_PREFIX}{tag}{i}" if n.backend == "tap" else None for i, n in enumerate(nics)
+        )
+        macs = tuple(f"52:54:00:{tag[:2]}:{tag[2:]}:{i:02x}" for i in range(len(nics)))
+        return LaunchPlan(
+            spec=self.spec, accel=self.accel, name=self.name,
+            kernel=str(image.kernel), initrd=str(image.initrd),
+            kernel_cmdline=RECOMMENDED_CMDLINE,
+            qmp_socket=str(self._sock_dir / "qmp.sock"),
+            agent_socket=str(self._sock_dir / "agent.sock"),
+            console_log=str(self._run_dir / "console.log"),
+            disk_images=images, tap_names=taps, macs=macs,
+            vhost=facts.vhost_net_available(), qemu_binary=QEMU_BINARY,
+            root_disk=str(image.rootfs) if image.rootfs else None,
+        )
+
+    def _spawn(self) -> None:
+        if self._run_dir is None:
+            raise GuestError("internal: run directory missing")
+        with (self._run_dir / "qemu.log").open("wb") as log:
+            self._proc = subprocess.Popen(
+                self._argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                # Own session: a terminal's Ctrl-C reaches hvbench, which stops guests in
+                # order, rather than killing QEMU under a running measurement.
+                start_new_session=True, preexec_fn=_die_with_parent,  # noqa: PLW1509
+            )
+        self._registry.add(self)
+
+    def _wait_ready(self, deadline: float) -> None:
+        plan = self._plan
+        if plan is None:
+            raise GuestError("internal: no launch plan")
+        t0 = time.monotonic()
+        try:
+            self._qmp = _connect_qmp(Path(plan.qmp_socket), deadline, self.is_running)
+            self._attach_taps(plan)
+            self.timings["qmp_s"] = time.monotonic() - t0
+            agent = GuestAgent(Path(plan.agent_socket))
+            self._agent = agent
+            agent.connect(deadline, self.is_running)
+            self.timings["agent_s"] = time.monotonic() - t0
+        except (AgentError, OSError, TimeoutError) as exc:
+            raise self._boot_error(f"guest {self.name} did not boot: {exc}") from exc
+
+    def _attach_taps(self, plan: LaunchPlan) -> None:
+        for index, tap in enumerate(plan.tap_names):
+            if tap is None:
+                continue
+            run(["ip", "link", "set", tap, "up"], what="bringing the tap up")
+            bridge = plan.spec.nics[index].bridge
+            if bridge:
+                run(["ip", "link", "set", tap, "master", bridge], what="enslaving the tap")
+
+    def _boot_error(self, message: str) -> GuestBootError:
+        status = self._proc.poll() if self._proc else None
+        return GuestBootError(
+            message, argv=self._argv, exit_status=status, console_tail=self.console_tail()
+        )
+
+    # -- state ---------------------------------------------------------------------
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def argv(self) -> list[str]:
+        """The QEMU argv of the last launch (kept with every result)."""
+        return list(self._argv)
+
+    @property
+    def disk_images(self) -> tuple[str, ...]:
+        return self._plan.disk_images if self._plan else ()
+
+    def console_tail(self, lines: int = 40) -> str:
+        """The last lines of the serial console and of QEMU's own output."""
+        if self._run_dir is None:
+            return ""
+        parts = []
+        for name in ("console.log", "qemu.log"):
+            with contextlib.suppress(OSError):
+                text = (self._run_dir / name).read_text(errors="replace")
+                if text.strip():
+                    parts.append(f"[{name}]\n{tail(text, lines)}")
+        return "\n".join(parts)
+
+    def qmp(self, command: str, **arguments: object) -> Any:
+        """Run a QMP command. Raises :class:`GuestError` when QEMU is not running."""
+        if self._qmp is None:
+            raise GuestError(f"guest {self.name} has no QMP connection")
+        return self._qmp.cmd(command, **arguments)
+
+    def vcpu_threads(self) -> dict[int, int]:
+        """vCPU index -> host thread id, from QMP ``query-cpus-fast``."""
+        return {c["cpu-index"]: c["thread-id"] for c in self.qmp("query-cpus-fast")}
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind, "name": self.name, "spec": self.spec.model_dump(mode="json"),
+            "label": self.spec.label(), "accel": self.accel, "accel_reason": self.accel_reason,
+            "qemu_argv": self.argv, "timings": dict(self.timings),
+        }
+
+    # -- commands in the guest -------------------------------------------------------
+    def _require_agent(self) -> GuestAgent:
+        if self._agent is None or not self.is_running():
+            raise self._boot_error(f"guest {self.name} is not running")
+        return self._agent
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run ``argv`` in the guest via the agent; see :meth:`GuestAgent.run`.
+
+        If QEMU dies meanwhile, raises :class:`GuestError` carrying the console tail.
+        """
+        agent = self._require_agent()
+        try:
+            return agent.run(argv, timeout=timeout, stdin=stdin, env=env)
+        except GuestError as exc:
+            if not self.is_running():
+                raise self._boot_error(f"guest {self.name} died: {exc}") from exc
+            raise
+
+    def write_file(self, path: str, data: bytes) -> None:
+        self._require_agent().write_file(path, data)
+
+    def read_file(self, path: str) -> bytes:
+        return self._require_agent().read_file(path)
+
+    def scratch_dir(self) -> str:
+        return "/tmp"
+
+    def disk_device(self, index: int) -> str:
+        """The guest's device node for benchmark disk ``index`` (found by its serial).
+
+        Raises :class:`GuestError` if the guest does not show the disk.
+        """
+        if index in self._devices:
+            return self._devices[index]
+        serial = disk_serial(index)
+        # virtio-blk shows the serial in /sys/block/X/serial; SCSI and ATA disks in VPD
+        # page 0x80 after a binary header (ATA pads it with spaces): match the suffix.
+        script = (
+            "for b in /sys/block/*; do "
+            "s=$(cat $b/serial 2>/dev/null; cat $b/device/vpd_pg80 2>/dev/null | tr -dc "
+            "'a-zA-Z0-9-'); case \"$s\" in *" + serial + ") echo /dev/${b##*/};; esac; done"
+        )
+        result = self.exec(["sh", "-c", script], timeout=30)
+        found = result.text().split()
+        if not found:
+            raise self._boot_error(f"guest {self.name} shows no disk with serial {serial}")
+        self._devices[index] = found[0]
+        return found[0]
+
+    # -- stop ----------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop QEMU (QMP quit, then SIGTERM, then SIGKILL) and remove every file.
+
+        Safe to call twice and on a guest that never started; never raises for a guest
+        that is already gone.
+        """
+        try:
+            if self._proc is not None and self._proc.poll() is None:
+                self._terminate(self._proc)
+        finally:
+            self._close_channels()
+            if self._proc is not None:
+                self._registry.discard(self)
+            self._proc = None
+            for directory in (self._run_dir, self._sock_dir):
+                if directory is not None:
+                    shutil.rmtree(directory, ignore_errors=True)
+            self._run_dir = self._sock_dir = None
+            self._devices.clear()
+
+    def _terminate(self, proc: subprocess.Popen[bytes]) -> None:
+        if self._qmp is not None:
+            with contextlib.suppress(Exception):
+                self._qmp.settimeout(2.0)
+                self._qmp.cmd("quit")
+        for sig, wait in ((None, _QUIT_WAIT), (signal.SIGTERM, _TERM_WAIT)):
+            if sig is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(sig)
+            try:
+                proc.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+        proc.kill()
+        proc.wait()
+
+    def _close_channels(self) -> None:
+        if self._agent is not None:
+            self._agent.close()
+            self._agent = None
+        if self._qmp is not None:
+            with contextlib.suppress(Exception):
+                self._qmp.close()
+            self._qmp = None
+
+
+def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol:
+    """Connect to QEMU's QMP socket once it exists; raises TimeoutError at deadline."""
+    while not path.exists():
+        if not alive():
+            raise OSError("QEMU exited before its QMP socket appeared")
+        if time.monotonic() >= deadline:
+            raise TimeoutError("QMP socket did not appear")
+        time.sleep(0.005)
+    qmp = QEMUMonitorProtocol(str(path))
+    qmp.settimeout(max(deadline - time.monotonic(), 1.0))
+    qmp.connect()
+    return qmp
+
+
+def _resolve_accel(spec: VmSpec) -> tuple[ResolvedAccel, str]:
+    """Pick KVM or TCG for ``spec``; ``auto`` uses the cached KVM probe.
+
+    Raises :class:`HostError` when ``accel=kvm`` is requested but /dev/kvm is absent.
+    """
+    if spec.accel == "tcg":
+        return "tcg", "requested accel=tcg"
+    if spec.accel == "kvm":
+        present, reason = facts.kvm_present()
+        if not present:
+            raise HostError(f"accel=kvm requested but KVM is not present: {reason}")
+        return "kvm", "requested accel=kvm"
+    # Local import: the probe itself boots a QemuPlatform with accel=kvm.
+    from hvbench.platforms.kvm_probe import kvm_status  # noqa: PLC0415
+
+    status = kvm_status()
+    if status.usable:
+        return "kvm", "auto: KVM probe booted a guest"
+    return "tcg", f"auto: KVM unusable ({status.reason}); falling back to TCG"

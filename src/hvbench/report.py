@@ -1,0 +1,216 @@
+"""Turning stored measurements into what people read: tables, CSV, JSON.
+
+Pure: every function takes rows and returns a table, lines or a string; the CLI prints.
+One table per workload phase with the platforms as columns (as the seeds' Figures 5-10
+put bars side by side); with more than :data:`MAX_COLUMNS` platforms the table turns so
+that platforms are rows, which a terminal can still show.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rich.table import Table
+
+from hvbench.stats import Summary, percent_of_summary, stability_warnings, summarize
+
+MAX_COLUMNS = 5
+THROUGHPUT_METRICS = ("mb_s", "ops_s")
+#: Rows shown under the throughput, in order: (metric suffix, label).
+DETAIL_ROWS = (
+    ("iops", "IOPS"),
+    ("lat_p99_ms", "p99 latency ms"),
+    ("cpu_pct", "workload CPU % (fio usr+sys)"),
+    ("avgrq_sz", "host avgrq-sz (sectors)"),
+    ("avgqu_sz", "host avgqu-sz"),
+    ("util_pct", "host %util"),
+    ("qemu.vcpu.cpu_pct", "QEMU vCPU threads CPU %"),
+    ("qemu.total.cpu_pct", "QEMU process CPU %"),
+)
+TCG_BANNER = (
+    "TCG (software emulation): guest numbers measure emulation, not virtualization"
+)
+
+
+class Row(Protocol):
+    """One stored measurement with its dimensions (the store's MeasurementRow)."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def platform(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def value(self) -> float: ...
+    @property
+    def unit(self) -> str: ...
+
+
+@dataclass
+class PhaseStats:
+    """Summaries of every metric of one workload phase, per platform."""
+
+    workload: str
+    phase: str
+    platforms: list[str]
+    metrics: dict[str, dict[str, Summary]] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+
+    def throughput_metric(self) -> str | None:
+        return next((m for m in THROUGHPUT_METRICS if m in self.metrics), None)
+
+
+def phase_stats(rows: Iterable[Row]) -> list[PhaseStats]:
+    """Group rows by (workload, phase) and summarise each metric per platform."""
+    values: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    units: dict[str, str] = {}
+    order: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in rows:
+        key = (row.workload, row.phase)
+        values[key][row.metric][row.platform].append(row.value)
+        units[row.metric] = row.unit
+        if row.platform not in order[key]:
+            order[key].append(row.platform)
+    out = []
+    for (workload, phase), metrics in values.items():
+        stats = PhaseStats(workload, phase, order[(workload, phase)])
+        for metric, per_platform in metrics.items():
+            stats.metrics[metric] = {p: summarize(v) for p, v in per_platform.items()}
+            stats.units[metric] = units[metric]
+        out.append(stats)
+    return out
+
+
+def _find_metric(stats: PhaseStats, suffix: str) -> str | None:
+    if suffix in stats.metrics:
+        return suffix
+    return next((m for m in sorted(stats.metrics) if m.endswith(f".{suffix}")
+                 and m.startswith("host.disk.")), None)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _cells(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]:
+    """Label and one text per platform, for every row of the table."""
+    rows: list[tuple[str, list[str]]] = []
+    main = stats.throughput_metric()
+    if main:
+        per = stats.metrics[main]
+        unit = stats.units.get(main, "")
+        rows.append((f"{unit} mean ± 95% CI", [
+            f"{_fmt(per[p].mean)} ± {_fmt(per[p].ci95_half_width)}" if p in per else "-"
+            for p in stats.platforms]))
+        if native and native in per:
+            rows.append(("% of native", [_pct(per, p, native) for p in stats.platforms]))
+        rows.append(("CoV %", [_cov(per.get(p)) for p in stats.platforms]))
+    for suffix, label in DETAIL_ROWS:
+        metric = _find_metric(stats, suffix)
+        if metric:
+            per = stats.metrics[metric]
+            rows.append((label, [_fmt(per[p].mean) if p in per else "-"
+                                 for p in stats.platforms]))
+    if main:
+        rows.append(("n", [str(stats.metrics[main][p].n) if p in stats.metrics[main] else "0"
+                           for p in stats.platforms]))
+    return rows
+
+
+def _pct(per: Mapping[str, Summary], platform: str, native: str) -> str:
+    if platform not in per or per[native].mean == 0:
+        return "-"
+    pct, low, high = percent_of_summary(per[platform], per[native])
+    if low is None or high is None:
+        return f"{pct:.1f} %"
+    return f"{pct:.1f} % [{low:.0f}-{high:.0f}]"
+
+
+def _cov(summary: Summary | None) -> str:
+    if summary is None or summary.cov_pct is None:
+        return "-"
+    return f"{summary.cov_pct:.1f}"
+
+
+def phase_table(stats: PhaseStats, native: str | None) -> Table:
+    """One phase as a rich Table: platforms as columns, or as rows when there are many."""
+    rows = _cells(stats, native)
+    title = f"{stats.workload} / {stats.phase}"
+    if len(stats.platforms) <= MAX_COLUMNS:
+        table = Table(title=title, title_justify="left")
+        table.add_column("")
+        for platform in stats.platforms:
+            table.add_column(platform, justify="right", overflow="fold")
+        for label, texts in rows:
+            table.add_row(label, *texts)
+        return table
+    table = Table(title=title, title_justify="left")
+    table.add_column("platform", overflow="fold")
+    for label, _ in rows:
+        table.add_column(label, justify="right", overflow="fold")
+    for index, platform in enumerate(stats.platforms):
+        table.add_row(platform, *(texts[index] for _, texts in rows))
+    return table
+
+
+def warnings_for(stats: Sequence[PhaseStats]) -> list[str]:
+    """Stability warnings of every throughput metric, prefixed with where they apply."""
+    out = []
+    for phase in stats:
+        metric = phase.throughput_metric()
+        if metric is None:
+            continue
+        for platform, summary in phase.metrics[metric].items():
+            for warning in stability_warnings(summary, metric=metric):
+                out.append(f"{phase.workload}/{phase.phase} on {platform}: {warning}")
+    return out
+
+
+def rows_csv(rows: Iterable[Row], run_id: str) -> str:
+    """One CSV line per measurement with all its dimensions."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["run", "cell", "platform", "workload", "repetition", "phase", "metric",
+                     "value", "unit"])
+    for r in rows:
+        writer.writerow([run_id, r.cell, r.platform, r.workload, r.repetition, r.phase,
+                         r.metric, repr(r.value), r.unit])
+    return buffer.getvalue()
+
+
+def summary_json(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
+                 run: Mapping[str, Any]) -> str:
+    """Every summary with its % of native, plus the run's environment."""
+    phases = []
+    for phase in stats:
+        native = natives.get(phase.workload)
+        metrics: dict[str, Any] = {}
+        for metric, per in phase.metrics.items():
+            metrics[metric] = {p: _summary_dict(s, per, native, p) for p, s in per.items()}
+        phases.append({"workload": phase.workload, "phase": phase.phase,
+                       "platforms": phase.platforms, "metrics": metrics})
+    return json.dumps({"run": run, "phases": phases}, indent=2)
+
+
+def _summary_dict(summary: Summary, per: Mapping[str, Summary], native: str | None,
+                  platform: str) -> dict[str, Any]:
+    data: dict[str, Any] = dict(summary.__dict__)
+    if native and native in per and per[native].mean:
+        pct, low, high = percent_of_summary(summary, per[native])
+        data.update(pct_of_native=pct, pct_of_native_ci95=[low, high])
+    data["platform"] = platform
+    return data

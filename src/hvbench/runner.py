@@ -1,0 +1,419 @@
+"""The study runner: cells x repetitions, each measurement committed as it finishes.
+
+Order: each repetition shuffles its platforms, then each platform's workloads, from the
+study seed (drift spreads over all cells; the order is recorded). A guest boots once
+per platform and repetition and runs that platform's workloads in a row; a workload
+failure marks that cell failed with the guest's console log, the guest is rebooted if
+it died, and the study goes on. ``--resume RUN`` skips every (cell, repetition) already
+stored as ok, so an interrupted study (even by ``kill -9``) finishes without redoing or
+duplicating anything.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from hvbench import __version__
+from hvbench.errors import GuestError, HostError, HvbenchError, SpecError
+from hvbench.host import facts
+from hvbench.host.paths import remove_orphaned_dirs, work_dir
+from hvbench.model.study import Cell, DiskWorkloadSpec, QemuPlatformSpec, Study, cell_order
+from hvbench.model.study import parse_study as parse_study_text
+from hvbench.monitors.session import PhaseMonitors, monitors_for
+from hvbench.platforms.base import Platform
+from hvbench.platforms.native import NativePlatform
+from hvbench.platforms.qemu import QemuPlatform
+from hvbench.store.sqlite import (
+    CellRecord,
+    MeasurementRecord,
+    RawRecord,
+    SampleRecord,
+    Store,
+)
+from hvbench.workloads import disk
+
+LOCK_NAME = "hvbench-run.lock"
+
+
+def load_study(path: Path) -> Study:
+    """Read, parse and expand a study file; check that every job file it names exists.
+
+    Raises :class:`SpecError` (exit code 2) naming the file, field and expectation.
+    """
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read the study file: {exc.strerror}") from exc
+    study = parse_study_text(text, str(path), facts.memory_bytes() or 0)
+    for variant in study.workloads:
+        spec = variant.spec
+        if isinstance(spec, DiskWorkloadSpec) and spec.job_file:
+            disk.job_file_text(spec, str(path))
+    return study
+
+
+def git_commit() -> str | None:
+    """The commit of the hvbench source tree, when it runs from a git checkout."""
+    here = Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"],
+                              capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+# -- the lock ----------------------------------------------------------------------------
+class RunLock:
+    """One study at a time per host: an flock on a file in the work directory.
+
+    The holder's run id, pid and study are written into the file, so a refused second
+    study can name the running one. The kernel drops the lock when the holder dies,
+    even by ``kill -9``.
+    """
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOCK_NAME
+        self._file: TextIO | None = None
+
+    def acquire(self, run_id: str, study: str) -> None:
+        """Take the lock or raise :class:`HostError` naming the running study."""
+        while True:
+            handle = self.path.open("a+")
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError as exc:
+                handle.seek(0)
+                holder = handle.read().strip() or "unknown"
+                handle.close()
+                raise HostError(f"another study is running on this host: {holder} "
+                                f"(lock {self.path}); wait for it or stop it") from exc
+            # The holder unlinks the file on release; if that happened between our open
+            # and our flock, we hold a lock on a dead file: retry on the new one.
+            if self._same_file(handle):
+                break
+            handle.close()
+        self._file = handle
+        self.describe(run_id, study)
+
+    def _same_file(self, handle: TextIO) -> bool:
+        try:
+            return self.path.stat().st_ino == os.fstat(handle.fileno()).st_ino
+        except FileNotFoundError:
+            return False
+
+    def describe(self, run_id: str, study: str) -> None:
+        """Rewrite what the lock file says about its holder."""
+        if self._file is None:
+            return
+        self._file.seek(0)
+        self._file.truncate()
+        self._file.write(json.dumps({"run": run_id, "pid": os.getpid(), "study": study}))
+        self._file.flush()
+
+    def release(self) -> None:
+        """Unlink and unlock (safe to call twice)."""
+        if self._file is not None:
+            self.path.unlink(missing_ok=True)
+            self._file.close()
+            self._file = None
+
+
+# -- running -----------------------------------------------------------------------------
+@dataclass
+class CellResult:
+    """What one (cell, repetition) produced, ready for the store."""
+
+    measurements: list[MeasurementRecord] = field(default_factory=list)
+    samples: list[SampleRecord] = field(default_factory=list)
+    raw: list[RawRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class PlannedItem:
+    repetition: int  # -1 for warm-up
+    cell: Cell
+    position: int
+
+
+ProgressHook = Callable[[PlannedItem, str], None]
+
+
+def make_platform(cell: Cell) -> Platform:
+    spec = cell.platform.spec
+    if isinstance(spec, QemuPlatformSpec):
+        return QemuPlatform(spec.vm, name=f"hvbench-{os.getpid()}-{cell.platform.name[:20]}")
+    return NativePlatform(name=cell.platform.name)
+
+
+def _phase_records(outcome: disk.PhaseOutcome, wall_s: float,
+                   monitor_summary: dict[str, float]) -> list[MeasurementRecord]:
+    records = [MeasurementRecord(outcome.phase, m, v, u) for m, (v, u) in outcome.metrics.items()]
+    records.append(MeasurementRecord(outcome.phase, "phase_wall_s", wall_s, "s"))
+    records += [MeasurementRecord(outcome.phase, name, value, "")
+                for name, value in monitor_summary.items()]
+    for which, dropped in outcome.caches_dropped.items():
+        records.append(MeasurementRecord(outcome.phase, f"cache_dropped.{which}",
+                                         float(dropped), "bool"))
+    return records
+
+
+def run_disk_cell(platform: Platform, cell: Cell, study: Study,
+                  monitors: PhaseMonitors) -> CellResult:
+    """Run every phase of a disk workload on a started platform."""
+    spec = cell.workload.spec
+    if not isinstance(spec, DiskWorkloadSpec):
+        raise SpecError(f"cell {cell.name}: unsupported workload kind")
+    out = CellResult()
+    target = disk.prepare_target(platform, spec)
+    try:
+        if spec.profile == "fio-job":
+            text = disk.job_file_text(spec, study.path)
+            monitors.start()
+            started = time.monotonic()
+            outcomes = disk.run_job_file(platform, spec, text, target)
+            _store_phase(out, outcomes, time.monotonic() - started, monitors, "job-file")
+            return out
+        for phase in spec.phase_list():
+            dropped = disk.before_phase(platform, spec, phase, target)
+            monitors.start()
+            started = time.monotonic()
+            try:
+                outcome = disk.run_phase(platform, spec, phase, target)
+            finally:
+                wall = time.monotonic() - started
+            outcome.caches_dropped = dropped
+            _store_phase(out, [outcome], wall, monitors, phase)
+    finally:
+        disk.release_target(platform, target)
+    return out
+
+
+def _store_phase(out: CellResult, outcomes: list[disk.PhaseOutcome], wall: float,
+                 monitors: PhaseMonitors, raw_phase: str) -> None:
+    """Add the phases' metrics, the monitors' summary and series, and the raw output
+    (stored once under ``raw_phase``: a job file's phases share one fio document)."""
+    result = monitors.stop()
+    for outcome in outcomes:
+        out.measurements += _phase_records(outcome, wall, result.summary)
+    out.samples += [SampleRecord(raw_phase, monitor, t, values)
+                    for monitor, t, values in result.rows()]
+    if outcomes:
+        out.raw.append(RawRecord(raw_phase, "fio-json", outcomes[0].raw))
+
+
+def environment(study: Study) -> dict[str, Any]:
+    """The environment every run carries: host, QEMU, accelerator, versions."""
+    qemu = facts.qemu_info()
+    accel = None
+    if any(isinstance(p.spec, QemuPlatformSpec) for p in study.platforms):
+        from hvbench.platforms.kvm_probe import kvm_status  # noqa: PLC0415 - may boot a guest
+
+        accel = "kvm" if kvm_status().usable else "tcg"
+    return {
+        **facts.host_summary(), "qemu_version": qemu.version, "qemu_package": qemu.package,
+        "accelerator": accel, "hvbench_version": __version__, "git_commit": git_commit(),
+        "work_dir": facts.free_disk(work_dir()),
+    }
+
+
+class StudyRunner:
+    """Runs a study into a store. ``progress`` is told about every item as it starts
+    and ends; the CLI turns that into a progress bar with ETA."""
+
+    def __init__(self, study: Study, store: Store, *, progress: ProgressHook | None = None,
+                 run_id: str | None = None) -> None:
+        self.study = study
+        self.store = store
+        self.progress = progress or (lambda item, state: None)
+        self.run_id = run_id
+        self.failures = 0
+        self.boot_s: list[float] = []
+
+    def plan(self, cell_ids: dict[str, int]) -> list[PlannedItem]:
+        """Every (repetition, cell) still to do, in run order; records each order."""
+        done = self.store.done(self.run_id or "")
+        items: list[PlannedItem] = []
+        position = 0
+        for rep in range(self.study.study.repetitions):
+            order = cell_order(self.study.cells, self.study.study.seed, rep)
+            self.store.record_order(self.run_id or "", rep, [c.name for c in order])
+            for cell in order:
+                if (cell_ids[cell.name], rep) not in done:
+                    items.append(PlannedItem(rep, cell, position))
+                position += 1
+        return items
+
+    def warmup_items(self) -> list[PlannedItem]:
+        items = []
+        for round_ in range(self.study.study.warmup):
+            order = cell_order(self.study.cells, self.study.study.seed, -1 - round_)
+            items += [PlannedItem(-1, cell, -1) for cell in order]
+        return items
+
+    def start_run(self) -> str:
+        """Create the run (or reopen it for resume) and its cells."""
+        if self.run_id is None:
+            self.run_id = self.store.create_run(
+                run_id=None, study_name=self.study.study.name, study_path=self.study.path,
+                study_text=self.study.text, seed=self.study.study.seed,
+                env=environment(self.study), hvbench_version=__version__,
+                git_commit=git_commit())
+        else:
+            self.store.set_status(self.run_id, "running")
+        return self.run_id
+
+    def cell_ids(self) -> dict[str, int]:
+        records = [CellRecord(c.name, c.platform.name, _platform_json(c),
+                              c.workload.name, c.workload.spec.model_dump(mode="json"))
+                   for c in self.study.cells]
+        return self.store.add_cells(self.run_id or "", records)
+
+    def execute(self, items: list[PlannedItem], cell_ids: dict[str, int]) -> None:
+        """Run the items, booting each platform once per consecutive group."""
+        for group in _groups(items):
+            self._run_group(group, cell_ids)
+
+    def _run_group(self, group: list[PlannedItem], cell_ids: dict[str, int]) -> None:
+        platform: Platform | None = None
+        try:
+            for item in group:
+                if platform is None:
+                    platform = self._boot(item, cell_ids)
+                    if platform is None:
+                        continue
+                alive = self._run_item(platform, item, cell_ids)
+                if not alive:
+                    platform.stop()
+                    platform = None
+        finally:
+            if platform is not None:
+                platform.stop()
+
+    def _boot(self, item: PlannedItem, cell_ids: dict[str, int]) -> Platform | None:
+        platform = make_platform(item.cell)
+        self.progress(item, "booting")
+        started = time.monotonic()
+        try:
+            platform.start()
+        except GuestError as exc:
+            self._record_failure(item, cell_ids, exc, platform)
+            return None
+        self.boot_s.append(time.monotonic() - started)
+        return platform
+
+    def _run_item(self, platform: Platform, item: PlannedItem,
+                  cell_ids: dict[str, int]) -> bool:
+        """Run one item; returns False when the platform died and must be rebooted."""
+        self.progress(item, "running")
+        started = _now()
+        monitors = monitors_for(platform)
+        try:
+            result = run_disk_cell(platform, item.cell, self.study, monitors)
+        except HvbenchError as exc:
+            monitors.abort()
+            self._record_failure(item, cell_ids, exc, platform)
+            return _is_alive(platform)
+        if item.repetition >= 0:
+            self.store.record_repetition(
+                run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
+                repetition=item.repetition, position=item.position, status="ok",
+                measurements=result.measurements, samples=result.samples, raw=result.raw,
+                qemu_argv=getattr(platform, "argv", None), accel=getattr(platform, "accel", None),
+                started_at=started, finished_at=_now())
+        self.progress(item, "done")
+        return True
+
+    def _record_failure(self, item: PlannedItem, cell_ids: dict[str, int],
+                        exc: BaseException, platform: Platform) -> None:
+        self.failures += 1
+        console = platform.console_tail(200) if isinstance(platform, QemuPlatform) else None
+        if item.repetition >= 0:
+            self.store.record_repetition(
+                run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
+                repetition=item.repetition, position=item.position, status="failed",
+                measurements=[], samples=[], raw=[], error=str(exc), console_log=console,
+                qemu_argv=getattr(platform, "argv", None), accel=getattr(platform, "accel", None),
+                started_at=_now(), finished_at=_now())
+        self.progress(item, "failed")
+
+
+def _is_alive(platform: Platform) -> bool:
+    return platform.is_running() if isinstance(platform, QemuPlatform) else True
+
+
+def _platform_json(cell: Cell) -> dict[str, Any]:
+    spec = cell.platform.spec
+    return spec.model_dump(mode="json")  # type: ignore[no-any-return]
+
+
+def _groups(items: list[PlannedItem]) -> Iterator[list[PlannedItem]]:
+    group: list[PlannedItem] = []
+    for item in items:
+        if group and (item.repetition != group[0].repetition
+                      or item.cell.platform.name != group[0].cell.platform.name):
+            yield group
+            group = []
+        group.append(item)
+    if group:
+        yield group
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    failures: int
+    boot_s: tuple[float, ...]
+
+
+def resume_study(store: Store, run_id: str) -> Study:
+    """The study of a stored run, parsed from the text stored with it."""
+    record = store.get_run(run_id)
+    return parse_study_text(record.study_text, record.study_path, facts.memory_bytes() or 0)
+
+
+def run_study(study: Study, store: Store, *, resume: str | None = None,
+              progress: ProgressHook | None = None,
+              on_plan: Callable[[int], None] | None = None) -> RunOutcome:
+    """Run (or resume) ``study`` into ``store`` under the host-wide run lock.
+
+    Orphans of an earlier ``kill -9`` are removed first. On any exception (including
+    Ctrl-C / SIGTERM) the run is marked interrupted and the exception propagates; every
+    measurement finished before it is already committed. Raises :class:`HostError` if
+    another study holds the lock.
+    """
+    lock = RunLock(work_dir())
+    lock.acquire(resume or "(starting)", study.study.name)
+    try:
+        for parent in (work_dir(), Path(tempfile.gettempdir())):
+            remove_orphaned_dirs(parent)
+        runner = StudyRunner(study, store, progress=progress, run_id=resume)
+        run_id = runner.start_run()
+        lock.describe(run_id, study.study.name)
+        try:
+            ids = runner.cell_ids()
+            items = (runner.warmup_items() if resume is None else []) + runner.plan(ids)
+            if on_plan is not None:
+                on_plan(len(items))
+            runner.execute(items, ids)
+        except BaseException:
+            store.set_status(run_id, "interrupted", finished_at=_now())
+            raise
+        store.set_status(run_id, "complete", finished_at=_now())
+        return RunOutcome(run_id, runner.failures, tuple(runner.boot_s))
+    finally:
+        lock.release()

@@ -1,0 +1,1 @@
+"""Workloads: the measured programs (fio, ...), their argv builders and result parsers."""

@@ -1,0 +1,226 @@
+"""Disk workloads: fio jobs that reproduce the seeds' IOzone, Bonnie++ and dd tests.
+
+The same job runs natively and in a guest. With ``target = "file"`` the guest formats its
+first benchmark disk (ext4, with eager inode-table and journal init so no background
+initialisation competes with the measurement) and the test file lives there, while the
+native test file lives in the work directory, the filesystem that holds the guests'
+images. With ``target = "device"`` the guest uses the raw benchmark disk and the native
+side a file of the same size.
+
+Phase mapping (fio cannot replay IOzone or Bonnie++ byte for byte; these are the closest
+equivalents, and every write phase ends with fsync as ``iozone -e`` and ``dd
+conv=fdatasync`` do):
+
+- iozone: write (new file), rewrite, read, reread (no cache drop before it: IOzone's
+  re-read is a cache test), randread, randwrite; ``record_size`` default 16 MB.
+- bonnie: block-write, block-rewrite (sequential read+write mix over the file: Bonnie++
+  reads a chunk, dirties it and writes it back), block-read; seq-/rand- create, stat
+  and delete of ``files`` zero-size files (fio's filecreate/filestat/filedelete
+  engines, sequential or random file order). Chunk default 8 kB as Bonnie++.
+- dd: write then read, 64 kB blocks, one outstanding request.
+- fio-job: the user's job file; ``${HVBENCH_TARGET_DIR}`` and ``${HVBENCH_TARGET}``
+  in it expand to the test directory and file/device (fio expands environment
+  variables in job files). Each job in the output is a phase.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hvbench.errors import CommandError, HvbenchError, SpecError
+from hvbench.host.caches import drop_host_caches
+from hvbench.model.study import DiskWorkloadSpec
+from hvbench.platforms.base import ExecResult, Platform
+from hvbench.platforms.qemu import QemuPlatform
+from hvbench.workloads.fio import FioJob, FioResult, parse_fio_json
+
+GUEST_MOUNT = "/mnt/hvbench"
+#: Phases that must not find the data in any page cache.
+COLD_PHASES = frozenset({"write", "read", "randread", "block-write", "block-read",
+                         "seq-create", "rand-create"})
+#: Phases that start from a fresh (deleted) test file.
+FRESH_FILE_PHASES = frozenset({"write", "block-write"})
+FILE_OP_ENGINES = {"create": "filecreate", "stat": "filestat", "delete": "filedelete"}
+
+
+@dataclass(frozen=True)
+class DiskTarget:
+    """Where the test data goes on one platform."""
+
+    path: str           # the test file, or the raw device
+    directory: str      # the directory for file-op phases and job files
+    device: str | None  # the guest's block device, if any
+
+
+@dataclass
+class PhaseOutcome:
+    """One phase's numbers and the raw output they came from."""
+
+    phase: str
+    metrics: dict[str, tuple[float, str]] = field(default_factory=dict)
+    raw: str = ""
+    caches_dropped: dict[str, bool] = field(default_factory=dict)
+
+
+def _check(result: ExecResult, what: str) -> ExecResult:
+    if not result.ok:
+        output = (result.stdout + result.stderr).decode(errors="replace")
+        raise CommandError(result.argv, result.exit_code, output, what)
+    return result
+
+
+def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
+    """Create the test location: format and mount the guest disk for ``file`` targets.
+
+    Raises :class:`CommandError` if mkfs or mount fail in the guest.
+    """
+    if isinstance(platform, QemuPlatform):
+        device = platform.disk_device(0)
+        if spec.target == "device":
+            return DiskTarget(device, platform.scratch_dir(), device)
+        _check(platform.exec(["mke2fs", "-q", "-F", "-t", "ext4", "-E",
+                              "lazy_itable_init=0,lazy_journal_init=0", device],
+                             timeout=600), "formatting the guest's benchmark disk")
+        _check(platform.exec(["sh", "-c", f"mkdir -p {GUEST_MOUNT} && "
+                              f"mount -o noatime {device} {GUEST_MOUNT}"], timeout=60),
+               "mounting the guest's benchmark disk")
+        return DiskTarget(f"{GUEST_MOUNT}/hvbench.dat", GUEST_MOUNT, device)
+    scratch = platform.scratch_dir()
+    return DiskTarget(f"{scratch}/hvbench.dat", scratch, None)
+
+
+def release_target(platform: Platform, target: DiskTarget) -> None:
+    """Unmount the guest filesystem (best effort: the guest may be gone)."""
+    if isinstance(platform, QemuPlatform) and target.directory == GUEST_MOUNT:
+        with contextlib.suppress(HvbenchError):
+            platform.exec(["umount", GUEST_MOUNT], timeout=120)
+
+
+def drop_caches(platform: Platform) -> dict[str, bool]:
+    """Flush and drop the page cache in the guest (if any) and on the host.
+
+    Returns which caches were dropped; the host's needs root.
+    """
+    dropped: dict[str, bool] = {}
+    if isinstance(platform, QemuPlatform):
+        result = platform.exec(["sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"],
+                               timeout=300)
+        dropped["guest"] = result.ok
+    dropped["host"] = drop_host_caches()
+    return dropped
+
+
+def _file_op_job(spec: DiskWorkloadSpec, phase: str, target: DiskTarget) -> FioJob:
+    order, op = phase.split("-", 1)
+    directory = f"{target.directory}/bonnie-files"
+    return FioJob(
+        name=phase, rw="read" if op == "stat" else "write", filename=None,
+        size=spec.files * 4096, bs=4096, direct=False, ioengine=FILE_OP_ENGINES[op],
+        extra=(f"--directory={directory}", f"--nrfiles={spec.files}", "--filesize=4k",
+               "--openfiles=1", "--create_on_open=1",
+               f"--file_service_type={'random' if order == 'rand' else 'sequential'}"),
+    )
+
+
+_BLOCK_RW = {
+    "write": "write", "rewrite": "write", "read": "read", "reread": "read",
+    "randread": "randread", "randwrite": "randwrite",
+    "block-write": "write", "block-rewrite": "rw", "block-read": "read",
+}
+
+
+def phase_job(spec: DiskWorkloadSpec, phase: str, target: DiskTarget) -> FioJob:
+    """The fio job of one phase of a built-in profile (pure)."""
+    if phase.split("-", 1)[-1] in FILE_OP_ENGINES:
+        return _file_op_job(spec, phase, target)
+    rw = _BLOCK_RW[phase]
+    extra: list[str] = []
+    if rw in ("write", "randwrite", "rw"):
+        extra.append("--end_fsync=1")
+    if rw == "rw":
+        extra.append("--rwmixread=50")
+    if target.device is None or target.path != target.device:
+        extra.append("--fallocate=none")  # write phases really allocate, as the seeds did
+    return FioJob(
+        name=phase, rw=rw, filename=target.path, size=spec.file_size, bs=spec.io_size(),
+        iodepth=spec.iodepth, direct=spec.direct, ioengine=spec.ioengine, extra=tuple(extra),
+    )
+
+
+def metrics_of(results: list[FioResult], phase: str) -> dict[str, tuple[float, str]]:
+    """Flatten fio results of one phase into stored metrics (directions summed)."""
+    if not results:
+        raise HvbenchError(f"fio reported no I/O for phase {phase}")
+    file_op = phase.split("-", 1)[-1] in FILE_OP_ENGINES
+    metrics: dict[str, tuple[float, str]] = {}
+    if file_op:
+        metrics["ops_s"] = (sum(r.iops for r in results), "ops/s")
+    else:
+        metrics["mb_s"] = (sum(r.mb_per_s for r in results), "MB/s")
+        metrics["iops"] = (sum(r.iops for r in results), "IOPS")
+    first = results[0]
+    metrics["lat_mean_ms"] = (first.lat_mean_ms, "ms")
+    for name, value in (("lat_p50_ms", first.lat_p50_ms), ("lat_p99_ms", first.lat_p99_ms),
+                        ("lat_p999_ms", first.lat_p999_ms)):
+        if value is not None:
+            metrics[name] = (value, "ms")
+    metrics["cpu_pct"] = (first.cpu_usr_pct + first.cpu_sys_pct, "%")
+    metrics["cpu_usr_pct"] = (first.cpu_usr_pct, "%")
+    metrics["cpu_sys_pct"] = (first.cpu_sys_pct, "%")
+    return metrics
+
+
+def before_phase(platform: Platform, spec: DiskWorkloadSpec, phase: str,
+                 target: DiskTarget) -> dict[str, bool]:
+    """Unmeasured set-up of a phase: delete the file for fresh-file phases, drop caches
+    for cold phases. Returns which caches were dropped."""
+    if phase in FRESH_FILE_PHASES and target.path != target.device:
+        platform.exec(["rm", "-f", target.path], timeout=300)
+    if phase.endswith("-create"):
+        platform.exec(["sh", "-c", f"rm -rf {target.directory}/bonnie-files && "
+                       f"mkdir -p {target.directory}/bonnie-files"], timeout=300)
+    return drop_caches(platform) if phase in COLD_PHASES else {}
+
+
+def run_phase(platform: Platform, spec: DiskWorkloadSpec, phase: str,
+              target: DiskTarget) -> PhaseOutcome:
+    """Run one measured phase; raises :class:`CommandError` if fio fails."""
+    job = phase_job(spec, phase, target)
+    result = _check(platform.exec(job.argv(), timeout=spec.timeout_s), f"fio phase {phase}")
+    text = result.text()
+    return PhaseOutcome(phase, metrics_of(parse_fio_json(text), phase), text)
+
+
+def run_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
+                 target: DiskTarget) -> list[PhaseOutcome]:
+    """The fio-job profile: the user's job file, one phase per job in its output."""
+    path = f"{platform.scratch_dir()}/hvbench-job.fio"
+    platform.write_file(path, job_text)
+    env = {"HVBENCH_TARGET_DIR": target.directory, "HVBENCH_TARGET": target.path}
+    argv = ["fio", "--output-format=json", path]
+    text = _check(platform.exec(argv, timeout=spec.timeout_s, env=env), "fio job file").text()
+    outcomes: dict[str, list[FioResult]] = {}
+    for result in parse_fio_json(text):
+        outcomes.setdefault(result.job, []).append(result)
+    return [PhaseOutcome(name, metrics_of(results, name), text)
+            for name, results in outcomes.items()]
+
+
+def describe(spec: DiskWorkloadSpec) -> dict[str, Any]:
+    return spec.model_dump(mode="json")
+
+
+def job_file_text(spec: DiskWorkloadSpec, study_path: str) -> bytes:
+    """Read the user's job file, relative to the study file. Raises :class:`SpecError`
+    naming the study file when it is missing."""
+    if spec.job_file is None:
+        raise HvbenchError("internal: no job file")
+    path = Path(study_path).parent / spec.job_file
+    try:
+        return path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{study_path}: workload job_file: cannot read {path}: "
+                        f"{exc.strerror}") from exc

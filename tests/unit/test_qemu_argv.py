@@ -1,0 +1,162 @@
+"""The QEMU argv for every bus, cache mode, NIC model and machine."""
+
+from __future__ import annotations
+
+from hvbench.model.qemu_argv import LaunchPlan, build_qemu_argv, nic_cmdline
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
+
+
+def plan(
+    spec: VmSpec, accel: str = "tcg", taps: tuple[str | None, ...] | None = None
+) -> LaunchPlan:
+    return LaunchPlan(
+        spec=spec,
+        accel=accel,
+        name="g1",
+        kernel="/k",
+        initrd="/i",  # type: ignore[arg-type]
+        kernel_cmdline="console=ttyS0",
+        qmp_socket="/s/qmp",
+        agent_socket="/s/qga",
+        console_log="/r/console.log",
+        disk_images=tuple(f"/r/disk{i}.img" for i in range(len(spec.disks))),
+        tap_names=taps if taps is not None else tuple(None for _ in spec.nics),
+        macs=tuple(f"52:54:00:00:00:{i:02x}" for i in range(len(spec.nics))),
+    )
+
+
+def argv_of(spec: VmSpec, **kw: object) -> list[str]:
+    return build_qemu_argv(plan(spec, **kw))  # type: ignore[arg-type]
+
+
+def devices(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "-device"]
+
+
+def drives(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "-drive"]
+
+
+def test_base_tcg_q35() -> None:
+    argv = argv_of(VmSpec(vcpus=2, memory_mib=1024))
+    text = " ".join(argv)
+    assert argv[0] == "qemu-system-x86_64"
+    assert "-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 1024M" in text
+    assert "-nodefaults" in argv and "-no-reboot" in argv
+    assert "virtserialport,bus=vserial0.0,chardev=agent0,name=org.qemu.guest_agent.0" in argv
+    assert "virtio-serial-pci,id=vserial0" in argv
+    assert argv[argv.index("-append") + 1] == "console=ttyS0 hvbench.drivers="
+
+
+def test_kvm_uses_host_cpu() -> None:
+    text = " ".join(argv_of(VmSpec(), accel="kvm"))
+    assert "-accel kvm -cpu host" in text
+
+
+def test_virtio_blk_with_iothread_and_cache() -> None:
+    spec = VmSpec(disks=(DiskSpec(cache="writethrough", aio="io_uring", iothread=True),))
+    argv = argv_of(spec)
+    assert drives(argv) == [
+        "file=/r/disk0.img,if=none,id=drive0,format=raw,cache=writethrough,aio=io_uring"
+    ]
+    assert "iothread,id=iothread0" in argv
+    assert "virtio-blk-pci,drive=drive0,serial=hvb-d0,iothread=iothread0" in devices(argv)
+
+
+def test_virtio_scsi_one_controller_per_disk() -> None:
+    spec = VmSpec(disks=(DiskSpec(bus="virtio-scsi"), DiskSpec(bus="virtio-scsi", format="qcow2")))
+    devs = devices(argv_of(spec))
+    assert "virtio-scsi-pci,id=vscsi0" in devs and "virtio-scsi-pci,id=vscsi1" in devs
+    assert "scsi-hd,bus=vscsi1.0,drive=drive1,serial=hvb-d1" in devs
+    assert "format=qcow2" in drives(argv_of(spec))[1]
+
+
+def test_ide_on_pc_uses_builtin_controller() -> None:
+    spec = VmSpec(machine="pc", disks=(DiskSpec(bus="ide"),) * 3)
+    devs = devices(argv_of(spec))
+    assert not any(d.startswith("piix3-ide") for d in devs)
+    ide = [d for d in devs if d.startswith("ide-hd")]
+    assert ide == [
+        "ide-hd,bus=ide.0,unit=0,drive=drive0,serial=hvb-d0",
+        "ide-hd,bus=ide.0,unit=1,drive=drive1,serial=hvb-d1",
+        "ide-hd,bus=ide.1,unit=0,drive=drive2,serial=hvb-d2",
+    ]
+
+
+def test_ide_on_q35_adds_piix3() -> None:
+    devs = devices(argv_of(VmSpec(disks=(DiskSpec(bus="ide"),))))
+    assert "piix3-ide,id=pide0" in devs
+    assert "ide-hd,bus=pide0.0,unit=0,drive=drive0,serial=hvb-d0" in devs
+
+
+def test_ahci_and_lsi_share_one_controller_each() -> None:
+    spec = VmSpec(
+        disks=(
+            DiskSpec(bus="ahci"),
+            DiskSpec(bus="lsi-scsi"),
+            DiskSpec(bus="ahci"),
+            DiskSpec(bus="lsi-scsi"),
+        )
+    )
+    devs = devices(argv_of(spec))
+    assert devs.count("ahci,id=ahci0") == 1 and devs.count("lsi53c895a,id=lsi0") == 1
+    assert "ide-hd,bus=ahci0.1,drive=drive2,serial=hvb-d2" in devs
+    assert "scsi-hd,bus=lsi0.0,scsi-id=1,drive=drive3,serial=hvb-d3" in devs
+
+
+def test_microvm_uses_mmio_devices() -> None:
+    spec = VmSpec(machine="microvm", disks=(DiskSpec(),), nics=(NicSpec(),))
+    argv = argv_of(spec)
+    assert argv[argv.index("-machine") + 1].startswith("microvm")
+    devs = devices(argv)
+    assert "virtio-serial-device,id=vserial0" in devs
+    assert any(d.startswith("virtio-blk-device,") for d in devs)
+    assert any(d.startswith("virtio-net-device,") for d in devs)
+
+
+def test_nic_models_and_user_forwards() -> None:
+    spec = VmSpec(
+        nics=(NicSpec(model="e1000", forwards=("tcp:8080:80",)), NicSpec(model="rtl8139"))
+    )
+    argv = argv_of(spec)
+    devs = devices(argv)
+    assert "e1000,netdev=net0,mac=52:54:00:00:00:00" in devs
+    assert "rtl8139,netdev=net1,mac=52:54:00:00:00:01" in devs
+    netdevs = [argv[i + 1] for i, a in enumerate(argv) if a == "-netdev"]
+    assert netdevs == [
+        "user,id=net0,net=10.0.2.0/24,hostfwd=tcp:127.0.0.1:8080-:80",
+        "user,id=net1,net=10.0.3.0/24",
+    ]
+
+
+def test_tap_backend() -> None:
+    spec = VmSpec(nics=(NicSpec(backend="tap", address="192.168.77.2/24"),))
+    argv = argv_of(spec, taps=("hvb-tab120",))
+    netdev = argv[argv.index("-netdev") + 1]
+    assert netdev == "tap,id=net0,ifname=hvb-tab120,script=no,downscript=no"
+
+
+def test_nic_cmdline_routes_only_first_gateway() -> None:
+    nics = (NicSpec(), NicSpec(), NicSpec(backend="tap"))
+    words = nic_cmdline(nics, ("m0", "m1", "m2")).split()
+    assert words == ["hvbench.net=m0,10.0.2.15/24,10.0.2.2", "hvbench.net=m1,10.0.3.15/24"]
+
+
+def test_commas_in_paths_are_escaped() -> None:
+    p = plan(VmSpec(disks=(DiskSpec(),)))
+    p = LaunchPlan(**{**p.__dict__, "disk_images": ("/r/a,b.img",)})
+    assert drives(build_qemu_argv(p))[0].startswith("file=/r/a,,b.img,if=none")
+
+
+def test_driver_hint_lists_declared_buses_and_nics_once() -> None:
+    spec = VmSpec(disks=(DiskSpec(bus="ahci"), DiskSpec(bus="lsi-scsi"), DiskSpec(bus="ahci")),
+                  nics=(NicSpec(model="rtl8139"),))
+    append = argv_of(spec)[argv_of(spec).index("-append") + 1]
+    assert "hvbench.drivers=ahci,sd_mod,sym53c8xx,8139cp " in append + " "
+
+
+def test_root_disk_is_read_only_virtio() -> None:
+    p = LaunchPlan(**{**plan(VmSpec(machine="microvm")).__dict__, "root_disk": "/img/root.ext4"})
+    argv = build_qemu_argv(p)
+    assert "file=/img/root.ext4,if=none,id=sysroot,format=raw,readonly=on" in drives(argv)
+    assert "virtio-blk-device,drive=sysroot,serial=hvb-root" in devices(argv)

@@ -1,0 +1,89 @@
+"""Property test: whatever a study file says, parsing ends in a Study or a one-line
+SpecError, never in another exception."""
+
+from __future__ import annotations
+
+import tomllib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hvbench.errors import SpecError
+from hvbench.model.study import parse_study
+
+from .test_study import BASE, HOST_RAM
+
+VALUES = st.one_of(
+    st.integers(-5, 1 << 40),
+    st.text(max_size=12),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.lists(st.sampled_from(["none", "ide", "virtio-blk", "1G", "qcow2", "x"]), max_size=3),
+    st.just({"bus": "ahci"}),
+)
+
+
+def check(text: str) -> None:
+    try:
+        parse_study(text, "fuzz.toml", HOST_RAM)
+    except SpecError as exc:
+        message = str(exc)
+        assert message.startswith("fuzz.toml") or message.startswith("cell ")
+        assert "\n" not in message.strip()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, len(BASE)), st.integers(0, 40), st.text(max_size=20))
+def test_text_mutations(start: int, length: int, insert: str) -> None:
+    check(BASE[:start] + insert + BASE[start + length :])
+
+
+def _render(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_render(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_render(v)}" for k, v in value.items()) + " }"
+    return repr(value)
+
+
+FIELDS = [
+    "repetitions",
+    "seed",
+    "machine",
+    "vcpus",
+    "memory_mib",
+    "profile",
+    "file_size",
+    "record_size",
+    "direct",
+    "target",
+    "accel",
+    "disk",
+    "only",
+    "exclude",
+    "kind",
+    "bogus",
+    "files",
+    "iodepth",
+    "phases",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(["[study]", "[[platform]]", "[[workload]]"]), st.sampled_from(FIELDS), VALUES
+)
+def test_field_mutations(section: str, field: str, value: object) -> None:
+    text = BASE
+    marker = section + "\n"
+    index = text.rfind(marker) + len(marker)
+    mutated = text[:index] + f"{field} = {_render(value)}\n" + text[index:]
+    try:
+        tomllib.loads(mutated)
+    except tomllib.TOMLDecodeError:
+        pass  # duplicate keys: still a valid test of the error path
+    check(mutated)
