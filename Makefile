@@ -8,7 +8,8 @@ STAMP   := .make
 # Host tools: QEMU and the workload programs (the native side runs them too), and what
 # `hvbench image build` needs to assemble the guest image from Debian packages.
 APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng \
-	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates
+	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
+	squashfs-tools
 
 .PHONY: all deps venv image lint unit integration test demo clean
 

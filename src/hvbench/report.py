@@ -21,7 +21,9 @@ from rich.table import Table
 from hvbench.stats import Summary, percent_of_summary, stability_warnings, summarize
 
 MAX_COLUMNS = 5
-THROUGHPUT_METRICS = ("mb_s", "ops_s")
+THROUGHPUT_METRICS = ("mb_s", "ops_s", "boot_s")
+#: Metrics that are compared with the native platform (a boot time has no native).
+RELATIVE_METRICS = ("mb_s", "ops_s")
 #: Rows shown under the throughput, in order: (metric suffix, label).
 DETAIL_ROWS = (
     ("iops", "IOPS"),
@@ -116,7 +118,7 @@ def _cells(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]
         rows.append((f"{unit} mean ± 95% CI", [
             f"{_fmt(per[p].mean)} ± {_fmt(per[p].ci95_half_width)}" if p in per else "-"
             for p in stats.platforms]))
-        if native and native in per:
+        if native and native in per and main in RELATIVE_METRICS:
             rows.append(("% of native", [_pct(per, p, native) for p in stats.platforms]))
         rows.append(("CoV %", [_cov(per.get(p)) for p in stats.platforms]))
     for suffix, label in DETAIL_ROWS:

@@ -288,11 +288,13 @@ class StudyRunner:
         platform: Platform | None = None
         try:
             for item in group:
+                boot_s = None
                 if platform is None:
                     platform = self._boot(item, cell_ids)
                     if platform is None:
                         continue
-                alive = self._run_item(platform, item, cell_ids)
+                    boot_s = self.boot_s[-1]
+                alive = self._run_item(platform, item, cell_ids, boot_s)
                 if not alive:
                     platform.stop()
                     platform = None
@@ -313,8 +315,12 @@ class StudyRunner:
         return platform
 
     def _run_item(self, platform: Platform, item: PlannedItem,
-                  cell_ids: dict[str, int]) -> bool:
-        """Run one item; returns False when the platform died and must be rebooted."""
+                  cell_ids: dict[str, int], boot_s: float | None) -> bool:
+        """Run one item; returns False when the platform died and must be rebooted.
+
+        ``boot_s``: the platform was booted for this item, in that many seconds; it is
+        stored with it (phase ``boot``), so boot times are measurements too.
+        """
         self.progress(item, "running")
         started = _now()
         monitors = monitors_for(platform)
@@ -324,6 +330,8 @@ class StudyRunner:
             monitors.abort()
             self._record_failure(item, cell_ids, exc, platform)
             return _is_alive(platform)
+        if boot_s is not None and isinstance(platform, QemuPlatform):
+            result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
         if item.repetition >= 0:
             self.store.record_repetition(
                 run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from hvbench.image.builder import GuestImage
 
 pytestmark = pytest.mark.integration
@@ -67,7 +68,7 @@ def _qemu_children(name_prefix: str = "hvbench-") -> list[int]:
     return [int(p) for p in out.split()]
 
 
-def _wait_for_qemu(proc: subprocess.Popen[str], before: set[int]) -> int:
+def _wait_for_qemu(proc: subprocess.Popen[str] | subprocess.Popen[bytes], before: set[int]) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         fresh = set(_qemu_children()) - before
@@ -144,8 +145,10 @@ def test_doctor_json_reports_kvm_verdict_within_timeout(image: GuestImage) -> No
     assert kvm["usable"] in (True, False)
     assert report["accelerator"] == ("kvm" if kvm["usable"] else "tcg")
     if kvm["present"] and not kvm["usable"]:
-        # This CI machine: /dev/kvm opens but a KVM guest hangs after its kernel starts.
-        assert f"within {timeout:g} s" in kvm["reason"]
+        # This CI machine: /dev/kvm opens but a KVM guest cannot run: with -cpu host
+        # QEMU aborts on an MSR the nested hypervisor refuses; other CPU models hang
+        # after the kernel starts. Either way the verdict names what happened.
+        assert f"within {timeout:g} s" in kvm["reason"] or "exited with status" in kvm["reason"]
         assert kvm["probe_seconds"] < timeout + 8
     assert elapsed < timeout + 40
     assert report["qemu"]["version"] and report["tools"]["fio"]["version"]

@@ -9,8 +9,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from hvbench.image.builder import GuestImage
 
+from hvbench.image.builder import GuestImage
 from hvbench.model.spec import NicSpec, VmSpec
 from hvbench.platforms.qemu import QemuPlatform
 
@@ -47,9 +47,9 @@ def bridge_http(bridge: str) -> Iterator[int]:
 @pytest.mark.parametrize("model", ["virtio-net", "e1000"])
 def test_tap_on_bridge(image: GuestImage, bridge: str, bridge_http: int, model: str) -> None:
     nic = NicSpec(
-        model=model,
+        model=model,  # type: ignore[arg-type]
         backend="tap",
-        bridge=bridge,  # type: ignore[arg-type]
+        bridge=bridge,
         address=f"{GUEST_ADDR}/24",
     )
     with QemuPlatform(VmSpec(accel="tcg", nics=(nic,)), image=image) as guest:

@@ -15,9 +15,10 @@ FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def rendered(report: dict[str, object]) -> str:
-    console = Console(width=140, record=True, color_system=None, file=open(os.devnull, "w"))
-    console.print(doctor_table(render(report)))
-    return console.export_text()
+    with Path(os.devnull).open("w") as sink:
+        console = Console(width=140, record=True, color_system=None, file=sink)
+        console.print(doctor_table(render(report)))
+        return console.export_text()
 
 
 def test_doctor_golden() -> None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 from hvbench.errors import ImageError
-from hvbench.image import builder
+from hvbench.image import builder, kmod, resolution
 from hvbench.image.cpio import write_newc
 from hvbench.image.kmod import module_closure, module_name, parse_modules_dep
 
@@ -36,10 +39,17 @@ def test_default_cache_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> N
     assert builder.default_cache_dir() == tmp_path / ".cache" / "hvbench"
 
 
+@pytest.fixture(autouse=True)
+def no_apt_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fingerprint no host files: the tests' resolution cache must not depend on apt."""
+    monkeypatch.setattr(resolution, "APT_STATE_GLOBS", ())
+
+
 def _fake_image(directory: Path, key: str, initrd: bytes = b"cpio") -> None:
     directory.mkdir(parents=True)
     (directory / "vmlinux").write_bytes(b"kernel")
     (directory / "initrd.img").write_bytes(initrd)
+    (directory / "rootfs.img").write_bytes(b"squashfs")
     manifest = {
         "key": key,
         "format_version": builder.FORMAT_VERSION,
@@ -47,6 +57,8 @@ def _fake_image(directory: Path, key: str, initrd: bytes = b"cpio") -> None:
         "kernel_file": "vmlinux",
         "packages": PACKAGES,
         "initrd_size": 4,
+        "rootfs_file": "rootfs.img",
+        "rootfs_size": 8,
     }
     (directory / "manifest.json").write_text(json.dumps(manifest))
 
@@ -55,16 +67,73 @@ def test_find_image_checks_manifest_and_files(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setattr(builder, "resolve_packages", lambda: dict(PACKAGES))
-    key = builder.image_key(PACKAGES, builder.init_script())
+    key = builder.image_key(PACKAGES, builder.boot_scripts())
     assert builder.find_image(tmp_path) is None
     _fake_image(tmp_path / "images" / key, key)
     image = builder.find_image(tmp_path)
     assert image is not None
     assert image.kernel == tmp_path / "images" / key / "vmlinux"
+    assert image.rootfs == tmp_path / "images" / key / "rootfs.img"
     assert image.packages == PACKAGES
     assert image.kernel_release == "6.1.0-56-amd64"
-    (image.initrd).write_bytes(b"truncated!")  # size no longer matches the manifest
+    assert image.rootfs is not None
+    image.rootfs.write_bytes(b"short")  # size no longer matches the manifest
     assert builder.find_image(tmp_path) is None
+    image.rootfs.write_bytes(b"squashfs")
+    assert builder.find_image(tmp_path) is not None
+    (image.initrd).write_bytes(b"truncated!")
+    assert builder.find_image(tmp_path) is None
+
+
+def test_find_image_uses_the_resolution_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    calls: list[int] = []
+
+    def resolve() -> dict[str, str]:
+        calls.append(1)
+        return dict(PACKAGES)
+
+    monkeypatch.setattr(builder, "resolve_packages", resolve)
+    key = builder.image_key(PACKAGES, builder.boot_scripts())
+    _fake_image(tmp_path / "images" / key, key)
+    assert builder.find_image(tmp_path) is not None
+    started = time.monotonic()
+    assert builder.find_image(tmp_path) is not None
+    assert time.monotonic() - started < 0.05
+    assert len(calls) == 1
+    # A different image format (or root package list) is a different fingerprint.
+    monkeypatch.setattr(builder, "FORMAT_VERSION", builder.FORMAT_VERSION + 1)
+    assert builder.find_image(tmp_path) is None
+    assert len(calls) == 2
+
+
+def test_manifest_without_rootfs_is_not_this_format(tmp_path: Path) -> None:
+    key = builder.image_key(PACKAGES, builder.boot_scripts())
+    directory = tmp_path / key
+    _fake_image(directory, key)
+    manifest = json.loads((directory / "manifest.json").read_text())
+    del manifest["rootfs_file"]
+    (directory / "manifest.json").write_text(json.dumps(manifest))
+    assert builder._load_image(directory, key) is None
+
+
+def test_key_covers_both_init_scripts() -> None:
+    scripts = builder.boot_scripts()
+    assert builder.stage1_script() in scripts
+    assert builder.init_script() in scripts
+    assert f"-t {builder.ROOTFS_TYPE} ".encode() in builder.stage1_script()
+
+
+@pytest.mark.parametrize("script", ["stage1_script", "init_script"])
+def test_init_scripts_parse(script: str, tmp_path: Path) -> None:
+    shell = shutil.which("busybox") or shutil.which("sh")
+    if shell is None:
+        pytest.skip("no shell to check the syntax with")
+    path = tmp_path / "init"
+    path.write_bytes(getattr(builder, script)())
+    argv = [shell, "sh", "-n", str(path)] if shell.endswith("busybox") else [shell, "-n", str(path)]
+    assert subprocess.run(argv, capture_output=True, check=False).returncode == 0
 
 
 def test_failed_build_leaves_no_temp_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -81,7 +150,7 @@ def test_failed_build_leaves_no_temp_dir(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_build_image_reuses_a_valid_image(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(builder, "resolve_packages", lambda: dict(PACKAGES))
-    key = builder.image_key(PACKAGES, builder.init_script())
+    key = builder.image_key(PACKAGES, builder.boot_scripts())
     _fake_image(tmp_path / "images" / key, key)
 
     def must_not_build(*_args: object, **_kwargs: object) -> None:
@@ -128,3 +197,9 @@ def test_module_closure() -> None:
     assert module_name("kernel/arch/x86/crypto/crc32c-intel.ko") == "crc32c_intel"
     with pytest.raises(ImageError):
         module_closure(deps, ["nope"])
+
+
+def test_root_disk_modules_include_the_benchmark_file_system() -> None:
+    # The host mounts benchmark disks without -t: ext4 must be loadable in the guest.
+    assert {"ext4", "crc32c_generic", "virtio_console"} <= set(kmod.WANTED_MODULES)
+    assert {"virtio_blk", "squashfs", "overlay"} <= set(kmod.STAGE1_MODULES)

@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from hvbench.model.qemu_argv import LaunchPlan, build_qemu_argv, nic_cmdline
+from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, nic_cmdline
 from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
 
 
 def plan(
-    spec: VmSpec, accel: str = "tcg", taps: tuple[str | None, ...] | None = None
+    spec: VmSpec, accel: ResolvedAccel = "tcg", taps: tuple[str | None, ...] | None = None
 ) -> LaunchPlan:
     return LaunchPlan(
         spec=spec,
         accel=accel,
         name="g1",
         kernel="/k",
-        initrd="/i",  # type: ignore[arg-type]
+        initrd="/i",
         kernel_cmdline="console=ttyS0",
         qmp_socket="/s/qmp",
         agent_socket="/s/qga",

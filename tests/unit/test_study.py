@@ -114,7 +114,8 @@ def test_cache_rule_refuses_small_buffered_files() -> None:
         ),
         (
             ('cache = ["none", "writeback"]', 'cache = ["none", "sometimes"]'),
-            "s.toml: platform[1] (variant disk.bus=virtio-blk, disk.cache=sometimes): disks[0].cache",
+            "s.toml: platform[1] (variant disk.bus=virtio-blk, disk.cache=sometimes): "
+            "disks[0].cache",
         ),
         (('machine = "pc"', 'machine = "microvm"'), "microvm cannot carry bus=ide"),
         (('kind = "native"', 'kind = "xen"'), 'platform[0]: kind: expected "native" or "qemu"'),

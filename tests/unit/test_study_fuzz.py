@@ -3,8 +3,6 @@ SpecError, never in another exception."""
 
 from __future__ import annotations
 
-import tomllib
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -82,8 +80,5 @@ def test_field_mutations(section: str, field: str, value: object) -> None:
     marker = section + "\n"
     index = text.rfind(marker) + len(marker)
     mutated = text[:index] + f"{field} = {_render(value)}\n" + text[index:]
-    try:
-        tomllib.loads(mutated)
-    except tomllib.TOMLDecodeError:
-        pass  # duplicate keys: still a valid test of the error path
+    # Duplicate keys make invalid TOML: still a valid test of the error path.
     check(mutated)

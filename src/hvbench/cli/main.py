@@ -174,6 +174,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(args.study_handler(args, out, err))
         handler: Handler = args.handler
         return handler(args)
+    except BrokenPipeError:
+        # `hvbench report | head`: the reader left; not an error worth a traceback.
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         err.print("[red]interrupted; stopping all guests[/]")
         return 130

@@ -1,4 +1,5 @@
-"""The bundled guest image: a Debian kernel plus a small initramfs built on this machine.
+"""The bundled guest image: a Debian kernel, a tiny initramfs and a read-only root disk,
+built on this machine.
 
 See :mod:`hvbench.image.builder` for how it is built and cached.
 """

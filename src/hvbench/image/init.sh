@@ -1,10 +1,12 @@
 #!/bin/sh
-# /init of the hvbench guest (busybox ash, PID 1). Generated image; see hvbench.image.
+# Stage-2 /init of the hvbench guest (busybox ash, PID 1), run by stage1.sh through
+# switch_root on the overlaid root disk. Generated image; see hvbench.image.
 #
 # Brings the guest to the point where the host can drive it through qemu-ga:
-# file systems, drivers for the devices present, networking from the kernel command
-# line (hvbench.net=MAC,IP/PREFIX[,GATEWAY], repeatable), then the guest agent. Then it
-# stays PID 1 forever, reaping orphans: if PID 1 exits, the kernel panics.
+# file systems, drivers (those named by hvbench.drivers=a,b on the kernel command line,
+# else those matching the devices present), networking from the kernel command line
+# (hvbench.net=MAC,IP/PREFIX[,GATEWAY], repeatable), then the guest agent. Then it stays
+# PID 1 forever, reaping orphans: if PID 1 exits, the kernel panics.
 
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root
@@ -16,10 +18,12 @@ msg() {
     echo "hvbench-init: [${up:-?}] $*"
 }
 
+# Stage 1 moved /proc, /sys and /dev here already; mount them only when this script
+# runs as the first /init. The tests are shell builtins: no fork for a mount check.
 mount_fs() {
-    mount -t proc proc /proc
-    mount -t sysfs sysfs /sys
-    mount -t devtmpfs devtmpfs /dev
+    [ -e /proc/self ] || mount -t proc proc /proc
+    [ -d /sys/kernel ] || mount -t sysfs sysfs /sys
+    [ -e /dev/null ] || mount -t devtmpfs devtmpfs /dev
     mkdir -p /dev/pts /dev/shm
     mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
     mount -t tmpfs -o mode=1777 tmpfs /tmp
@@ -35,7 +39,43 @@ load_for() {
     [ -n "$aliases" ] && modprobe -qa $aliases
 }
 
-load_drivers() {
+# Print the value of the hvbench.drivers= word with commas as spaces, and fail if the
+# kernel command line has no such word. An empty value is valid: no disks, no NICs.
+driver_hint() {
+    read -r cmdline </proc/cmdline
+    for word in $cmdline; do
+        case "$word" in
+        hvbench.drivers=*)
+            list=${word#hvbench.drivers=}
+            old_ifs=$IFS
+            IFS=,
+            set -- $list
+            IFS=$old_ifs
+            echo "$*"
+            return 0
+            ;;
+        esac
+    done
+    return 1
+}
+
+# The host names the modules for the disks and NICs it declared, so only those load:
+# scanning modaliases would also bind devices nobody uses, such as q35's built-in AHCI
+# controller (a third of a second of probing under TCG). modprobe pulls dependencies.
+# virtio_console is always needed: it carries the guest agent. With benchmark disks,
+# ext4 loads too, before the agent answers: the host formats and then mounts them
+# without -t, which only works once the kernel knows the file system type.
+load_named_drivers() {
+    fs=
+    for m in $1; do
+        case "$m" in
+        virtio_blk | virtio_scsi | sd_mod | ahci | ata_piix | sym53c8xx) fs=ext4 ;;
+        esac
+    done
+    modprobe -a virtio_console $1 $fs || msg "error: cannot load some of: $1 $fs"
+}
+
+scan_drivers() {
     # Pass 1: PCI devices, and platform devices (microvm's virtio-mmio, from ACPI).
     load_for /sys/bus/pci/devices/*/modalias /sys/bus/platform/devices/*/modalias
     # Pass 2: virtio devices exist only once a transport driver bound.
@@ -45,11 +85,29 @@ load_drivers() {
     load_for /sys/bus/scsi/devices/*/modalias
 }
 
-# Wait (at most ~1 s) until devtmpfs shows a node for every block device the kernel has.
+load_drivers() {
+    if hint=$(driver_hint); then
+        load_named_drivers "$hint"
+    else
+        scan_drivers
+        # Without a hint we cannot tell whether disks will be mounted: load ext4 (and
+        # its crc32c) in the background, off the path to the agent.
+        modprobe -q ext4 &
+    fi
+}
+
+# Wait (at most ~2 s) until every SCSI/ATA disk has its block device (sd_mod may probe
+# asynchronously) and devtmpfs shows a node for every block device the kernel has.
+# Builtins only: the loop runs on every boot and forks are slow under TCG.
 settle_block() {
-    tries=20
+    tries=40
     while [ "$tries" -gt 0 ]; do
         missing=0
+        for s in /sys/bus/scsi/devices/*:*:*:*; do
+            [ -e "$s/type" ] || continue
+            read -r type <"$s/type"
+            [ "$type" = 0 ] && [ ! -d "$s/block" ] && missing=1
+        done
         for b in /sys/class/block/*; do
             [ -e "$b" ] && [ ! -e "/dev/${b##*/}" ] && missing=1
         done
@@ -57,12 +115,14 @@ settle_block() {
         tries=$((tries - 1))
         usleep 50000
     done
-    msg "warning: block device nodes still missing after 1 s"
+    msg "warning: block devices still missing after 2 s"
 }
 
 iface_by_mac() {
     for n in /sys/class/net/*; do
-        [ "$(cat "$n/address" 2>/dev/null)" = "$1" ] && { echo "${n##*/}"; return 0; }
+        address=
+        read -r address <"$n/address" 2>/dev/null
+        [ "$address" = "$1" ] && { echo "${n##*/}"; return 0; }
     done
     return 1
 }
@@ -100,7 +160,8 @@ configure_net() {
 
 setup_net() {
     ip link set dev lo up
-    for word in $(cat /proc/cmdline); do
+    read -r cmdline </proc/cmdline
+    for word in $cmdline; do
         case "$word" in
         hvbench.net=*) configure_net "${word#hvbench.net=}" ;;
         esac
@@ -113,8 +174,9 @@ agent_port() {
     tries=100
     while [ "$tries" -gt 0 ]; do
         for p in /sys/class/virtio-ports/*; do
-            if [ "$(cat "$p/name" 2>/dev/null)" = org.qemu.guest_agent.0 ] \
-                && [ -e "/dev/${p##*/}" ]; then
+            name=
+            read -r name <"$p/name" 2>/dev/null
+            if [ "$name" = org.qemu.guest_agent.0 ] && [ -e "/dev/${p##*/}" ]; then
                 echo "/dev/${p##*/}"
                 return 0
             fi
@@ -135,8 +197,10 @@ run_agent() {
     done
 }
 
+msg "stage 2 started"
 mount_fs
-hostname hvbench-guest
+# What hostname(1) does, without a fork.
+echo hvbench-guest >/proc/sys/kernel/hostname
 msg "loading drivers"
 load_drivers
 settle_block
@@ -147,8 +211,6 @@ if port=$(agent_port); then
 else
     msg "error: no virtio-serial port named org.qemu.guest_agent.0"
 fi
-# ext4 is not needed to answer the agent; load it (and its crc32c) off the boot path.
-modprobe -q ext4 &
 msg "ready"
 
 # Stay PID 1 forever. `wait` reaps any child, including orphans re-parented to us.

@@ -44,6 +44,17 @@ WANTED_MODULES: tuple[str, ...] = (
     "crc64_rocksoft_generic",
 )
 
+#: What the stage-1 initramfs needs to mount the root disk: the virtio transports (PCI
+#: for q35/pc, MMIO for microvm), the disk driver, the root disk's file system (see
+#: builder.ROOTFS_TYPE) and overlayfs for the writable layer.
+STAGE1_MODULES: tuple[str, ...] = (
+    "virtio_pci",
+    "virtio_mmio",
+    "virtio_blk",
+    "squashfs",
+    "overlay",
+)
+
 
 def module_name(path: str) -> str:
     """Return the kernel's name for a module file (``crc32c-intel.ko`` -> crc32c_intel)."""

@@ -106,7 +106,7 @@ class DiskSpec(_Frozen):
 
     def label(self) -> str:
         """A short name derived from the values, e.g. ``virtio-blk-none-raw-sparse``."""
-        parts = [self.bus, self.cache, self.format, self.allocation]
+        parts: list[str] = [self.bus, self.cache, self.format, self.allocation]
         if self.aio != "threads":
             parts.append(f"aio-{self.aio}")
         if self.iothread:

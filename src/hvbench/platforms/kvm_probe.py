@@ -83,16 +83,24 @@ def probe_kvm(timeout: float = DEFAULT_PROBE_TIMEOUT) -> KvmStatus:
     try:
         guest.launch()
     except GuestError as exc:
-        seconds = time.monotonic() - started
-        first = str(exc).splitlines()[0]
-        return verdict(False, f"a KVM guest did not answer within {timeout:g} s "
-                       f"(nested virtualization broken?): {first}", seconds)
+        return verdict(False, _failure_reason(exc, timeout), time.monotonic() - started)
     except HvbenchError as exc:
         return verdict(False, f"KVM guest could not start: {exc}", time.monotonic() - started)
     finally:
         guest.stop()
     seconds = time.monotonic() - started
     return verdict(True, f"a KVM guest booted and answered in {seconds:.1f} s", seconds)
+
+
+def _failure_reason(exc: GuestError, timeout: float) -> str:
+    """Why the probe guest failed: QEMU's own last words if it exited, else the hang."""
+    if exc.exit_status is None:
+        return (f"a KVM guest did not answer within {timeout:g} s (its kernel started "
+                "but it hangs: nested virtualization is broken on this host?)")
+    qemu_lines = exc.console_tail.split("[qemu.log]", 1)[-1].strip().splitlines()
+    last = next((line for line in reversed(qemu_lines) if "error" in line.lower()),
+                qemu_lines[-1] if qemu_lines else "no output")
+    return f"a KVM guest's QEMU exited with status {exc.exit_status}: {last.strip()}"
 
 
 def kvm_status(refresh: bool = False, timeout: float = DEFAULT_PROBE_TIMEOUT) -> KvmStatus:

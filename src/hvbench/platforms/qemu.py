@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from qemu.qmp import QMPError
 from qemu.qmp.legacy import QEMUMonitorProtocol
 
 from hvbench.errors import (
@@ -220,7 +221,7 @@ class QemuPlatform:
             self._agent = agent
             agent.connect(deadline, self.is_running)
             self.timings["agent_s"] = time.monotonic() - t0
-        except (AgentError, OSError, TimeoutError) as exc:
+        except (AgentError, OSError, TimeoutError, QMPError) as exc:
             raise self._boot_error(f"guest {self.name} did not boot: {exc}") from exc
 
     def _attach_taps(self, plan: LaunchPlan) -> None:

@@ -35,7 +35,7 @@ from hvbench.host.caches import drop_host_caches
 from hvbench.model.study import DiskWorkloadSpec
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.workloads.fio import FioJob, FioResult, parse_fio_json
+from hvbench.workloads.fio import FioJob, FioResult, FioRw, parse_fio_json
 
 GUEST_MOUNT = "/mnt/hvbench"
 #: Phases that must not find the data in any page cache.
@@ -125,7 +125,7 @@ def _file_op_job(spec: DiskWorkloadSpec, phase: str, target: DiskTarget) -> FioJ
     )
 
 
-_BLOCK_RW = {
+_BLOCK_RW: dict[str, FioRw] = {
     "write": "write", "rewrite": "write", "read": "read", "reread": "read",
     "randread": "randread", "randwrite": "randwrite",
     "block-write": "write", "block-rewrite": "rw", "block-read": "read",

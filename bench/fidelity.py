@@ -1,0 +1,111 @@
+"""Fidelity: hvbench's native iozone write/read vs the same fio job run by hand.
+
+Usage: python bench/fidelity.py [--rounds 5] [--size 1G] [--record 16M] [--json]
+
+Each round runs, in alternating order, (a) hvbench's iozone profile natively through the
+runner (write and read phases, O_DIRECT, stored in a scratch database) and (b) the
+identical fio command lines run directly with subprocess, with the host cache dropped
+before each phase as hvbench does. The ratio of the medians (hvbench / by hand) per
+phase is the fidelity. Target: >= 0.98.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from hvbench.host.caches import drop_host_caches
+from hvbench.host.paths import work_dir
+from hvbench.model.study import DiskWorkloadSpec, parse_study
+from hvbench.runner import run_study
+from hvbench.store.sqlite import Store
+from hvbench.workloads.disk import DiskTarget, phase_job
+from hvbench.workloads.fio import parse_fio_json
+
+STUDY = """
+[study]
+name = "fidelity"
+repetitions = 1
+seed = {seed}
+
+[[platform]]
+kind = "native"
+
+[[workload]]
+name = "iozone"
+profile = "iozone"
+phases = ["write", "read"]
+file_size = "{size}"
+record_size = "{record}"
+direct = true
+"""
+
+
+def by_hand(spec: DiskWorkloadSpec, directory: Path) -> dict[str, float]:
+    """The same fio jobs, run directly; MB/s per phase."""
+    target = DiskTarget(str(directory / "hand.dat"), str(directory), None)
+    out = {}
+    for phase in ("write", "read"):
+        if phase == "write":
+            Path(target.path).unlink(missing_ok=True)
+        drop_host_caches()
+        argv = phase_job(spec, phase, target).argv()
+        text = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        out[phase] = sum(r.mb_per_s for r in parse_fio_json(text))
+    Path(target.path).unlink(missing_ok=True)
+    return out
+
+
+def through_hvbench(text: str, db: Path) -> dict[str, float]:
+    study = parse_study(text, "fidelity.toml", 0)
+    with Store(db) as store:
+        outcome = run_study(study, store)
+        rows = store.measurements(outcome.run_id)
+    return {r.phase: r.value for r in rows if r.metric == "mb_s"}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--size", default="1G")
+    parser.add_argument("--record", default="16M")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="fidelity-", dir=work_dir()))
+    hv: dict[str, list[float]] = {"write": [], "read": []}
+    hand: dict[str, list[float]] = {"write": [], "read": []}
+    try:
+        for rnd in range(args.rounds):
+            text = STUDY.format(seed=rnd, size=args.size, record=args.record)
+            spec = parse_study(text, "fidelity.toml", 0).workloads[0].spec
+            if not isinstance(spec, DiskWorkloadSpec):
+                raise SystemExit("internal: fidelity study lost its workload")
+            # Alternate which side goes first, so drift does not favour one of them.
+            for side in ((0, 1) if rnd % 2 == 0 else (1, 0)):
+                result = (through_hvbench(text, scratch / f"r{rnd}.db") if side == 0
+                          else by_hand(spec, scratch))
+                for phase in ("write", "read"):
+                    (hv if side == 0 else hand)[phase].append(result[phase])
+    finally:
+        subprocess.run(["rm", "-rf", str(scratch)], check=True)
+    summary = {phase: {"hvbench_median_mb_s": statistics.median(hv[phase]),
+                       "by_hand_median_mb_s": statistics.median(hand[phase]),
+                       "ratio": statistics.median(hv[phase]) / statistics.median(hand[phase]),
+                       "hvbench": hv[phase], "by_hand": hand[phase]}
+               for phase in ("write", "read")}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        for phase, s in summary.items():
+            print(f"{phase}: hvbench {s['hvbench_median_mb_s']:.1f} MB/s, by hand "
+                  f"{s['by_hand_median_mb_s']:.1f} MB/s, ratio {s['ratio']:.3f} (target >= 0.98)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""The monitors of one platform, started and stopped around each measured phase.
+
+For every platform: the block device under the work directory (where native test files
+and guest images live) and host CPU; for a guest also its QEMU process by thread class,
+with vCPU threads identified through QMP ``query-cpus-fast``.
+"""
+
+from __future__ import annotations
+
+from hvbench.host.paths import work_dir
+from hvbench.monitors.sampler import (
+    DEFAULT_HZ,
+    DiskStatsSampler,
+    HostCpuSampler,
+    Monitor,
+    MonitorResult,
+    MonitorSet,
+    ThreadCpuSampler,
+    backing_device,
+)
+from hvbench.platforms.base import Platform
+from hvbench.platforms.qemu import QemuPlatform
+
+
+class PhaseMonitors:
+    """A fresh :class:`MonitorSet` per phase: ``start()``, then ``stop()`` or ``abort()``."""
+
+    def __init__(self, monitors: list[Monitor], hz: float = DEFAULT_HZ) -> None:
+        self._monitors = monitors
+        self.hz = hz
+        self._set: MonitorSet | None = None
+
+    def start(self) -> None:
+        self.abort()
+        self._set = MonitorSet(self._monitors, self.hz)
+        self._set.start()
+
+    def stop(self) -> MonitorResult:
+        """The phase's result; an empty result if sampling never started."""
+        if self._set is None:
+            return MonitorResult()
+        result = self._set.stop()
+        self._set = None
+        return result
+
+    def abort(self) -> None:
+        """Stop sampling and discard (after a failed phase). Safe to call any time."""
+        if self._set is not None:
+            self._set.stop()
+            self._set = None
+
+
+def monitors_for(platform: Platform, hz: float = DEFAULT_HZ) -> PhaseMonitors:
+    """The monitors for workloads on ``platform``."""
+    monitors: list[Monitor] = []
+    device = backing_device(work_dir())
+    if device is not None:
+        monitors.append(DiskStatsSampler(device))
+    monitors.append(HostCpuSampler())
+    if isinstance(platform, QemuPlatform) and platform.pid is not None:
+        vcpus = set(platform.vcpu_threads().values())
+        monitors.append(ThreadCpuSampler(platform.pid, vcpus))
+    return PhaseMonitors(monitors, hz)
