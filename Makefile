@@ -51,6 +51,7 @@ demo: image
 	$(BIN)/hvbench doctor
 	$(BIN)/hvbench guest exec -- uname -r
 	$(BIN)/hvbench fio-compare --rw write --bs 64K --size 64M
+	$(BIN)/hvbench run --db .make/demo.db
 
 clean:
 	rm -rf $(VENV) $(STAMP) .pytest_cache .mypy_cache .ruff_cache

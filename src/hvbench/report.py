@@ -22,6 +22,7 @@ from hvbench.stats import Summary, percent_of_summary, stability_warnings, summa
 
 MAX_COLUMNS = 5
 THROUGHPUT_METRICS = ("mb_s", "ops_s", "boot_s")
+MAIN_LABELS = {"mb_s": "MB/s", "ops_s": "ops/s", "boot_s": "boot s"}
 #: Metrics that are compared with the native platform (a boot time has no native).
 RELATIVE_METRICS = ("mb_s", "ops_s")
 #: Rows shown under the throughput, in order: (metric suffix, label).
@@ -114,8 +115,7 @@ def _cells(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]
     main = stats.throughput_metric()
     if main:
         per = stats.metrics[main]
-        unit = stats.units.get(main, "")
-        rows.append((f"{unit} mean ± 95% CI", [
+        rows.append((f"{MAIN_LABELS[main]} mean ± 95% CI", [
             f"{_fmt(per[p].mean)} ± {_fmt(per[p].ci95_half_width)}" if p in per else "-"
             for p in stats.platforms]))
         if native and native in per and main in RELATIVE_METRICS:

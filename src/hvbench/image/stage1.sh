@@ -56,6 +56,7 @@ wait_root_device() {
 mount -t proc proc /proc || fail "cannot mount /proc"
 mount -t sysfs sysfs /sys || fail "cannot mount /sys"
 mount -t devtmpfs devtmpfs /dev || fail "cannot mount /dev"
+msg "loading the root disk drivers"
 
 # Both virtio transports: PCI for q35/pc, MMIO for microvm. The one without devices
 # costs only its registration.
