@@ -182,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print("[red]interrupted; stopping all guests[/]")
         return 130
     except HvbenchError as exc:
-        err.print(f"hvbench: error: {exc}", style="red", markup=False)
+        err.print(f"hvbench: error: {exc}", style="red", markup=False, soft_wrap=True)
         return exc.exit_code
     finally:
         REGISTRY.stop_all()

@@ -81,7 +81,9 @@ def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
         device = platform.disk_device(0)
         if spec.target == "device":
             return DiskTarget(device, platform.scratch_dir(), device)
-        _check(platform.exec(["mke2fs", "-q", "-F", "-t", "ext4", "-E",
+        # The full path: busybox (which runs guest commands) prefers its own mke2fs
+        # applet, which cannot make ext4.
+        _check(platform.exec(["/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-E",
                               "lazy_itable_init=0,lazy_journal_init=0", device],
                              timeout=600), "formatting the guest's benchmark disk")
         _check(platform.exec(["sh", "-c", f"mkdir -p {GUEST_MOUNT} && "
@@ -121,6 +123,8 @@ def _file_op_job(spec: DiskWorkloadSpec, phase: str, target: DiskTarget) -> FioJ
         size=spec.files * 4096, bs=4096, direct=False, ioengine=FILE_OP_ENGINES[op],
         extra=(f"--directory={directory}", f"--nrfiles={spec.files}", "--filesize=4k",
                "--openfiles=1", "--create_on_open=1",
+               # One name scheme for every phase, so stat and delete find what create made.
+               "--filename_format=bonnie.$filenum",
                f"--file_service_type={'random' if order == 'rand' else 'sequential'}"),
     )
 
