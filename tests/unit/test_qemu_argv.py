@@ -41,7 +41,7 @@ def test_base_tcg_q35() -> None:
     argv = argv_of(VmSpec(vcpus=2, memory_mib=1024))
     text = " ".join(argv)
     assert argv[0] == "qemu-system-x86_64"
-    assert "-machine q35 -accel tcg,thread=multi -cpu max -smp 2 -m 1024M" in text
+    assert "-machine q35 -accel tcg,thread=multi -cpu qemu64 -smp 2 -m 1024M" in text
     assert "-nodefaults" in argv and "-no-reboot" in argv
     assert "virtserialport,bus=vserial0.0,chardev=agent0,name=org.qemu.guest_agent.0" in argv
     assert "virtio-serial-pci,id=vserial0" in argv

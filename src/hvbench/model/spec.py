@@ -160,6 +160,8 @@ class VmSpec(_Frozen):
     vcpus: int = Field(default=1, ge=1, le=64)
     memory_mib: int = Field(default=512, ge=128, le=1 << 20)
     accel: Accel = "auto"
+    #: QEMU CPU model; ``auto`` is ``host`` under KVM and ``qemu64`` under TCG.
+    cpu: str = Field(default="auto", pattern=r"^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+=-]+)*$")
     disks: tuple[DiskSpec, ...] = ()
     nics: tuple[NicSpec, ...] = ()
 
