@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from hvbench.image.builder import GuestImage
 
 from hvbench.errors import GuestBootError, GuestTimeoutError
+from hvbench.image.builder import GuestImage
 from hvbench.model.spec import DiskSpec, VmSpec
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.platforms.registry import REGISTRY

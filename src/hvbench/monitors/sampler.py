@@ -1,340 +1,251 @@
-"""One background thread samples every monitor at a fixed rate.
+"""One background thread samples several monitors at a fixed rate.
 
-The loop only reads counters (``os.pread`` on file descriptors kept open; procfs
-regenerates a file on every read at offset 0) and appends the raw bytes; parsing and
-metrics happen after ``stop()``, outside the sampling window. Summaries cover the whole
-window; the series has one row per monitor per interval.
+Usage::
+
+    with MonitorSet([DiskStatsSampler("vda"), HostCpuSampler(),
+                     ThreadCpuSampler(qemu_pid, vcpu_tids)], hz=10) as monitors:
+        run_workload()
+    result = monitors.result          # or: result = monitors.stop()
+
+``start()`` takes the first sample of every monitor before it returns and ``stop()``
+the last one, so the window is exactly start..stop. Ticks are ``t0 + k / hz`` on the
+monotonic clock (no drift); a tick missed because the host was overloaded is skipped,
+not caught up in a burst. See :class:`MonitorResult` for what comes out, and the
+package docstring for every metric name.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
+import select
 import threading
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any
 
-from hvbench.errors import HostError
-from hvbench.monitors.cpu import (
-    ClassTotals,
-    ThreadSample,
-    class_metrics,
-    classify,
-    host_cpu_metrics,
-    parse_proc_stat,
-    parse_schedstat,
-    parse_task_stat,
-    thread_deltas,
-)
-from hvbench.monitors.diskstats import (
-    DiskCounters,
-    device_for_path,
-    iostat_metrics,
-    parse_diskstats,
-)
+from hvbench.errors import HvbenchError, SpecError
+from hvbench.monitors.base import Monitor, MonitorReport, Sample, SeriesRow, ThreadReport
+from hvbench.monitors.devices import backing_device, device_for_path, whole_disk
+from hvbench.monitors.readers import DiskStatsSampler, HostCpuSampler, ThreadCpuSampler
+
+__all__ = [
+    "DEFAULT_HZ",
+    "DiskStatsSampler",
+    "HostCpuSampler",
+    "Monitor",
+    "MonitorResult",
+    "MonitorSet",
+    "ThreadCpuSampler",
+    "backing_device",
+    "device_for_path",
+    "vcpu_thread_ids",
+    "whole_disk",
+]
 
 DEFAULT_HZ = 10.0
-
-
-def _pread(fd: int) -> bytes:
-    return os.pread(fd, 65536, 0)
-
-
-class Monitor(Protocol):
-    name: str
-
-    def open(self) -> None: ...
-    def snapshot(self) -> Any: ...
-    def decode(self, raw: Any) -> Any: ...
-    def summary(self, snapshots: Sequence[tuple[float, Any]]) -> dict[str, float]: ...
-    def series(self, snapshots: Sequence[tuple[float, Any]]) -> list[tuple[float,
-                                                                         dict[str, float]]]: ...
-    def close(self) -> None: ...
-
-
-def _pairwise(snaps: Sequence[tuple[float, Any]]) -> Iterator[tuple[float, Any, Any, float]]:
-    for (t0, a), (t1, b) in itertools.pairwise(snaps):
-        if t1 > t0:
-            yield t1, a, b, t1 - t0
-
-
-class _CounterMonitor:
-    """A monitor whose counters only grow: the summary is last minus first."""
-
-    name = ""
-
-    def metrics(self, a: Any, b: Any, seconds: float) -> dict[str, float]:
-        raise NotImplementedError
-
-    def summary(self, snapshots: Sequence[tuple[float, Any]]) -> dict[str, float]:
-        if len(snapshots) < 2 or snapshots[-1][0] <= snapshots[0][0]:
-            return {}
-        (t0, a), (t1, b) = snapshots[0], snapshots[-1]
-        return self.metrics(a, b, t1 - t0)
-
-    def series(self, snapshots: Sequence[tuple[float, Any]]) -> list[tuple[float,
-                                                                         dict[str, float]]]:
-        return [(t, self.metrics(a, b, dt)) for t, a, b, dt in _pairwise(snapshots)]
-
-
-class DiskStatsSampler(_CounterMonitor):
-    """``iostat -x`` metrics of one block device, from /proc/diskstats."""
-
-    def __init__(self, device: str) -> None:
-        self.device = device
-        self.name = f"host.disk.{device}"
-        self._fd: int | None = None
-
-    def open(self) -> None:
-        self._fd = os.open("/proc/diskstats", os.O_RDONLY | os.O_CLOEXEC)
-
-    def snapshot(self) -> bytes:
-        if self._fd is None:
-            raise RuntimeError("not open")
-        return _pread(self._fd)
-
-    def decode(self, raw: Any) -> DiskCounters:
-        stats = parse_diskstats(raw.decode())
-        if self.device not in stats:
-            raise LookupError(f"block device {self.device} vanished from /proc/diskstats")
-        return stats[self.device]
-
-    def metrics(self, a: Any, b: Any, seconds: float) -> dict[str, float]:
-        return iostat_metrics(a, b, seconds)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-class HostCpuSampler(_CounterMonitor):
-    """All-CPU busy/user/system/iowait/steal from /proc/stat."""
-
-    name = "host.cpu"
-
-    def __init__(self) -> None:
-        self._fd: int | None = None
-
-    def open(self) -> None:
-        self._fd = os.open("/proc/stat", os.O_RDONLY | os.O_CLOEXEC)
-
-    def snapshot(self) -> bytes:
-        if self._fd is None:
-            raise RuntimeError("not open")
-        return _pread(self._fd)
-
-    def decode(self, raw: Any) -> tuple[int, ...]:
-        return parse_proc_stat(raw.decode())
-
-    def metrics(self, a: Any, b: Any, seconds: float) -> dict[str, float]:
-        return host_cpu_metrics(a, b)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-class ThreadCpuSampler:
-    """A process's threads by class (see :mod:`hvbench.monitors.cpu`).
-
-    Thread descriptors stay open between samples; the task list is re-read every
-    ``relist_every`` samples to catch threads that QEMU's pool starts on demand.
-    """
-
-    def __init__(self, pid: int, vcpu_tids: Collection[int] = (), name: str = "qemu",
-                 relist_every: int = 5) -> None:
-        self.pid = pid
-        self.name = name
-        self.vcpu_tids = frozenset(vcpu_tids)
-        self.relist_every = relist_every
-        self._fds: dict[int, tuple[int, int]] = {}
-        self.classes: dict[int, str] = {}
-        self._count = 0
-
-    def open(self) -> None:
-        self._relist()
-
-    def _relist(self) -> None:
-        try:
-            tids = {int(t.name) for t in Path(f"/proc/{self.pid}/task").iterdir()}
-        except OSError as exc:
-            raise LookupError(f"process {self.pid} is gone") from exc
-        for tid in tids - set(self._fds):
-            with contextlib.suppress(OSError):
-                base = f"/proc/{self.pid}/task/{tid}"
-                stat = os.open(f"{base}/stat", os.O_RDONLY | os.O_CLOEXEC)
-                sched = os.open(f"{base}/schedstat", os.O_RDONLY | os.O_CLOEXEC)
-                self._fds[tid] = (stat, sched)
-
-    def snapshot(self) -> dict[int, tuple[bytes, bytes]]:
-        self._count += 1
-        if self._count % self.relist_every == 0:
-            self._relist()
-        out = {}
-        for tid, (stat_fd, sched_fd) in list(self._fds.items()):
-            try:
-                out[tid] = (_pread(stat_fd), _pread(sched_fd))
-            except OSError:
-                self._forget(tid)
-        if not out:
-            raise LookupError(f"process {self.pid} has no threads left")
-        return out
-
-    def decode(self, raw: Any) -> dict[int, ThreadSample]:
-        out = {}
-        for tid, (stat, sched) in raw.items():
-            try:
-                comm, ticks = parse_task_stat(stat.decode())
-                run, wait, slices = parse_schedstat(sched.decode())
-            except (ValueError, IndexError):
-                continue  # the thread exited between the two reads
-            out[tid] = ThreadSample(comm, ticks, run, wait, slices)
-            if tid not in self.classes:
-                self.classes[tid] = classify(tid, self.pid, comm, self.vcpu_tids)
-        return out
-
-    def _forget(self, tid: int) -> None:
-        for fd in self._fds.pop(tid, ()):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-
-    def _totals(self, snapshots: Sequence[tuple[float, Any]]) -> dict[str, ClassTotals]:
-        totals: dict[str, ClassTotals] = {}
-        for _, a, b, dt in _pairwise(snapshots):
-            for name, acc in thread_deltas(a, b, dt, self.classes).items():
-                totals.setdefault(name, ClassTotals()).add(acc)
-        return totals
-
-    def summary(self, snapshots: Sequence[tuple[float, Any]]) -> dict[str, float]:
-        if len(snapshots) < 2:
-            return {}
-        return class_metrics(self._totals(snapshots), snapshots[-1][0] - snapshots[0][0])
-
-    def series(self, snapshots: Sequence[tuple[float, Any]]) -> list[tuple[float,
-                                                                         dict[str, float]]]:
-        return [(t, class_metrics(thread_deltas(a, b, dt, self.classes), dt))
-                for t, a, b, dt in _pairwise(snapshots)]
-
-    def close(self) -> None:
-        for tid in list(self._fds):
-            self._forget(tid)
+#: How long stop() waits for the sampling thread (a read of a process's /proc files
+#: can block briefly while the kernel tears the process down).
+JOIN_TIMEOUT_S = 5.0
 
 
 @dataclass
 class MonitorResult:
-    """What a window of sampling produced."""
+    """What a window of sampling produced.
+
+    - ``summary``: ``<monitor>.<metric>`` over the whole window (first to last sample,
+      not a mean of intervals), e.g. ``host.disk.vda.util_pct``, ``qemu.vcpu.cpu_pct``
+    - ``series``: per monitor name, one ``(seconds since start, {metric: value})`` row
+      per interval, metric names relative to the monitor
+    - ``threads``: per thread monitor, each thread's metrics over the window
+    - ``errors``: per monitor name, why it stopped early or never started (its summary
+      then covers the window up to its last good sample)
+    """
 
     summary: dict[str, float] = field(default_factory=dict)
-    series: dict[str, list[tuple[float, dict[str, float]]]] = field(default_factory=dict)
+    series: dict[str, list[SeriesRow]] = field(default_factory=dict)
+    threads: dict[str, list[ThreadReport]] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    #: Length of the window (start() to the last sample), seconds.
     seconds: float = 0.0
+    #: Samples taken by the monitor that took most.
     samples: int = 0
+    #: CPU time the sampling thread used (time.thread_time), seconds.
+    sampler_cpu_s: float = 0.0
 
     def rows(self) -> Iterator[tuple[str, float, dict[str, float]]]:
+        """Every series row as (monitor name, t, values)."""
         for monitor, points in self.series.items():
             for t, values in points:
                 yield monitor, t, values
+
+    @property
+    def sampler_cpu_pct(self) -> float:
+        """The sampling thread's CPU time as % of one core over the window."""
+        return self.sampler_cpu_s / self.seconds * 100.0 if self.seconds > 0 else 0.0
 
 
 class MonitorSet:
     """Samples ``monitors`` at ``hz`` in one daemon thread between start() and stop().
 
-    A monitor that fails (its process exited, its device vanished) is dropped with its
-    error recorded in the result; the others go on. ``stop()`` is safe to call twice.
+    A monitor that fails to open or fails while sampling (its process exited, its
+    device vanished) is stopped with its error recorded in the result; the others go
+    on and nothing is raised from the thread. A set runs once.
     """
 
     def __init__(self, monitors: Sequence[Monitor], hz: float = DEFAULT_HZ) -> None:
+        """Raises :class:`SpecError` when ``hz`` is not positive or two monitors share
+        a name."""
+        if not hz > 0:
+            raise SpecError(f"monitor sampling rate must be > 0 Hz, got {hz!r}")
+        names = [m.name for m in monitors]
+        if len(set(names)) != len(names):
+            raise SpecError(f"monitor names must be unique, got {names}")
         self.monitors = list(monitors)
         self.period = 1.0 / hz
-        self._snaps: dict[str, list[tuple[float, Any]]] = {m.name: [] for m in monitors}
+        self._samples: dict[str, list[Sample]] = {name: [] for name in names}
         self._errors: dict[str, str] = {}
         self._active: list[Monitor] = []
-        self._stop = threading.Event()
+        # The thread sleeps in poll() on a pipe: one syscall per tick, cheaper than
+        # threading.Event's condition variable, and stop() wakes it at once by writing.
+        self._wake_r, self._wake_w = -1, -1
         self._thread: threading.Thread | None = None
-        self._t0 = 0.0
-        self.thread_cpu_s = 0.0
+        self._started = False
+        self._thread_cpu_s = 0.0
+        self.t0 = 0.0
+        self.result: MonitorResult | None = None
+        #: The sampling thread's kernel thread id while it runs (for /proc checks).
+        self.thread_id: int | None = None
 
     def __enter__(self) -> MonitorSet:
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.stop()
 
     def start(self) -> None:
+        """Open the monitors, take the first samples and start the thread. Raises
+        :class:`HvbenchError` if the set was started before."""
+        if self._started:
+            raise HvbenchError("a MonitorSet can be started only once; make a new one")
+        self._started = True
         for monitor in self.monitors:
             try:
                 monitor.open()
-            except (OSError, LookupError) as exc:
-                self._errors[monitor.name] = str(exc)
+            except Exception as exc:  # any failure only disables this monitor
+                self._fail(monitor, exc)
                 continue
             self._active.append(monitor)
-        self._t0 = time.monotonic()
-        self._sample(self._t0)
-        self._thread = threading.Thread(target=self._loop, name="hvbench-sampler", daemon=True)
+        self._wake_r, self._wake_w = os.pipe()
+        self.t0 = time.monotonic()
+        self._sample_all()
+        self._thread = threading.Thread(target=self._loop, name="hvbench-sampler",
+                                        daemon=True)
         self._thread.start()
+        self.thread_id = self._thread.native_id
 
-    def _sample(self, now: float) -> None:
+    def _fail(self, monitor: Monitor, exc: BaseException) -> None:
+        self._errors[monitor.name] = f"{type(exc).__name__}: {exc}"
+        monitor.close()
+        if monitor in self._active:
+            self._active.remove(monitor)
+
+    def _sample_all(self) -> None:
         for monitor in list(self._active):
+            now = time.monotonic()
             try:
-                self._snaps[monitor.name].append((now - self._t0, monitor.snapshot()))
-            except (OSError, LookupError, ValueError) as exc:
-                self._errors[monitor.name] = str(exc)
-                self._active.remove(monitor)
+                raw = monitor.sample()
+            except Exception as exc:  # the thread must outlive any monitor
+                self._fail(monitor, exc)
+                continue
+            self._samples[monitor.name].append((now, raw))
 
     def _loop(self) -> None:
-        tick = self._t0
-        while True:
-            tick += self.period
-            if self._stop.wait(max(0.0, tick - time.monotonic())):
-                break
-            self._sample(time.monotonic())
-        self.thread_cpu_s = time.thread_time()
-
-    def _decoded(self, monitor: Monitor, result: MonitorResult) -> list[tuple[float, Any]]:
-        out = []
-        for t, raw in self._snaps[monitor.name]:
-            try:
-                out.append((t, monitor.decode(raw)))
-            except (LookupError, ValueError) as exc:
-                result.errors[monitor.name] = str(exc)
-                break
-        return out
+        start_cpu = time.thread_time()
+        poller = select.poll()
+        poller.register(self._wake_r, select.POLLIN)
+        tick = self.t0
+        try:
+            while True:
+                tick += self.period
+                late = time.monotonic() - tick
+                if late > 0:  # skip missed ticks but stay on the t0 + k * period grid
+                    tick += (late // self.period + 1) * self.period
+                if poller.poll(max(0.0, tick - time.monotonic()) * 1000.0):
+                    return  # stop() wrote to the pipe
+                self._sample_all()
+        finally:
+            self._thread_cpu_s = time.thread_time() - start_cpu
 
     def stop(self) -> MonitorResult:
-        """Stop sampling, take a last snapshot, and compute summary and series."""
+        """Stop the thread (waits up to :data:`JOIN_TIMEOUT_S`), take the last samples,
+        compute the result and close the monitors. Safe to call again: returns the same
+        result. Never raises for a monitor's failure (see ``result.errors``)."""
+        if self.result is not None:
+            return self.result
         if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self._thread = None
-            self._sample(time.monotonic())
-        result = MonitorResult(errors=dict(self._errors))
+            os.write(self._wake_w, b"x")
+            self._thread.join(JOIN_TIMEOUT_S)
+            if self._thread.is_alive():
+                self._errors["sampler"] = (f"sampling thread did not stop within "
+                                           f"{JOIN_TIMEOUT_S} s; last samples missing")
+            else:
+                self._sample_all()
+        self.result = self._build_result()
         for monitor in self.monitors:
-            snaps = self._decoded(monitor, result)
-            result.summary.update({f"{monitor.name}.{k}": v
-                                   for k, v in monitor.summary(snaps).items()})
-            result.series[monitor.name] = monitor.series(snaps)
-            result.samples = max(result.samples, len(snaps))
             monitor.close()
         self._active.clear()
-        result.seconds = time.monotonic() - self._t0
+        if self._thread is None or not self._thread.is_alive():
+            for fd in (self._wake_r, self._wake_w):
+                if fd >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(fd)
+        return self.result
+
+    def _report(self, monitor: Monitor, samples: Sequence[Sample]) -> MonitorReport:
+        try:
+            return monitor.report(samples, self.t0)
+        except Exception as exc:  # one bad monitor must not hide the rest
+            return MonitorReport(error=f"{type(exc).__name__}: {exc}")
+
+    def _build_result(self) -> MonitorResult:
+        result = MonitorResult(errors=dict(self._errors), sampler_cpu_s=self._thread_cpu_s)
+        last = self.t0
+        for monitor in self.monitors:
+            samples = list(self._samples[monitor.name])
+            report = self._report(monitor, samples)
+            if report.error and monitor.name not in result.errors:
+                result.errors[monitor.name] = report.error
+            result.summary |= {f"{monitor.name}.{k}": v for k, v in report.summary.items()}
+            result.series[monitor.name] = report.series
+            if report.threads:
+                result.threads[monitor.name] = report.threads
+            result.samples = max(result.samples, len(samples))
+            last = max([last] + [t for t, _ in samples[-1:]])
+        result.seconds = last - self.t0
         return result
+
+    def samples(self, name: str) -> list[Sample]:
+        """The raw samples of monitor ``name`` so far (time.monotonic(), raw)."""
+        return list(self._samples[name])
+
+    def between(self, name: str, start: float, end: float) -> dict[str, float]:
+        """Monitor ``name``'s summary between the samples nearest to the monotonic
+        instants ``start`` and ``end`` (e.g. to match another tool's interval). Raises
+        :class:`HvbenchError` if the monitor has fewer than two samples."""
+        samples = self.samples(name)
+        if len(samples) < 2:
+            raise HvbenchError(f"monitor {name!r} has fewer than two samples")
+        first = min(samples, key=lambda s: abs(s[0] - start))
+        last = min(samples, key=lambda s: abs(s[0] - end))
+        monitor = next(m for m in self.monitors if m.name == name)
+        return monitor.report([first, last], self.t0).summary
 
 
 def vcpu_thread_ids(qmp_cpus: Sequence[dict[str, Any]]) -> set[int]:
-    """Thread ids from QMP ``query-cpus-fast``."""
-    return {int(c["thread-id"]) for c in qmp_cpus}
-
-
-def backing_device(path: Path) -> str | None:
-    """The block device of ``path`` or None when it has none (tmpfs)."""
-    try:
-        return device_for_path(path)
-    except (HostError, OSError):
-        return None
+    """The thread ids in a QMP ``query-cpus-fast`` reply's ``return`` list."""
+    return {int(cpu["thread-id"]) for cpu in qmp_cpus if "thread-id" in cpu}

@@ -1,0 +1,313 @@
+"""The monitors that read /proc: a block device, host CPU, a process's threads.
+
+Sampling is built to cost little (it runs 10 times a second next to the workload):
+every file is opened once and re-read with ``os.pread(fd, n, 0)`` (procfs regenerates
+the text on each read at offset 0), only the bytes needed are kept, no subprocess, no
+regex, and parsing waits until :meth:`report`, after the measured window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Collection, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from hvbench.errors import HostError
+from hvbench.monitors.base import MonitorReport, Sample, SeriesRow, ThreadReport
+from hvbench.monitors.cpu import (
+    TaskSample,
+    TaskSnapshot,
+    class_metrics,
+    group_metrics,
+    host_cpu_metrics,
+    latest_per_thread,
+    parse_proc_stat,
+    parse_task,
+    snapshot_ends,
+    thread_deltas,
+)
+from hvbench.monitors.devices import device_for_path, whole_disk
+from hvbench.monitors.diskstats import DiskCounters, iostat_metrics, parse_diskstats_line
+
+C = TypeVar("C")
+_OPEN_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+
+
+class _ProcFile:
+    """One /proc file kept open and re-read whole from offset 0."""
+
+    def __init__(self, path: str, size: int = 4096) -> None:
+        self.path = path
+        self._size = size
+        self._fd: int | None = os.open(path, _OPEN_FLAGS)
+
+    def read(self) -> bytes:
+        """The file's current text. Raises OSError (ESRCH once a task has exited)."""
+        if self._fd is None:
+            raise OSError(f"{self.path} is closed")
+        while True:
+            data = os.pread(self._fd, self._size, 0)
+            if len(data) < self._size:
+                return data
+            self._size *= 2  # the text did not fit: grow once and for all, and re-read
+
+    def close(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+
+
+class _CounterMonitor(Generic[C]):
+    """A monitor whose counters only grow: the summary is last minus first."""
+
+    name = ""
+
+    def decode(self, raw: bytes) -> C:
+        raise NotImplementedError
+
+    def metrics(self, a: C, b: C, seconds: float) -> dict[str, float]:
+        raise NotImplementedError
+
+    def report(self, samples: Sequence[Sample], t0: float) -> MonitorReport:
+        """Summary from the first and last sample, one series row per interval."""
+        out = MonitorReport()
+        decoded: list[tuple[float, C]] = []
+        for t, raw in samples:
+            try:
+                decoded.append((t, self.decode(raw)))
+            except ValueError as exc:
+                out.error = f"{self.name}: undecodable sample at {t - t0:.3f} s: {exc}"
+                break
+        if len(decoded) >= 2:
+            (ta, a), (tb, b) = decoded[0], decoded[-1]
+            out.summary = self.metrics(a, b, tb - ta)
+        out.series = [(tb - t0, self.metrics(a, b, tb - ta))
+                      for (ta, a), (tb, b) in pairwise(decoded) if tb > ta]
+        return out
+
+
+class DiskStatsSampler(_CounterMonitor[DiskCounters]):
+    """The ``iostat -x`` metrics of one block device (see
+    :mod:`hvbench.monitors.diskstats`), from /proc/diskstats. Metric names are prefixed
+    ``host.disk.<device>.``. ``source`` is for tests (a stored diskstats file)."""
+
+    def __init__(self, device: str, source: str = "/proc/diskstats") -> None:
+        self.device = device
+        self.source = source
+        self.name = f"host.disk.{device}"
+        # Names are the third column, between spaces; no other column holds letters.
+        self._key = f" {device} ".encode()
+        self._file: _ProcFile | None = None
+
+    @classmethod
+    def for_path(cls, path: Path | str, *, parent_disk: bool = False) -> DiskStatsSampler:
+        """The sampler of the device holding ``path`` (its partition, or with
+        ``parent_disk`` the whole disk). Raises HostError if there is no block device."""
+        device = device_for_path(path)
+        return cls(whole_disk(device) if parent_disk else device)
+
+    def open(self) -> None:
+        """Open /proc/diskstats. Raises HostError if the device is not listed."""
+        self.close()
+        try:
+            self._file = _ProcFile(self.source)
+        except OSError as exc:
+            raise HostError(f"cannot read {self.source}: {exc}") from exc
+        self.sample()
+
+    def sample(self) -> bytes:
+        """The device's /proc/diskstats line. Raises HostError if the device vanished."""
+        if self._file is None:
+            raise HostError(f"{self.name}: sampled before open()")
+        data = self._file.read()
+        at = data.find(self._key)
+        if at < 0:
+            raise HostError(f"block device {self.device!r} is not in {self.source} "
+                            "(removed, or never existed)")
+        end = data.find(b"\n", at)
+        return data[data.rfind(b"\n", 0, at) + 1:end if end >= 0 else len(data)]
+
+    def decode(self, raw: bytes) -> DiskCounters:
+        parsed = parse_diskstats_line(raw.decode())
+        if parsed is None:
+            raise ValueError(f"no extended statistics for {self.device}: {raw!r}")
+        return parsed[1]
+
+    def metrics(self, a: DiskCounters, b: DiskCounters, seconds: float) -> dict[str, float]:
+        return iostat_metrics(a, b, seconds)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class HostCpuSampler(_CounterMonitor[dict[str, tuple[int, ...]]]):
+    """Host CPU shares from /proc/stat, all CPUs and each (see
+    :mod:`hvbench.monitors.cpu`). Metric names are prefixed ``host.cpu.``. ``source``
+    is for tests (a stored /proc/stat file)."""
+
+    def __init__(self, name: str = "host.cpu", source: str = "/proc/stat") -> None:
+        self.name = name
+        self.source = source
+        self._file: _ProcFile | None = None
+
+    def open(self) -> None:
+        """Open /proc/stat (HostError if it cannot be read: no procfs)."""
+        self.close()
+        try:
+            self._file = _ProcFile(self.source)
+        except OSError as exc:
+            raise HostError(f"cannot read {self.source}: {exc}") from exc
+
+    def sample(self) -> bytes:
+        """The cpu lines of /proc/stat (the interrupt counts after them are dropped)."""
+        if self._file is None:
+            raise HostError(f"{self.name}: sampled before open()")
+        data = self._file.read()
+        end = data.find(b"\nintr")
+        return data if end < 0 else data[:end]
+
+    def decode(self, raw: bytes) -> dict[str, tuple[int, ...]]:
+        return parse_proc_stat(raw.decode())
+
+    def metrics(self, a: dict[str, tuple[int, ...]], b: dict[str, tuple[int, ...]],
+                seconds: float) -> dict[str, float]:
+        return host_cpu_metrics(a, b)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+#: Raw thread sample: (CLOCK_BOOTTIME s, ((tid, stat bytes, schedstat bytes), ...)).
+RawThreads = tuple[float, tuple[tuple[int, bytes, bytes], ...]]
+
+
+class ThreadCpuSampler:
+    """A process's threads by class (see :mod:`hvbench.monitors.cpu`), from
+    ``/proc/PID/task/*/{stat,schedstat}``. Metric names are ``<name>.<class>.<metric>``.
+
+    ``vcpu_tids`` are the vCPU thread ids from QMP ``query-cpus-fast`` (the comm
+    ``CPU n/...`` is the fallback). Each thread's two files stay open; the task list is
+    re-read every ``relist_every`` samples and whenever a thread's read fails, so pool
+    threads born in between are found within ``relist_every`` samples.
+    """
+
+    def __init__(self, pid: int, vcpu_tids: Collection[int] = (), name: str = "qemu",
+                 relist_every: int = 5) -> None:
+        self.pid = pid
+        self.vcpu_tids = frozenset(vcpu_tids)
+        self.name = name
+        self.relist_every = max(1, relist_every)
+        self._files: dict[int, tuple[_ProcFile, _ProcFile]] = {}
+        self._count = 0
+
+    def open(self) -> None:
+        """List the threads and open their files. Raises HostError if there is no such
+        process."""
+        self.close()
+        self._relist()
+
+    def _exited(self) -> HostError:
+        return HostError(f"{self.name}: process {self.pid} exited")
+
+    def _relist(self) -> None:
+        try:
+            with os.scandir(f"/proc/{self.pid}/task") as entries:
+                tids = {int(entry.name) for entry in entries}
+        except OSError as exc:
+            raise self._exited() from exc
+        for tid in set(self._files) - tids:
+            self._forget(tid)
+        for tid in tids - set(self._files):
+            base = f"/proc/{self.pid}/task/{tid}"
+            try:
+                stat = _ProcFile(f"{base}/stat", 1024)
+            except OSError:
+                continue  # the thread exited while we listed
+            try:
+                self._files[tid] = (stat, _ProcFile(f"{base}/schedstat", 128))
+            except OSError:
+                stat.close()
+        if set(self._files) <= {self.pid} and self._leader_is_zombie():
+            raise self._exited()
+
+    def _leader_is_zombie(self) -> bool:
+        """True once the process exited but is not yet reaped (only its leader is left,
+        as a zombie)."""
+        try:
+            text = Path(f"/proc/{self.pid}/stat").read_bytes()
+        except OSError:
+            return True
+        state = text[text.rfind(b")") + 2:text.rfind(b")") + 3]
+        return state in (b"Z", b"X")
+
+    def sample(self) -> RawThreads:
+        """Each live thread's raw stat and schedstat. Raises HostError once the process
+        has exited."""
+        self._count += 1
+        if self._count % self.relist_every == 0:
+            self._relist()
+        boot_s = time.clock_gettime(time.CLOCK_BOOTTIME)
+        rows: list[tuple[int, bytes, bytes]] = []
+        stale = False
+        for tid, (stat, sched) in self._files.items():
+            try:
+                rows.append((tid, stat.read(), sched.read()))
+            except OSError:
+                stale = True  # ESRCH: the thread exited
+        if stale:
+            self._relist()
+        if not rows:
+            raise self._exited()
+        return boot_s, tuple(rows)
+
+    def _forget(self, tid: int) -> None:
+        for f in self._files.pop(tid, ()):
+            f.close()
+
+    def close(self) -> None:
+        for tid in list(self._files):
+            self._forget(tid)
+
+    @staticmethod
+    def decode(raw: RawThreads) -> TaskSnapshot:
+        """The snapshot of a raw sample; threads whose text is cut short (they exited
+        between the two reads) are left out."""
+        boot_s, rows = raw
+        tasks: dict[int, TaskSample] = {}
+        for tid, stat, sched in rows:
+            with contextlib.suppress(ValueError):
+                tasks[tid] = parse_task(tid, stat.decode(errors="replace"), sched.decode())
+        return TaskSnapshot(boot_s, tasks)
+
+    def _series(self, samples: Sequence[Sample], snaps: Sequence[TaskSnapshot],
+                t0: float) -> list[SeriesRow]:
+        rows: list[SeriesRow] = []
+        for i, (a, b) in enumerate(pairwise(snaps), start=1):
+            seconds = b.boot_s - a.boot_s
+            if seconds > 0:
+                deltas = thread_deltas(a, snapshot_ends(b), self.pid, self.vcpu_tids)
+                rows.append((samples[i][0] - t0, class_metrics(deltas, seconds)))
+        return rows
+
+    def report(self, samples: Sequence[Sample], t0: float) -> MonitorReport:
+        """Per-class summary over the whole window (each thread from its first to its
+        last observation), per-class series per interval, per-thread summaries."""
+        snaps = [self.decode(raw) for _, raw in samples]
+        out = MonitorReport(series=self._series(samples, snaps, t0))
+        if len(snaps) < 2 or snaps[-1].boot_s <= snaps[0].boot_s:
+            return out
+        seconds = snaps[-1].boot_s - snaps[0].boot_s
+        deltas = thread_deltas(snaps[0], latest_per_thread(snaps), self.pid, self.vcpu_tids)
+        out.summary = class_metrics(deltas, seconds)
+        out.threads = [ThreadReport(d.tid, d.comm, d.cls, group_metrics([d], seconds))
+                       for d in sorted(deltas, key=lambda d: (d.cls, d.tid))]
+        return out
