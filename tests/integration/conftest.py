@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hvbench.image.builder import GuestImage, build_image
 
+from hvbench.image.builder import GuestImage, build_image
 from hvbench.platforms.qemu import TAP_PREFIX
 from hvbench.platforms.registry import REGISTRY
 

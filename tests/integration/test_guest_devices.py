@@ -7,8 +7,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from hvbench.image.builder import GuestImage
 
+from hvbench.image.builder import GuestImage
 from hvbench.model.qemu_argv import DISK_DRIVERS, NIC_DRIVERS
 from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
 from hvbench.platforms.qemu import QemuPlatform

@@ -6,9 +6,9 @@ import time
 from pathlib import Path
 
 import pytest
-from hvbench.image.builder import GuestImage
 
 from hvbench.errors import GuestTimeoutError
+from hvbench.image.builder import GuestImage
 from hvbench.model.spec import DiskSpec, VmSpec
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
