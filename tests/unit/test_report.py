@@ -6,33 +6,19 @@ import csv
 import io
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
 from hvbench.report import phase_stats, phase_table, rows_csv, summary_json, warnings_for
+from hvbench.store.records import MeasurementRow
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-@dataclass(frozen=True)
-class FixtureRow:
-    cell_id: int
-    cell: str
-    platform: str
-    workload: str
-    repetition: int
-    position: int
-    phase: str
-    metric: str
-    value: float
-    unit: str
-
-
-def load() -> tuple[str, dict[str, str | None], list[FixtureRow]]:
+def load() -> tuple[str, dict[str, str | None], list[MeasurementRow]]:
     data = json.loads((FIXTURES / "quick-rows.json").read_text())
-    return data["run"], data["natives"], [FixtureRow(**r) for r in data["rows"]]
+    return data["run"], data["natives"], [MeasurementRow(**r) for r in data["rows"]]
 
 
 def render() -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hvbench.errors import CommandError, HvbenchError, SpecError
 from hvbench.host.caches import drop_host_caches
@@ -211,10 +210,6 @@ def run_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
         outcomes.setdefault(result.job, []).append(result)
     return [PhaseOutcome(name, metrics_of(results, name), text)
             for name, results in outcomes.items()]
-
-
-def describe(spec: DiskWorkloadSpec) -> dict[str, Any]:
-    return spec.model_dump(mode="json")
 
 
 def job_file_text(spec: DiskWorkloadSpec, study_path: str) -> bytes:
