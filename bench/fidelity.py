@@ -128,17 +128,20 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, object]]:
     hv: dict[str, list[float]] = {"write": [], "read": []}
     hand: dict[str, list[float]] = {"write": [], "read": []}
     try:
-        for rnd in range(args.rounds):
-            text = STUDY.format(seed=rnd, size=args.size, record=args.record)
+        # Round -1 warms both sides up (the first I/O after start-up is slow on a
+        # virtual disk) and is not counted.
+        for rnd in range(-1, args.rounds):
+            text = STUDY.format(seed=rnd + 1, size=args.size, record=args.record)
             spec = parse_study(text, "fidelity.toml", 0).workloads[0].spec
             if not isinstance(spec, DiskWorkloadSpec):
                 raise SystemExit("internal: fidelity study lost its workload")
             # Alternate which side goes first, so drift does not favour one of them.
             for side in ((0, 1) if rnd % 2 == 0 else (1, 0)):
-                result = (through_hvbench(text, scratch / f"r{rnd}.db") if side == 0
+                result = (through_hvbench(text, scratch / f"r{rnd + 1}.db") if side == 0
                           else by_hand(spec, scratch))
                 for phase in ("write", "read"):
-                    (hv if side == 0 else hand)[phase].append(result[phase])
+                    if rnd >= 0:
+                        (hv if side == 0 else hand)[phase].append(result[phase])
     finally:
         subprocess.run(["rm", "-rf", str(scratch)], check=True)
     return {phase: {"hvbench_median_mb_s": statistics.median(hv[phase]),
