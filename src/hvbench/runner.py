@@ -188,10 +188,8 @@ def run_disk_cell(platform: Platform, cell: Cell, study: Study,
             dropped = disk.before_phase(platform, spec, phase, target)
             monitors.start()
             started = time.monotonic()
-            try:
-                outcome = disk.run_phase(platform, spec, phase, target)
-            finally:
-                wall = time.monotonic() - started
+            outcome = disk.run_phase(platform, spec, phase, target)
+            wall = time.monotonic() - started
             outcome.caches_dropped = dropped
             _store_phase(out, [outcome], wall, monitors, phase)
     finally:
