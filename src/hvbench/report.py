@@ -36,6 +36,9 @@ DETAIL_ROWS = (
     ("qemu.vcpu.cpu_pct", "QEMU vCPU threads CPU %"),
     ("qemu.total.cpu_pct", "QEMU process CPU %"),
 )
+#: The rows kept (with their short column names) when platforms become rows.
+COMPACT_ROWS = {"% of native": "% native", "CoV %": "CoV%", "host avgrq-sz": "avgrq-sz",
+                "host avgqu-sz": "avgqu-sz", "host %util": "%util", "n": "n"}
 TCG_BANNER = (
     "TCG (software emulation): guest numbers measure emulation, not virtualization"
 )
@@ -139,7 +142,8 @@ def _pct(per: Mapping[str, Summary], platform: str, native: str) -> str:
     pct, low, high = percent_of_summary(per[platform], per[native])
     if low is None or high is None:
         return f"{pct:.1f} %"
-    return f"{pct:.1f} % [{low:.0f}-{high:.0f}]"
+    # The delta-method interval is symmetric; a ratio of throughputs is never negative.
+    return f"{pct:.1f} % [{max(low, 0.0):.0f}-{high:.0f}]"
 
 
 def _cov(summary: Summary | None) -> str:
@@ -160,10 +164,14 @@ def phase_table(stats: PhaseStats, native: str | None) -> Table:
         for label, texts in rows:
             table.add_row(label, *texts)
         return table
+    # Many platforms: one row each, with only the columns a terminal can hold.
+    rows = [(label, texts) for label, texts in rows if label.split(" (")[0] in COMPACT_ROWS
+            or label.endswith("95% CI")]
     table = Table(title=title, title_justify="left")
     table.add_column("platform", overflow="fold")
     for label, _ in rows:
-        table.add_column(label, justify="right", overflow="fold")
+        header = COMPACT_ROWS.get(label.split(" (")[0], label.replace(" mean ± 95% CI", " ±CI"))
+        table.add_column(header, justify="right", overflow="fold")
     for index, platform in enumerate(stats.platforms):
         table.add_row(platform, *(texts[index] for _, texts in rows))
     return table
