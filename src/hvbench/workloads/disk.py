@@ -5,7 +5,8 @@ first benchmark disk (ext4, with eager inode-table and journal init so no backgr
 initialisation competes with the measurement) and the test file lives there, while the
 native test file lives in the work directory, the filesystem that holds the guests'
 images. With ``target = "device"`` the guest uses the raw benchmark disk and the native
-side a file of the same size.
+side a file of the same size, allocated up front (fallocate) as a disk's blocks are,
+and both are written in place.
 
 Phase mapping (fio cannot replay IOzone or Bonnie++ byte for byte; these are the closest
 equivalents, and every write phase ends with fsync as ``iozone -e`` and ``dd
@@ -52,6 +53,9 @@ class DiskTarget:
     path: str           # the test file, or the raw device
     directory: str      # the directory for file-op phases and job files
     device: str | None  # the guest's block device, if any
+    #: A device, or the native stand-in for one (a file allocated up front): it is
+    #: written in place, never deleted, as a disk is.
+    raw: bool = False
 
 
 @dataclass
@@ -79,7 +83,7 @@ def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
     if isinstance(platform, QemuPlatform):
         device = platform.disk_device(0)
         if spec.target == "device":
-            return DiskTarget(device, platform.scratch_dir(), device)
+            return DiskTarget(device, platform.scratch_dir(), device, raw=True)
         # The full path: busybox (which runs guest commands) prefers its own mke2fs
         # applet, which cannot make ext4.
         _check(platform.exec(["/sbin/mke2fs", "-q", "-F", "-t", "ext4", "-E",
@@ -90,6 +94,13 @@ def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
                "mounting the guest's benchmark disk")
         return DiskTarget(f"{GUEST_MOUNT}/hvbench.dat", GUEST_MOUNT, device)
     scratch = platform.scratch_dir()
+    if spec.target == "device":
+        # The native counterpart of a disk: a file whose blocks exist before the test,
+        # so native writes do not pay for block allocation that a disk never does.
+        path = f"{scratch}/hvbench.dev"
+        _check(platform.exec(["fallocate", "-l", str(spec.file_size), path], timeout=600),
+               "allocating the native test device file")
+        return DiskTarget(path, scratch, None, raw=True)
     return DiskTarget(f"{scratch}/hvbench.dat", scratch, None)
 
 
@@ -145,7 +156,7 @@ def phase_job(spec: DiskWorkloadSpec, phase: str, target: DiskTarget) -> FioJob:
         extra.append("--end_fsync=1")
     if rw == "rw":
         extra.append("--rwmixread=50")
-    if target.device is None or target.path != target.device:
+    if not target.raw:
         extra.append("--fallocate=none")  # write phases really allocate, as the seeds did
     return FioJob(
         name=phase, rw=rw, filename=target.path, size=spec.file_size, bs=spec.io_size(),
@@ -180,7 +191,7 @@ def before_phase(platform: Platform, spec: DiskWorkloadSpec, phase: str,
                  target: DiskTarget) -> dict[str, bool]:
     """Unmeasured set-up of a phase: delete the file for fresh-file phases, drop caches
     for cold phases. Returns which caches were dropped."""
-    if phase in FRESH_FILE_PHASES and target.path != target.device:
+    if phase in FRESH_FILE_PHASES and not target.raw:
         platform.exec(["rm", "-f", target.path], timeout=300)
     if phase.endswith("-create"):
         platform.exec(["sh", "-c", f"rm -rf {target.directory}/bonnie-files && "
