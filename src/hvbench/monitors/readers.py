@@ -63,9 +63,25 @@ class _ProcFile:
 
 
 class _CounterMonitor(Generic[C]):
-    """A monitor whose counters only grow: the summary is last minus first."""
+    """A monitor whose counters only grow, read from one /proc file: the summary is
+    last minus first."""
 
     name = ""
+    source = ""
+    _file: _ProcFile | None = None
+
+    def open(self) -> None:
+        """Open the source file (HostError if it cannot be read: no procfs)."""
+        self.close()
+        try:
+            self._file = _ProcFile(self.source)
+        except OSError as exc:
+            raise HostError(f"cannot read {self.source}: {exc}") from exc
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def decode(self, raw: bytes) -> C:
         raise NotImplementedError
@@ -113,11 +129,7 @@ class DiskStatsSampler(_CounterMonitor[DiskCounters]):
 
     def open(self) -> None:
         """Open /proc/diskstats. Raises HostError if the device is not listed."""
-        self.close()
-        try:
-            self._file = _ProcFile(self.source)
-        except OSError as exc:
-            raise HostError(f"cannot read {self.source}: {exc}") from exc
+        super().open()
         self.sample()
 
     def sample(self) -> bytes:
@@ -141,11 +153,6 @@ class DiskStatsSampler(_CounterMonitor[DiskCounters]):
     def metrics(self, a: DiskCounters, b: DiskCounters, seconds: float) -> dict[str, float]:
         return iostat_metrics(a, b, seconds)
 
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
 
 class HostCpuSampler(_CounterMonitor[dict[str, tuple[int, ...]]]):
     """Host CPU shares from /proc/stat, all CPUs and each (see
@@ -156,14 +163,6 @@ class HostCpuSampler(_CounterMonitor[dict[str, tuple[int, ...]]]):
         self.name = name
         self.source = source
         self._file: _ProcFile | None = None
-
-    def open(self) -> None:
-        """Open /proc/stat (HostError if it cannot be read: no procfs)."""
-        self.close()
-        try:
-            self._file = _ProcFile(self.source)
-        except OSError as exc:
-            raise HostError(f"cannot read {self.source}: {exc}") from exc
 
     def sample(self) -> bytes:
         """The cpu lines of /proc/stat (the interrupt counts after them are dropped)."""
@@ -179,11 +178,6 @@ class HostCpuSampler(_CounterMonitor[dict[str, tuple[int, ...]]]):
     def metrics(self, a: dict[str, tuple[int, ...]], b: dict[str, tuple[int, ...]],
                 seconds: float) -> dict[str, float]:
         return host_cpu_metrics(a, b)
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
 
 
 #: Raw thread sample: (CLOCK_BOOTTIME s, ((tid, stat bytes, schedstat bytes), ...)).
