@@ -7,7 +7,7 @@ STAMP   := .make
 
 # Host tools: QEMU and the workload programs (the native side runs them too), and what
 # `hvbench image build` needs to assemble the guest image from Debian packages.
-APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng \
+APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd \
 	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
 	squashfs-tools
 
@@ -15,10 +15,29 @@ APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng \
 
 all: test
 
+# Debian's lighttpd package starts a web server on port 80 when it is installed; hvbench
+# only wants the program (it starts its own lighttpd per measurement). During the
+# install a policy-rc.d (unless the host has one) forbids service starts, and when this
+# install is what brought lighttpd in, its service is stopped and disabled afterwards.
 $(STAMP)/apt: Makefile
 	@mkdir -p $(STAMP)
 	$(SUDO) apt-get update -q
-	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(APT_PACKAGES)
+	$(SUDO) sh -c '\
+	  had=$$(dpkg-query -W -f="\$${Status}" lighttpd 2>/dev/null | grep -c "ok installed"); \
+	  guard=; \
+	  if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	    printf "#!/bin/sh\nexit 101\n" >/usr/sbin/policy-rc.d; \
+	    chmod 755 /usr/sbin/policy-rc.d; guard=1; \
+	  fi; \
+	  env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    $(APT_PACKAGES); \
+	  rc=$$?; \
+	  [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; \
+	  if [ "$$had" = 0 ] && [ -e /etc/init.d/lighttpd ]; then \
+	    if [ -d /run/systemd/system ]; then systemctl disable --now lighttpd.service; \
+	    else /etc/init.d/lighttpd stop >/dev/null 2>&1; update-rc.d lighttpd disable; fi; \
+	  fi; \
+	  exit $$rc'
 	@touch $@
 
 $(STAMP)/venv: pyproject.toml $(STAMP)/apt

@@ -21,19 +21,40 @@ from rich.table import Table
 from hvbench.stats import Summary, percent_of_summary, stability_warnings, summarize
 
 MAX_COLUMNS = 5
-THROUGHPUT_METRICS = ("mb_s", "ops_s", "boot_s")
-MAIN_LABELS = {"mb_s": "MB/s", "ops_s": "ops/s", "boot_s": "boot s"}
+THROUGHPUT_METRICS = ("mb_s", "ops_s", "mbit_s", "max_rate_rps", "replies_s", "boot_s")
+MAIN_LABELS = {"mb_s": "MB/s", "ops_s": "ops/s", "mbit_s": "Mbit/s",
+               "max_rate_rps": "max sustained req/s", "replies_s": "replies/s",
+               "boot_s": "boot s"}
 #: Metrics that are compared with the native platform (a boot time has no native).
-RELATIVE_METRICS = ("mb_s", "ops_s")
-#: Rows shown under the throughput, in order: (metric suffix, label).
+RELATIVE_METRICS = ("mb_s", "ops_s", "mbit_s", "max_rate_rps", "replies_s")
+#: Rows shown under the throughput, in order: (metric suffix, label). Disk metrics
+#: first, then network (iperf3) and web (httperf), then the host's view: the disk's
+#: iostat columns, the lab bridge and guest tap, QEMU's threads (seed 003's set).
 DETAIL_ROWS = (
     ("iops", "IOPS"),
     ("lat_p99_ms", "p99 latency ms"),
     ("cpu_pct", "workload CPU % (fio usr+sys)"),
+    ("retransmits", "TCP retransmits"),
+    ("lost_pct", "UDP loss %"),
+    ("cpu_platform_pct", "iperf3 CPU % on the platform"),
+    ("cpu_peer_pct", "iperf3 CPU % on the peer"),
+    ("reply_ms", "reply time ms (first byte)"),
+    ("transfer_ms", "transfer time ms"),
+    ("connect_ms", "connect time ms"),
+    ("error_pct", "httperf errors %"),
+    ("client_cpu_pct", "httperf client CPU %"),
     ("avgrq_sz", "host avgrq-sz (sectors)"),
     ("avgqu_sz", "host avgqu-sz"),
     ("util_pct", "host %util"),
+    ("net.guest-tap0.rx_mbit_s", "host tap rx Mbit/s (guest sends)"),
+    ("net.guest-tap0.tx_mbit_s", "host tap tx Mbit/s (guest receives)"),
     ("qemu.vcpu.cpu_pct", "QEMU vCPU threads CPU %"),
+    ("qemu.vcpu.wait_pct", "QEMU vCPU run-queue wait %"),
+    ("qemu.vcpu.blocked_pct", "QEMU vCPU blocked %"),
+    ("qemu.vcpu.exec_per_s", "QEMU vCPU executions/s"),
+    ("qemu.vcpu.cpu_ms_per_exec", "QEMU vCPU ms per execution"),
+    ("qemu.main.cpu_pct", "QEMU main loop CPU %"),
+    ("qemu.vhost.cpu_pct", "vhost-net threads CPU %"),
     ("qemu.total.cpu_pct", "QEMU process CPU %"),
 )
 #: The rows kept (with their short column names) when platforms become rows.

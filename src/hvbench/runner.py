@@ -11,13 +11,14 @@ duplicating anything.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,9 +28,24 @@ from hvbench import __version__
 from hvbench.errors import GuestError, HostError, HvbenchError, SpecError
 from hvbench.host import facts
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
-from hvbench.model.study import Cell, DiskWorkloadSpec, QemuPlatformSpec, Study, cell_order
+from hvbench.lab_session import (
+    LabSession,
+    MeasuredPhase,
+    run_network_cell,
+    run_web_cell,
+    web_ports,
+)
+from hvbench.model.study import (
+    Cell,
+    DiskWorkloadSpec,
+    NetworkWorkloadSpec,
+    QemuPlatformSpec,
+    Study,
+    cell_order,
+)
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.monitors.session import PhaseMonitors, monitors_for
+from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
@@ -121,6 +137,23 @@ class RunLock:
         self._file.write(json.dumps({"run": run_id, "pid": os.getpid(), "study": study}))
         self._file.flush()
 
+    def remove_stale(self) -> bool:
+        """Remove the lock file when no live process holds it (its holder was killed
+        by ``kill -9``: the kernel dropped the lock, the file stayed). True if removed."""
+        try:
+            handle = self.path.open("r")
+        except FileNotFoundError:
+            return False
+        with handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False  # a live study holds it (possibly this process)
+            if self._same_file(handle):
+                self.path.unlink(missing_ok=True)
+                return True
+        return False
+
     def release(self) -> None:
         """Unlink and unlock (safe to call twice)."""
         if self._file is not None:
@@ -149,22 +182,42 @@ class PlannedItem:
 ProgressHook = Callable[[PlannedItem, str], None]
 
 
-def make_platform(cell: Cell) -> Platform:
+def make_platform(cell: Cell, session: LabSession | None = None,
+                  web_ports: Sequence[int] = ()) -> Platform:
+    """The platform of ``cell``; a guest's NICs are wired into the lab, if any."""
     spec = cell.platform.spec
     if isinstance(spec, QemuPlatformSpec):
-        return QemuPlatform(spec.vm, name=f"hvbench-{os.getpid()}-{cell.platform.name[:20]}")
+        vm = (session.guest_spec(spec.vm, cell.platform.name, web_ports)
+              if session is not None else spec.vm)
+        return QemuPlatform(vm, name=f"hvbench-{os.getpid()}-{cell.platform.name[:20]}")
     return NativePlatform(name=cell.platform.name)
 
 
-def _phase_records(outcome: disk.PhaseOutcome, wall_s: float,
-                   monitor_summary: dict[str, float]) -> list[MeasurementRecord]:
-    records = [MeasurementRecord(outcome.phase, m, v, u) for m, (v, u) in outcome.metrics.items()]
-    records.append(MeasurementRecord(outcome.phase, "phase_wall_s", wall_s, "s"))
-    records += [MeasurementRecord(outcome.phase, name, value, "")
+def net_cell_result(phases: list[MeasuredPhase]) -> CellResult:
+    """The store's records of a network or web cell's measured phases."""
+    out = CellResult()
+    for measured in phases:
+        outcome = measured.outcome
+        out.measurements += _phase_records(outcome.phase, outcome.metrics, measured.wall_s,
+                                           measured.monitors.summary)
+        out.samples += [SampleRecord(outcome.phase, monitor, t, values)
+                        for monitor, t, values in measured.monitors.rows()]
+        out.samples += [SampleRecord(outcome.phase, outcome.raw_kind.split("-")[0], t, values)
+                        for t, values in outcome.series]
+        out.raw.append(RawRecord(outcome.phase, outcome.raw_kind, outcome.raw))
+    return out
+
+
+def _phase_records(phase: str, metrics: Mapping[str, tuple[float, str]], wall_s: float,
+                   monitor_summary: Mapping[str, float],
+                   caches_dropped: Mapping[str, bool] | None = None) -> list[MeasurementRecord]:
+    records = [MeasurementRecord(phase, m, v, u) for m, (v, u) in metrics.items()]
+    records.append(MeasurementRecord(phase, "phase_wall_s", wall_s, "s"))
+    records += [MeasurementRecord(phase, name, value, "")
                 for name, value in monitor_summary.items()]
-    for which, dropped in outcome.caches_dropped.items():
-        records.append(MeasurementRecord(outcome.phase, f"cache_dropped.{which}",
-                                         float(dropped), "bool"))
+    for which, dropped in (caches_dropped or {}).items():
+        records.append(MeasurementRecord(phase, f"cache_dropped.{which}", float(dropped),
+                                         "bool"))
     return records
 
 
@@ -203,7 +256,8 @@ def _store_phase(out: CellResult, outcomes: list[disk.PhaseOutcome], wall: float
     (stored once under ``raw_phase``: a job file's phases share one fio document)."""
     result = monitors.stop()
     for outcome in outcomes:
-        out.measurements += _phase_records(outcome, wall, result.summary)
+        out.measurements += _phase_records(outcome.phase, outcome.metrics, wall,
+                                           result.summary, outcome.caches_dropped)
     out.samples += [SampleRecord(raw_phase, monitor, t, values)
                     for monitor, t, values in result.rows()]
     if outcomes:
@@ -222,6 +276,8 @@ def environment(study: Study) -> dict[str, Any]:
         **facts.host_summary(), "qemu_version": qemu.version, "qemu_package": qemu.package,
         "accelerator": accel, "hvbench_version": __version__, "git_commit": git_commit(),
         "work_dir": facts.free_disk(work_dir()),
+        # Whether guests' tap NICs could use vhost-net (in-kernel virtio-net backend).
+        "vhost_net": facts.vhost_net_available() if study.lab else None,
     }
 
 
@@ -230,8 +286,9 @@ class StudyRunner:
     and ends; the CLI turns that into a progress bar with ETA."""
 
     def __init__(self, study: Study, store: Store, *, progress: ProgressHook | None = None,
-                 run_id: str | None = None) -> None:
+                 run_id: str | None = None, session: LabSession | None = None) -> None:
         self.study = study
+        self.session = session
         self.store = store
         self.progress = progress or (lambda item, state: None)
         self.run_id = run_id
@@ -258,6 +315,24 @@ class StudyRunner:
             order = cell_order(self.study.cells, self.study.study.seed, -1 - round_)
             items += [PlannedItem(-1, cell, -1) for cell in order]
         return items
+
+    def run(self, lock: RunLock, on_plan: Callable[[int], None] | None = None) -> RunOutcome:
+        """Create (or reopen) the run and execute everything still to do. On any
+        exception the run is marked interrupted and the exception propagates."""
+        resume = self.run_id is not None
+        run_id = self.start_run()
+        lock.describe(run_id, self.study.study.name)
+        try:
+            ids = self.cell_ids()
+            items = ([] if resume else self.warmup_items()) + self.plan(ids)
+            if on_plan is not None:
+                on_plan(len(items))
+            self.execute(items, ids)
+        except BaseException:
+            self.store.set_status(run_id, "interrupted", finished_at=_now())
+            raise
+        self.store.set_status(run_id, "complete", finished_at=_now())
+        return RunOutcome(run_id, self.failures, tuple(self.boot_s))
 
     def start_run(self) -> str:
         """Create the run (or reopen it for resume) and its cells."""
@@ -301,7 +376,8 @@ class StudyRunner:
                 platform.stop()
 
     def _boot(self, item: PlannedItem, cell_ids: dict[str, int]) -> Platform | None:
-        platform = make_platform(item.cell)
+        platform = make_platform(item.cell, self.session,
+                                 web_ports(self.study, item.cell.platform.name))
         self.progress(item, "booting")
         started = time.monotonic()
         try:
@@ -321,11 +397,9 @@ class StudyRunner:
         """
         self.progress(item, "running")
         started = _now()
-        monitors = monitors_for(platform)
         try:
-            result = run_disk_cell(platform, item.cell, self.study, monitors)
+            result = self._run_cell(platform, item.cell)
         except HvbenchError as exc:
-            monitors.abort()
             self._record_failure(item, cell_ids, exc, platform)
             return _is_alive(platform)
         if boot_s is not None and isinstance(platform, QemuPlatform):
@@ -339,6 +413,31 @@ class StudyRunner:
                 started_at=started, finished_at=_now())
         self.progress(item, "done")
         return True
+
+    def _run_cell(self, platform: Platform, cell: Cell) -> CellResult:
+        """Run one cell's workload on a started platform, monitors around each phase."""
+        spec = cell.workload.spec
+        if isinstance(spec, DiskWorkloadSpec):
+            monitors = monitors_for(platform)
+            try:
+                return run_disk_cell(platform, cell, self.study, monitors)
+            except BaseException:
+                monitors.abort()
+                raise
+        session = self.session
+        if session is None:
+            raise HvbenchError(f"cell {cell.name}: a network workload runs without a lab")
+
+        def phase_monitors(platforms: list[Platform]) -> PhaseMonitors:
+            return monitors_for(platform, interfaces=session.interfaces(*platforms))
+
+        run = run_network_cell if isinstance(spec, NetworkWorkloadSpec) else run_web_cell
+        result = net_cell_result(run(session, platform, cell, phase_monitors))
+        if isinstance(platform, QemuPlatform):
+            # Whether the guest's tap NICs had the in-kernel vhost-net backend.
+            result.measurements += [MeasurementRecord(phase, "vhost", float(platform.vhost),
+                                                      "bool") for phase in spec.phase_list()]
+        return result
 
     def _record_failure(self, item: PlannedItem, cell_ids: dict[str, int],
                         exc: BaseException, platform: Platform) -> None:
@@ -405,21 +504,25 @@ def run_study(study: Study, store: Store, *, resume: str | None = None,
     lock = RunLock(work_dir())
     lock.acquire(resume or "(starting)", study.study.name)
     try:
-        for parent in (work_dir(), Path(tempfile.gettempdir())):
-            remove_orphaned_dirs(parent)
-        runner = StudyRunner(study, store, progress=progress, run_id=resume)
-        run_id = runner.start_run()
-        lock.describe(run_id, study.study.name)
-        try:
-            ids = runner.cell_ids()
-            items = (runner.warmup_items() if resume is None else []) + runner.plan(ids)
-            if on_plan is not None:
-                on_plan(len(items))
-            runner.execute(items, ids)
-        except BaseException:
-            store.set_status(run_id, "interrupted", finished_at=_now())
-            raise
-        store.set_status(run_id, "complete", finished_at=_now())
-        return RunOutcome(run_id, runner.failures, tuple(runner.boot_s))
+        remove_orphans()
+        with contextlib.ExitStack() as stack:
+            session = stack.enter_context(LabSession(study)) if study.lab else None
+            runner = StudyRunner(study, store, progress=progress, run_id=resume,
+                                 session=session)
+            return runner.run(lock, on_plan)
     finally:
         lock.release()
+
+
+def remove_orphans() -> list[str]:
+    """Remove what an hvbench killed by ``kill -9`` left: its labs (namespaces, links,
+    their processes), then its scratch directories. Returns what was removed."""
+    removed = cleanup_orphaned_labs()
+    for parent in (work_dir(), Path(tempfile.gettempdir())):
+        removed += [str(path) for path in remove_orphaned_dirs(parent)]
+    lock = RunLock(work_dir())
+    if lock.remove_stale():
+        removed.append(f"stale run lock {lock.path}")
+    return removed
+
+

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import subprocess
 import tempfile
+import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,27 +25,122 @@ def image() -> GuestImage:
     return build_image()
 
 
+#: Every hvbench network device and namespace: taps (hvb-t...), lab bridges and veths
+#: (hvb-b..., hvb-v...) and lab namespaces (hvb-<tag>-<host>).
+NET_PREFIX = "hvb-"
+assert TAP_PREFIX.startswith(NET_PREFIX)
+#: How long the leak check waits for new hvb- objects to vanish, seconds.
+LEAK_GRACE_S = 3.0
+#: Serialises integration tests across pytest sessions on this machine.
+LOCK_FILE = Path("/run/lock" if Path("/run/lock").is_dir() else "/tmp") / "hvbench-tests.lock"
+LOCK_WAIT_S = 900.0
+
+
 def hvbench_links() -> list[str]:
+    """The root namespace's links whose name starts with ``hvb-``."""
     out = subprocess.run(
         ["ip", "-o", "link", "show"], capture_output=True, text=True, check=True
     ).stdout
     names = [line.split(": ")[1].split("@")[0] for line in out.splitlines()]
-    return [n for n in names if n.startswith(TAP_PREFIX)]
+    return [n for n in names if n.startswith(NET_PREFIX)]
+
+
+def hvbench_netns() -> list[str]:
+    """The named network namespaces whose name starts with ``hvb-``."""
+    netns_dir = Path("/run/netns")
+    if not netns_dir.is_dir():
+        return []
+    return sorted(p.name for p in netns_dir.iterdir() if p.name.startswith(NET_PREFIX))
+
+
+def _ancestors(pid: int) -> set[int]:
+    """``pid`` and its parent, grandparent, ... (from /proc/PID/stat)."""
+    chain: set[int] = set()
+    while pid > 1 and pid not in chain:
+        chain.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+    return chain
+
+
+def _foreign_taps(names: set[str]) -> set[str]:
+    """The taps among ``names`` held open by processes that this test session did not
+    start (another hvbench on a shared machine): /proc/PID/fdinfo shows ``iff: NAME``."""
+    me = os.getpid()
+    foreign: set[str] = set()
+    for fdinfo in Path("/proc").glob("[0-9]*/fdinfo/*") if names else ():
+        with contextlib.suppress(OSError, ValueError):
+            for line in fdinfo.read_text().splitlines():
+                tap = line.split()[1] if line.startswith("iff:") else None
+                if tap in names and me not in _ancestors(int(fdinfo.parts[2])):
+                    foreign.add(tap)
+    return foreign
+
+
+def new_network_objects(links_before: set[str], netns_before: set[str]) -> list[str]:
+    """hvb- links and namespaces that did not exist before the test, waiting up to
+    :data:`LEAK_GRACE_S` for them to go (devices of other work on a shared machine come
+    and go; this session's own are removed synchronously), minus taps of QEMUs that this
+    session did not start."""
+    deadline = time.monotonic() + LEAK_GRACE_S
+    while True:
+        links = set(hvbench_links()) - links_before
+        links -= _foreign_taps({n for n in links if n.startswith(TAP_PREFIX)})
+        found = sorted(links) + [f"netns {n}" for n in set(hvbench_netns()) - netns_before]
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def machine_lock() -> Iterator[None]:
+    """One integration test at a time on this machine, across pytest sessions: tests
+    of other sessions (other people working in the same tree) neither see each other's
+    hvb- devices appear nor share the CPU with each other's measurements. Waits up to
+    :data:`LOCK_WAIT_S`, then goes on without the lock (with a warning)."""
+    with LOCK_FILE.open("a") as handle:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                locked = True
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    warnings.warn(f"{LOCK_FILE} still held after {LOCK_WAIT_S:g} s; "
+                                  "running without it", stacklevel=1)
+                    locked = False
+                    break
+                time.sleep(0.1)
+        try:
+            yield
+        finally:
+            if locked:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True)
 def no_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Each test gets a private work dir and TMPDIR; afterwards nothing may remain in
-    them, no guest may be registered, and no hvbench tap may exist."""
+    them, no guest may be registered, and no link or network namespace named ``hvb-...``
+    (taps, lab bridges and veths, lab namespaces) may exist that did not exist before."""
     work = tmp_path / "work"
     tmp = tmp_path / "tmp"
     work.mkdir()
     tmp.mkdir()
-    monkeypatch.setenv("HVBENCH_WORKDIR", str(work))
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
-    yield work
-    assert REGISTRY.live() == [], "a guest outlived its test"
-    assert list(work.iterdir()) == [], f"left in the work dir: {list(work.iterdir())}"
-    assert list(tmp.iterdir()) == [], f"left in TMPDIR: {list(tmp.iterdir())}"
-    assert hvbench_links() == [], "a tap device outlived its test"
+    with machine_lock():
+        monkeypatch.setenv("HVBENCH_WORKDIR", str(work))
+        monkeypatch.setenv("TMPDIR", str(tmp))
+        monkeypatch.setattr(tempfile, "tempdir", None)  # re-read TMPDIR
+        # The machine may be shared: hvb- objects that existed before the test (and
+        # outside the lock) are not its.
+        links_before, netns_before = set(hvbench_links()), set(hvbench_netns())
+        yield work
+        assert REGISTRY.live() == [], "a guest outlived its test"
+        assert list(work.iterdir()) == [], f"left in the work dir: {list(work.iterdir())}"
+        assert list(tmp.iterdir()) == [], f"left in TMPDIR: {list(tmp.iterdir())}"
+        leaked = new_network_objects(links_before, netns_before)
+        assert leaked == [], f"network devices or namespaces outlived their test: {leaked}"

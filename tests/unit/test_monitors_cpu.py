@@ -88,7 +88,7 @@ def test_garbage_and_empty_reads_are_rejected() -> None:
     [(10, "qemu-system-x86", "main"), (11, "CPU 0/KVM", "vcpu"), (12, "CPU 13/TCG", "vcpu"),
      (13, "IO iothread0", "iothread"), (14, "IO disk-io", "iothread"),
      (15, "IO mon_iothread", "other"), (16, "worker", "worker"), (17, "call_rcu", "other"),
-     (18, "CPU x/KVM", "other"), (19, "whatever", "vcpu")],
+     (18, "CPU x/KVM", "other"), (19, "whatever", "vcpu"), (20, "vhost-10", "vhost")],
 )
 def test_classify(tid: int, comm: str, expected: str) -> None:
     assert classify(tid, 10, comm, {19}) == expected

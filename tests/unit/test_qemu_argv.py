@@ -160,3 +160,11 @@ def test_root_disk_is_read_only_virtio() -> None:
     argv = build_qemu_argv(p)
     assert "file=/img/root.ext4,if=none,id=sysroot,format=raw,readonly=on" in drives(argv)
     assert "virtio-blk-device,drive=sysroot,serial=hvb-root" in devices(argv)
+
+
+def test_disk_throttling_is_a_drive_option() -> None:
+    spec = VmSpec(disks=(DiskSpec(bps_limit="40M"), DiskSpec()))  # type: ignore[arg-type]
+    first, second = drives(argv_of(spec))
+    assert first.endswith(",cache=none,aio=threads,throttling.bps-total=41943040")
+    assert "throttling" not in second
+    assert spec.disks[0].label() == "virtio-blk-none-raw-sparse-bps-40M"

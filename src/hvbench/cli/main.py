@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hvbench import __version__
+from hvbench.cli.report_cmds import add_report_commands
 from hvbench.cli.study_cmds import add_study_commands
 from hvbench.cli.vmopts import add_vm_options, vm_spec_from_args
 from hvbench.errors import HvbenchError, InterruptedRun, SpecError
@@ -156,6 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     fio.add_argument("--boot-timeout", type=float, default=60.0)
     fio.set_defaults(handler=cmd_fio_compare)
     add_study_commands(sub)
+    add_report_commands(sub)
     return parser
 
 

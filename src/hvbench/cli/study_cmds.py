@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,18 +18,17 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from hvbench.cli.report_cmds import EXPORT_FORMATS, add_report_options, cmd_report_export
 from hvbench.errors import SpecError
-from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.study import Study
 from hvbench.report import (
     TCG_BANNER,
     phase_stats,
     phase_table,
-    rows_csv,
     summary_json,
     warnings_for,
 )
-from hvbench.runner import PlannedItem, load_study, resume_study, run_study
+from hvbench.runner import PlannedItem, load_study, remove_orphans, resume_study, run_study
 from hvbench.store.sqlite import Store
 
 QUICK_STUDY = "quick.toml"
@@ -121,6 +119,8 @@ def _print_report(store: Store, run_id: str, out: Console, err: Console) -> None
 
 
 def cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if args.format in EXPORT_FORMATS:
+        return cmd_report_export(args, out, err)
     store = Store(Path(args.db))
     try:
         run_id = args.run or _latest(store, args.db)
@@ -128,13 +128,10 @@ def cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
             _print_report(store, run_id, out, err)
             return 0
         rows = store.measurements(run_id)
-        if args.format == "csv":
-            text = rows_csv(rows, run_id)
-        else:
-            run = store.get_run(run_id)
-            meta: dict[str, Any] = {"id": run_id, "study": run.study_name,
-                                    "status": run.status, "env": run.env}
-            text = summary_json(phase_stats(rows), _natives(store, run_id), meta)
+        run = store.get_run(run_id)
+        meta: dict[str, Any] = {"id": run_id, "study": run.study_name,
+                                "status": run.status, "env": run.env}
+        text = summary_json(phase_stats(rows), _natives(store, run_id), meta)
         if args.output:
             Path(args.output).write_text(text)
         else:
@@ -168,12 +165,13 @@ def cmd_runs(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def cmd_cleanup(args: argparse.Namespace, out: Console, err: Console) -> int:
-    """Remove what a killed hvbench left: scratch directories of dead owners."""
-    removed = [*remove_orphaned_dirs(work_dir()),
-               *remove_orphaned_dirs(Path(tempfile.gettempdir()))]
-    for path in removed:
-        out.print(f"removed {path}")
-    out.print(f"cleanup: {len(removed)} orphaned directories removed")
+    """Remove what a killed hvbench left: its labs (namespaces, bridges, veths and the
+    processes in them) and the scratch directories of dead owners. Never touches
+    anything a live hvbench or anyone else made."""
+    removed = remove_orphans()
+    for what in removed:
+        out.print(f"removed {what}")
+    out.print(f"cleanup: {len(removed)} leftovers removed")
     return 0
 
 
@@ -187,9 +185,11 @@ def add_study_commands(sub: Any) -> None:
 
     report = sub.add_parser("report", help="tables of a run (default: the latest)")
     report.add_argument("run", nargs="?")
-    report.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    report.add_argument("--format", choices=("table", "json", *EXPORT_FORMATS),
+                        default="table")
     report.add_argument("-o", "--output", help="write to this file instead of stdout")
     report.add_argument("--db", default="hvbench.db")
+    add_report_options(report)
     report.set_defaults(study_handler=cmd_report)
 
     runs = sub.add_parser("runs", help="list the runs in the database")

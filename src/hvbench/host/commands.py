@@ -16,6 +16,7 @@ PACKAGES = {
     "fio": "fio",
     "iperf3": "iperf3",
     "httperf": "httperf",
+    "lighttpd": "lighttpd",
     "stress-ng": "stress-ng",
     "ip": "iproute2",
     "apt-get": "apt",

@@ -124,6 +124,8 @@ def _drive_args(disk: DiskSpec, index: int, image: str) -> list[str]:
         f"file={_opt_escape(image)},if=none,id=drive{index},format={disk.format},"
         f"cache={disk.cache},aio={disk.aio}"
     )
+    if disk.bps_limit is not None:
+        drive += f",throttling.bps-total={disk.bps_limit}"
     args = ["-drive", drive]
     if disk.iothread:
         args += ["-object", f"iothread,id=iothread{index}"]
@@ -185,8 +187,9 @@ def _netdev_arg(plan: LaunchPlan, nic: NicSpec, index: int) -> str:
         netdev = f"user,id=net{index},net={user_subnet(index)}.0/24"
         for forward in nic.forwards:
             proto, host_port, guest_port = forward.split(":")
-            # Bind forwards to loopback only: a benchmark server is never exposed.
-            netdev += f",hostfwd={proto}:127.0.0.1:{host_port}-:{guest_port}"
+            # Forwards listen on loopback (or the lab's own bridge address) only: a
+            # benchmark server is never exposed on the host's real interfaces.
+            netdev += f",hostfwd={proto}:{nic.forward_address}:{host_port}-:{guest_port}"
         return netdev
     tap = plan.tap_names[index]
     vhost = ",vhost=on" if plan.vhost else ""

@@ -89,6 +89,8 @@ class DiskSpec(_Frozen):
     allocation: Allocation = "sparse"
     size: ByteSize = 1 << 30
     iothread: bool = False
+    #: QEMU I/O throttling of this disk (``throttling.bps-total``), bytes/s; None: off.
+    bps_limit: ByteSize | None = None
 
     @model_validator(mode="after")
     def _check(self) -> DiskSpec:
@@ -111,6 +113,8 @@ class DiskSpec(_Frozen):
             parts.append(f"aio-{self.aio}")
         if self.iothread:
             parts.append("iothread")
+        if self.bps_limit is not None:
+            parts.append(f"bps-{format_size(self.bps_limit)}")
         return "-".join(parts)
 
 
@@ -127,6 +131,11 @@ class NicSpec(_Frozen):
     gateway: str | None = None
     #: user backend only: ``tcp:HOSTPORT:GUESTPORT`` forwards for servers in the guest.
     forwards: tuple[str, ...] = ()
+    #: The NIC's MAC address; None draws a fresh one at each boot.
+    mac: str | None = Field(default=None, pattern=r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
+    #: The host address the forwards listen on: loopback unless a net lab's hosts must
+    #: reach the guest's servers (then the lab's own address on its bridge).
+    forward_address: str = Field(default="127.0.0.1", pattern=r"^\d+\.\d+\.\d+\.\d+$")
 
     @field_validator("forwards")
     @classmethod

@@ -18,9 +18,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from hvbench.errors import SpecError
+from hvbench.model.lab import LabSpec
 from hvbench.model.spec import ByteSize, DiskSpec, VmSpec, format_size, spec_error
 
 DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
@@ -33,6 +41,8 @@ PROFILE_PHASES: Mapping[str, tuple[str, ...]] = {
     "fio-job": (),
 }
 _FILTER_KEYS = ("only", "exclude", "name")
+#: List-valued fields that are values, not variant axes.
+_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb")
 
 
 class _Strict(BaseModel):
@@ -106,8 +116,99 @@ class DiskWorkloadSpec(_Strict):
         return self.phases or PROFILE_PHASES[self.profile]
 
 
+#: The lab host that runs the native platform's web server (added by the runner).
+NATIVE_SERVER_HOST = "native"
+#: The peers a network workload can talk to besides the study's lab hosts.
+BUILTIN_PEERS = ("host", "guest")
+
+
+class NetworkWorkloadSpec(_Strict):
+    """``kind = "network"``: iperf3 between the platform and a peer (seed 001 §3.4).
+
+    The platform runs the iperf3 client; ``direction = "tx"`` means it sends,
+    ``"rx"`` that it receives (``iperf3 -R``). ``peer`` is ``host`` (the root
+    namespace, the seeds' driver domain), a ``[[lab.host]]`` name (an external host), or
+    ``guest`` (a second guest of the same platform spec on the same bridge).
+    """
+
+    kind: Literal["network"] = "network"
+    tool: Literal["iperf3"] = "iperf3"
+    peer: str = Field(default="host", min_length=1)
+    direction: Literal["tx", "rx"] = "tx"
+    protocol: Literal["tcp", "udp"] = "tcp"
+    streams: int = Field(default=1, ge=1, le=128)
+    duration_s: float = Field(default=10.0, gt=0, le=3600)
+    #: Seconds at the start that iperf3 leaves out (TCP slow start).
+    omit_s: float = Field(default=1.0, ge=0, le=60)
+    #: UDP only: the offered rate in bits/s (iperf3 -b), e.g. "1G" or "100M".
+    udp_bitrate: str | None = Field(default=None, pattern=r"^\d+(\.\d+)?[KMG]?$")
+    port: int = Field(default=5201, ge=1024, le=65535)
+    timeout_s: float = Field(default=300.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> NetworkWorkloadSpec:
+        if self.udp_bitrate is not None and self.protocol != "udp":
+            raise ValueError("udp_bitrate is only valid with protocol = \"udp\"")
+        if self.omit_s >= self.duration_s:
+            raise ValueError(f"omit_s ({self.omit_s:g}) must be shorter than duration_s "
+                             f"({self.duration_s:g})")
+        return self
+
+    def phase_list(self) -> tuple[str, ...]:
+        return (self.direction,)
+
+
+class WebWorkloadSpec(_Strict):
+    """``kind = "web"``: an HTTP server on the platform, httperf on a lab host (seed 003).
+
+    One phase per served file size (``1kB``, ``10kB``, ...). ``fixed`` offers ``rate``
+    requests/s; ``max-rate`` ramps the rate and reports the highest one sustained with
+    fewer than ``max_error_pct`` % errors and achieved/offered >= ``min_achieved_ratio``.
+    """
+
+    kind: Literal["web"] = "web"
+    client: str = Field(default="client", min_length=1)
+    file_kb: tuple[int, ...] = Field(default=(1, 10, 30, 50, 70, 100, 200), min_length=1)
+    mode: Literal["fixed", "max-rate"] = "fixed"
+    rate: float = Field(default=50.0, gt=0, le=1e6)
+    duration_s: float = Field(default=10.0, gt=0, le=3600)
+    calls_per_conn: int = Field(default=1, ge=1, le=1000)
+    reply_timeout_s: float = Field(default=5.0, gt=0, le=600)
+    start_rate: float = Field(default=10.0, gt=0)
+    rate_factor: float = Field(default=1.5, gt=1.0, le=10.0)
+    max_rate: float = Field(default=20000.0, gt=0)
+    max_error_pct: float = Field(default=1.0, ge=0, le=100)
+    min_achieved_ratio: float = Field(default=0.99, gt=0, le=1)
+    port: int = Field(default=8080, ge=1024, le=65535)
+    timeout_s: float = Field(default=1800.0, gt=0)
+
+    @field_validator("file_kb")
+    @classmethod
+    def _check_sizes(cls, value: tuple[int, ...]) -> tuple[int, ...]:
+        for size in value:
+            # Files are generated in memory and copied into a guest through its agent.
+            if not 1 <= size <= 1 << 16:
+                raise ValueError(f"file size {size} kB: expected 1 to 65536 kB")
+        if len(set(value)) != len(value):
+            raise ValueError("file sizes must be distinct")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> WebWorkloadSpec:
+        if self.start_rate > self.max_rate:
+            raise ValueError(f"start_rate ({self.start_rate:g}) is above max_rate "
+                             f"({self.max_rate:g})")
+        return self
+
+    def phase_list(self) -> tuple[str, ...]:
+        return tuple(f"{kb}kB" for kb in self.file_kb)
+
+
 PlatformSpec = NativePlatformSpec | QemuPlatformSpec
-WorkloadSpec = DiskWorkloadSpec
+WorkloadSpec = DiskWorkloadSpec | NetworkWorkloadSpec | WebWorkloadSpec
+WORKLOAD_KINDS: Mapping[str, type[BaseModel]] = {
+    "disk": DiskWorkloadSpec, "network": NetworkWorkloadSpec, "web": WebWorkloadSpec,
+}
 
 
 @dataclass(frozen=True)
@@ -138,13 +239,16 @@ class Study:
     platforms: tuple[Variant, ...]
     workloads: tuple[Variant, ...]
     cells: tuple[Cell, ...]
+    #: The net lab: declared by ``[lab]``, or an empty one (a bridge only) when a
+    #: network or web workload needs it; None for disk-only studies.
+    lab: LabSpec | None = None
 
 
 # -- expansion ---------------------------------------------------------------------------
 def _axes(entry: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, list[Any]]]:
     """Dotted paths of list-valued scalars (the variant axes), depth first."""
     for key, value in entry.items():
-        if key in _FILTER_KEYS or key in ("disks", "nics", "phases", "forwards"):
+        if key in _FILTER_KEYS or key in _NOT_AXES:
             continue
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
@@ -232,10 +336,11 @@ def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
         return NativePlatformSpec()
     if kind != "qemu":
         raise SpecError(f"{where}: kind: expected \"native\" or \"qemu\", got {kind!r}")
-    if "disk" in concrete:
-        if "disks" in concrete:
-            raise SpecError(f"{where}: disk: give either disk (one disk) or disks, not both")
-        concrete["disks"] = [concrete.pop("disk")]
+    for one, many in (("disk", "disks"), ("nic", "nics")):
+        if one in concrete:
+            if many in concrete:
+                raise SpecError(f"{where}: {one}: give either {one} (one) or {many}, not both")
+            concrete[many] = [concrete.pop(one)]
     try:
         return QemuPlatformSpec(vm=VmSpec.model_validate(concrete))
     except ValidationError as exc:
@@ -244,10 +349,12 @@ def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
 
 def _workload_spec(concrete: dict[str, Any], where: str) -> WorkloadSpec:
     kind = concrete.get("kind", "disk")
-    if kind != "disk":
-        raise SpecError(f"{where}: kind: expected \"disk\", got {kind!r}")
+    model = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        kinds = ", ".join(f'"{k}"' for k in WORKLOAD_KINDS)
+        raise SpecError(f"{where}: kind: expected one of {kinds}, got {kind!r}")
     try:
-        return DiskWorkloadSpec.model_validate(concrete)
+        return model.model_validate(concrete)  # type: ignore[return-value]
     except ValidationError as exc:
         raise spec_error(exc, where) from exc
 
@@ -277,6 +384,11 @@ def _variants(raw: Any, section: str, path: str) -> list[Variant]:
 def _default_name(section: str, entry: Mapping[str, Any]) -> str:
     if section == "platform":
         return "native" if entry.get("kind") == "native" else "qemu"
+    kind = entry.get("kind", "disk")
+    if kind == "network":
+        return "iperf3"
+    if kind == "web":
+        return "web"
     profile = entry.get("profile", "disk")
     return profile if isinstance(profile, str) else "disk"
 
@@ -307,20 +419,80 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from exc
-    unknown = sorted(set(raw) - {"study", "platform", "workload"})
+    unknown = sorted(set(raw) - {"study", "platform", "workload", "lab"})
     if unknown:
         raise SpecError(f"{path}: {unknown[0]}: unknown section (expected [study], "
-                        "[[platform]] and [[workload]])")
+                        "[lab], [[platform]] and [[workload]])")
     try:
         section = StudySection.model_validate(raw.get("study", {}))
     except ValidationError as exc:
         raise spec_error(exc, f"{path}: study") from exc
     platforms = _variants(raw.get("platform"), "platform", path)
     workloads = _variants(raw.get("workload"), "workload", path)
-    cells = tuple(Cell(f"{p.name}/{w.name}", p, w) for p in platforms for w in workloads)
+    lab = _lab_spec(raw.get("lab"), path, workloads)
+    cells = tuple(Cell(f"{p.name}/{w.name}", p, w) for p in platforms for w in workloads
+                  if cell_exists(p.spec, w.spec))
+    if not cells:
+        raise SpecError(f"{path}: workload: no cell remains (peer = \"guest\" has no "
+                        "native counterpart; add a qemu platform)")
     for cell in cells:
         check_cache_rule(cell, host_memory_bytes)
-    return Study(path, text, section, tuple(platforms), tuple(workloads), cells)
+        check_network_cell(cell, lab, path)
+    return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab)
+
+
+def cell_exists(platform: PlatformSpec, workload: WorkloadSpec) -> bool:
+    """Guest-to-guest traffic has no native counterpart: such cells are not formed."""
+    return not (isinstance(platform, NativePlatformSpec)
+                and isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest")
+
+
+def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant]) -> LabSpec | None:
+    """The ``[lab]`` section (``subnet``, ``[[lab.host]]``); an empty lab when a network
+    or web workload needs a bridge but none is declared."""
+    needs = any(isinstance(w.spec, NetworkWorkloadSpec | WebWorkloadSpec) for w in workloads)
+    if raw is None:
+        return LabSpec() if needs else None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: lab: expected a table with subnet and [[lab.host]] entries")
+    data = dict(raw)
+    if "host" in data:
+        data["hosts"] = data.pop("host")
+    try:
+        lab = LabSpec.model_validate(data)
+    except ValidationError as exc:
+        # Name the field as the file spells it: [[lab.host]], not the model's hosts.
+        message = str(spec_error(exc, f"{path}: lab")).replace("lab: hosts", "lab.host", 1)
+        raise SpecError(message) from exc
+    if lab.host(NATIVE_SERVER_HOST) is not None:
+        raise SpecError(f"{path}: lab.host: the name {NATIVE_SERVER_HOST!r} is reserved for "
+                        "the native web server's host")
+    return lab
+
+
+def check_network_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
+    """A network or web cell names hosts the lab has, and a guest has a NIC to use."""
+    workload = cell.workload.spec
+    if not isinstance(workload, NetworkWorkloadSpec | WebWorkloadSpec):
+        return
+    hosts = [h.name for h in lab.hosts] if lab else []
+    where = f"{path}: cell {cell.name}"
+    if isinstance(workload, NetworkWorkloadSpec):
+        if workload.peer not in (*BUILTIN_PEERS, *hosts):
+            raise SpecError(f"{where}: peer: expected host, guest or a [[lab.host]] name "
+                            f"({', '.join(hosts) or 'none declared'}), got {workload.peer!r}")
+    elif workload.client not in hosts:
+        raise SpecError(f"{where}: client: expected a [[lab.host]] name "
+                        f"({', '.join(hosts) or 'none declared'}), got {workload.client!r}")
+    platform = cell.platform.spec
+    if isinstance(platform, QemuPlatformSpec):
+        if not platform.vm.nics:
+            raise SpecError(f"{where}: the guest has no NIC: give the platform a nic table, "
+                            "e.g. nic = { model = \"virtio-net\", backend = \"tap\" }")
+        if isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest" and \
+                platform.vm.nics[0].backend != "tap":
+            raise SpecError(f"{where}: peer = \"guest\" needs backend = \"tap\" (two "
+                            "user-mode guests cannot reach each other)")
 
 
 def disk_for(spec: QemuPlatformSpec) -> DiskSpec | None:

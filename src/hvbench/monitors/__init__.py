@@ -29,13 +29,23 @@ QEMU threads (:class:`ThreadCpuSampler`, monitor name ``qemu`` by default)
     ``iothread``, ``worker``, ``main``, ``other``, and always ``qemu.total.``.
     Per-thread values are in :attr:`MonitorResult.threads`.
 
+Network interfaces (:class:`NetDevSampler`, /proc/net/dev, monitor name ``net``)
+    ``net.<if>.`` + ``rx_mbit_s``, ``tx_mbit_s``, ``rx_pps``, ``tx_pps``,
+    ``rx_drop_s``, ``tx_drop_s``, ``rx_err_s``, ``tx_err_s``; totals ``rx_bytes``,
+    ``tx_bytes`` (see :mod:`hvbench.monitors.netdev`).
+
 Definitions are in the docstrings of :mod:`hvbench.monitors.diskstats` and
 :mod:`hvbench.monitors.cpu`.
 """
 
 from hvbench.monitors.base import Monitor, MonitorReport, ThreadReport
 from hvbench.monitors.devices import backing_device, device_for_path, whole_disk
-from hvbench.monitors.readers import DiskStatsSampler, HostCpuSampler, ThreadCpuSampler
+from hvbench.monitors.readers import (
+    DiskStatsSampler,
+    HostCpuSampler,
+    NetDevSampler,
+    ThreadCpuSampler,
+)
 from hvbench.monitors.sampler import DEFAULT_HZ, MonitorResult, MonitorSet, vcpu_thread_ids
 
 __all__ = [
@@ -46,6 +56,7 @@ __all__ = [
     "MonitorReport",
     "MonitorResult",
     "MonitorSet",
+    "NetDevSampler",
     "ThreadCpuSampler",
     "ThreadReport",
     "backing_device",

@@ -11,11 +11,16 @@ many times it was put on a CPU). The comm is taken from ``stat`` (the same
 Classes (:func:`classify`), for QEMU started with ``-name NAME,debug-threads=on``:
 
 - ``vcpu``: a thread id QMP ``query-cpus-fast`` reported, or a comm ``CPU <n>/<accel>``
-- ``main``: the thread whose id is the process id (QEMU's main loop)
+- ``main``: the thread whose id is the process id (QEMU's main loop, which also moves
+  the packets of tap and user-mode NICs when vhost-net is not used: it is the host-side
+  network thread of such a guest)
 - ``iothread``: comm ``IO <id>`` for an ``-object iothread,id=<id>`` (except
   ``IO mon_iothread``, the monitor's own thread, which is ``other``)
 - ``worker``: comm ``worker``, the thread pool that runs ``aio=threads`` requests
-- ``other``: the rest (``call_rcu``, ``IO mon_iothread``, vhost, ...)
+- ``vhost``: comm ``vhost-<pid>``, the vhost-net workers that move a virtio-net NIC's
+  packets in the kernel (Linux >= 6.4 runs them as threads of the QEMU process; older
+  kernels as kernel threads outside it, which this sampler does not see)
+- ``other``: the rest (``call_rcu``, ``IO mon_iothread``, ...)
 
 Metrics of a group of threads over an interval of ``T`` seconds (:func:`group_metrics`):
 
@@ -57,7 +62,7 @@ from dataclasses import dataclass
 
 #: Clock ticks per second of the utime/stime/starttime fields (USER_HZ, 100 on Linux).
 CLK_TCK: int = os.sysconf("SC_CLK_TCK")
-CLASSES = ("vcpu", "iothread", "worker", "main", "other")
+CLASSES = ("vcpu", "iothread", "worker", "vhost", "main", "other")
 GROUP_METRICS = ("cpu_pct", "run_pct", "wait_pct", "blocked_pct", "exec_per_s",
                  "cpu_ms_per_exec", "threads")
 HOST_CPU_METRICS = ("busy_pct", "user_pct", "system_pct", "irq_pct", "iowait_pct",
@@ -151,6 +156,8 @@ def classify(tid: int, pid: int, comm: str, vcpu_tids: Collection[int] = ()) -> 
         return "iothread"
     if comm == "worker":
         return "worker"
+    if comm.startswith("vhost-"):
+        return "vhost"
     return "other"
 
 

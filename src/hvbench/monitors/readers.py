@@ -11,12 +11,12 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from hvbench.errors import HostError
+from hvbench.errors import HostError, SpecError
 from hvbench.monitors.base import MonitorReport, Sample, SeriesRow, ThreadReport
 from hvbench.monitors.cpu import (
     TaskSample,
@@ -32,6 +32,13 @@ from hvbench.monitors.cpu import (
 )
 from hvbench.monitors.devices import device_for_path, whole_disk
 from hvbench.monitors.diskstats import DiskCounters, iostat_metrics, parse_diskstats_line
+from hvbench.monitors.netdev import (
+    NetDevCounters,
+    NetSnapshot,
+    absent_interfaces,
+    parse_net_dev,
+    window_metrics,
+)
 
 C = TypeVar("C")
 _OPEN_FLAGS = os.O_RDONLY | os.O_CLOEXEC
@@ -304,4 +311,69 @@ class ThreadCpuSampler:
         out.summary = class_metrics(deltas, seconds)
         out.threads = [ThreadReport(d.tid, d.comm, d.cls, group_metrics([d], seconds))
                        for d in sorted(deltas, key=lambda d: (d.cls, d.tid))]
+        return out
+
+
+class NetDevSampler(_CounterMonitor[dict[str, NetDevCounters]]):
+    """Bytes, packets, errors and drops of network interfaces from /proc/net/dev of
+    hvbench's (root) namespace (see :mod:`hvbench.monitors.netdev`).
+
+    ``interfaces`` is a list of names, or a mapping name -> label whose labels then
+    name the metrics: ``<name>.<label>.<metric>``, monitor name ``net`` by default. An
+    interface that vanishes mid-window keeps the numbers of its lifetime and is noted
+    in the report's ``error``; the others are unaffected. ``source`` is for tests (a
+    stored file). Raises :class:`SpecError` if two interfaces share a label.
+    """
+
+    def __init__(self, interfaces: Sequence[str] | Mapping[str, str], name: str = "net",
+                 source: str = "/proc/net/dev") -> None:
+        labels = (dict(interfaces) if isinstance(interfaces, Mapping)
+                  else {i: i for i in interfaces})
+        if len(set(labels.values())) != len(labels):
+            raise SpecError(f"{name}: interface labels must be unique, got {labels}")
+        self.labels = labels
+        self.interfaces = list(labels)
+        self.name = name
+        self.source = source
+        self._file: _ProcFile | None = None
+
+    def open(self) -> None:
+        """Open /proc/net/dev. Raises HostError if none of the interfaces exists."""
+        super().open()
+        present = self.decode(self.sample())
+        if not present:
+            self.close()
+            raise HostError(f"{self.name}: none of the interfaces {self.interfaces} "
+                            f"is in {self.source}")
+
+    def sample(self) -> bytes:
+        """The whole /proc/net/dev text (parsed only in :meth:`report`)."""
+        if self._file is None:
+            raise HostError(f"{self.name}: sampled before open()")
+        return self._file.read()
+
+    def decode(self, raw: bytes) -> dict[str, NetDevCounters]:
+        return parse_net_dev(raw.decode(errors="replace"), self.labels)
+
+    def metrics(self, a: dict[str, NetDevCounters], b: dict[str, NetDevCounters],
+                seconds: float) -> dict[str, float]:
+        return window_metrics([(0.0, a), (seconds, b)], self.labels)
+
+    def report(self, samples: Sequence[Sample], t0: float) -> MonitorReport:
+        """Summary per interface over the samples it appears in; one series row per
+        interval; ``error`` notes interfaces that were missing or vanished."""
+        out = MonitorReport()
+        snaps: list[NetSnapshot] = []
+        for t, raw in samples:
+            try:
+                snaps.append((t, self.decode(raw)))
+            except ValueError as exc:
+                out.error = f"{self.name}: undecodable sample at {t - t0:.3f} s: {exc}"
+                break
+        out.summary = window_metrics(snaps, self.labels)
+        out.series = [(b[0] - t0, window_metrics([a, b], self.labels))
+                      for a, b in pairwise(snaps) if b[0] > a[0]]
+        notes = absent_interfaces(snaps, self.interfaces, t0)
+        if notes and out.error is None:
+            out.error = f"{self.name}: " + "; ".join(notes)
         return out

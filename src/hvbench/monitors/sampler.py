@@ -29,7 +29,12 @@ from typing import Any
 from hvbench.errors import HvbenchError, SpecError
 from hvbench.monitors.base import Monitor, MonitorReport, Sample, SeriesRow, ThreadReport
 from hvbench.monitors.devices import backing_device, device_for_path, whole_disk
-from hvbench.monitors.readers import DiskStatsSampler, HostCpuSampler, ThreadCpuSampler
+from hvbench.monitors.readers import (
+    DiskStatsSampler,
+    HostCpuSampler,
+    NetDevSampler,
+    ThreadCpuSampler,
+)
 
 __all__ = [
     "DEFAULT_HZ",
@@ -38,6 +43,7 @@ __all__ = [
     "Monitor",
     "MonitorResult",
     "MonitorSet",
+    "NetDevSampler",
     "ThreadCpuSampler",
     "backing_device",
     "device_for_path",

@@ -2,10 +2,13 @@
 
 For every platform: the block device under the work directory (where native test files
 and guest images live) and host CPU; for a guest also its QEMU process by thread class,
-with vCPU threads identified through QMP ``query-cpus-fast``.
+with vCPU threads identified through QMP ``query-cpus-fast``; for network and web
+workloads the lab's interfaces and the guests' taps (/proc/net/dev).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from hvbench.host.paths import work_dir
 from hvbench.monitors.sampler import (
@@ -15,6 +18,7 @@ from hvbench.monitors.sampler import (
     Monitor,
     MonitorResult,
     MonitorSet,
+    NetDevSampler,
     ThreadCpuSampler,
     backing_device,
 )
@@ -50,9 +54,14 @@ class PhaseMonitors:
             self._set = None
 
 
-def monitors_for(platform: Platform, hz: float = DEFAULT_HZ) -> PhaseMonitors:
-    """The monitors for workloads on ``platform``."""
+def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
+                 interfaces: Mapping[str, str] | None = None) -> PhaseMonitors:
+    """The monitors for workloads on ``platform``; with ``interfaces`` (root-namespace
+    network devices: the lab's bridge and veths, the guests' taps, each mapped to the
+    label its metrics carry) their traffic too."""
     monitors: list[Monitor] = []
+    if interfaces:
+        monitors.append(NetDevSampler(interfaces))
     device = backing_device(work_dir())
     if device is not None:
         monitors.append(DiskStatsSampler(device))

@@ -6,21 +6,17 @@ native workload's data file sits on the same filesystem (and device) as theirs.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
-import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from hvbench.errors import GuestTimeoutError, HostError
+from hvbench.errors import HostError
 from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.platforms.base import ExecResult
+from hvbench.platforms.process import run_in_group
 
 
 class NativePlatform:
@@ -72,32 +68,14 @@ class NativePlatform:
         stdin: bytes | None = None,
         env: Mapping[str, str] | None = None,
     ) -> ExecResult:
-        """Run ``argv`` on the host in the scratch directory.
+        """Run ``argv`` on the host in the scratch directory (with PR_SET_PDEATHSIG, so
+        it dies with hvbench).
 
         On timeout the whole process group is killed and :class:`GuestTimeoutError`
         raised (the same error a guest command raises, so workloads treat both alike).
         """
-        started = time.monotonic()
-        full_env = {**os.environ, **env} if env else None
-        with subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
-            cwd=self._scratch, start_new_session=True,
-        ) as proc:
-            try:
-                out, err = proc.communicate(stdin, timeout=timeout)
-            except BaseException as exc:
-                # Timeout, Ctrl-C or SIGTERM: the command runs in its own session, so
-                # kill its whole group rather than leave it running.
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.communicate()
-                if isinstance(exc, subprocess.TimeoutExpired):
-                    raise GuestTimeoutError(
-                        f"native command {' '.join(argv)!r} did not finish in {timeout:g} s"
-                    ) from exc
-                raise
-        return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
+        return run_in_group(argv, timeout=timeout, stdin=stdin, env=env, cwd=self._scratch,
+                            what="native command")
 
     def write_file(self, path: str, data: bytes) -> None:
         Path(path).write_bytes(data)

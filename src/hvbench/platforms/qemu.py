@@ -10,7 +10,6 @@ SIGKILL), removing every file it created in ``finally``. Every instance is track
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import functools
 import secrets
 import shutil
@@ -43,19 +42,13 @@ from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, 
 from hvbench.model.spec import VmSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
+from hvbench.platforms.process import die_with_parent as _die_with_parent
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
 QEMU_BINARY = "qemu-system-x86_64"
 TAP_PREFIX = "hvb-t"
 DEFAULT_BOOT_TIMEOUT = 60.0
-_PR_SET_PDEATHSIG = 1
 _QUIT_WAIT, _TERM_WAIT = 5.0, 3.0
-
-
-def _die_with_parent() -> None:
-    """Runs in the child before exec: if hvbench dies (even by SIGKILL), so does QEMU."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 @functools.cache
@@ -183,7 +176,7 @@ class QemuPlatform:
         taps = tuple(
             f"{TAP_PREFIX}{tag}{i}" if n.backend == "tap" else None for i, n in enumerate(nics)
         )
-        macs = tuple(f"52:54:00:{tag[:2]}:{tag[2:]}:{i:02x}" for i in range(len(nics)))
+        macs = tuple(n.mac or f"52:54:00:{tag[:2]}:{tag[2:]}:{i:02x}" for i, n in enumerate(nics))
         return LaunchPlan(
             spec=self.spec, accel=self.accel, name=self.name,
             kernel=str(image.kernel), initrd=str(image.initrd),
@@ -256,6 +249,16 @@ class QemuPlatform:
     def disk_images(self) -> tuple[str, ...]:
         return self._plan.disk_images if self._plan else ()
 
+    @property
+    def tap_names(self) -> tuple[str | None, ...]:
+        """Per NIC, the host tap device of a tap NIC (None for user-mode NICs)."""
+        return self._plan.tap_names if self._plan else ()
+
+    @property
+    def vhost(self) -> bool:
+        """True when the tap NICs use vhost-net (the in-kernel virtio-net backend)."""
+        return bool(self._plan and self._plan.vhost)
+
     def console_tail(self, lines: int = 40) -> str:
         """The last lines of the serial console and of QEMU's own output."""
         if self._run_dir is None:
@@ -282,7 +285,7 @@ class QemuPlatform:
         return {
             "kind": self.kind, "name": self.name, "spec": self.spec.model_dump(mode="json"),
             "label": self.spec.label(), "accel": self.accel, "accel_reason": self.accel_reason,
-            "qemu_argv": self.argv, "timings": dict(self.timings),
+            "qemu_argv": self.argv, "timings": dict(self.timings), "vhost": self.vhost,
         }
 
     # -- commands in the guest -------------------------------------------------------

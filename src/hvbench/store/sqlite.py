@@ -617,6 +617,22 @@ class Store:
             for r in rows
         ]
 
+    def sample_monitors(self, run_id: str) -> list[str]:
+        """The distinct monitor names of a run's samples (ok repetitions), sorted; lets a
+        report load only the series it draws.
+
+        Raises:
+            StoreError: no such run.
+        """
+        self._require_run(run_id)
+        rows = self._read(
+            "SELECT DISTINCT s.monitor FROM samples s JOIN repetitions p"
+            " ON s.repetition_id = p.id WHERE p.run_id = ? AND p.status = 'ok'"
+            " ORDER BY s.monitor",
+            (run_id,),
+        )
+        return [str(r["monitor"]) for r in rows]
+
 
 def _rowid(cursor: sqlite3.Cursor) -> int:
     if cursor.lastrowid is None:  # cannot happen after an INSERT; keeps the type exact

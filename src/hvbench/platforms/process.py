@@ -1,0 +1,290 @@
+"""BackgroundProcess: one long-running external program (a server), started and stopped
+with the same habits as :class:`~hvbench.platforms.qemu.QemuPlatform`.
+
+``__init__`` only stores; ``start()`` spawns the program in its own session with
+``PR_SET_PDEATHSIG=SIGKILL`` (so even ``kill -9`` of hvbench takes it down), its output
+going to a log file in a private directory, registers it in
+:data:`~hvbench.platforms.registry.REGISTRY` and waits until a readiness check passes;
+``stop()`` goes soft to hard (SIGTERM to the process group, then SIGKILL), unregisters
+it and removes the log directory. It is safe to call twice and is a context manager.
+
+A process may run inside a network namespace: its argv is then prefixed with
+``ip netns exec NS``, which enters the namespace and *execs* the program (same pid).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from hvbench.errors import CommandError, GuestTimeoutError, HostError, RootRequiredError, tail
+from hvbench.host import facts
+from hvbench.host.commands import require_tool
+from hvbench.host.paths import make_owned_dir
+from hvbench.platforms.base import ExecResult
+from hvbench.platforms.registry import REGISTRY, ProcessRegistry
+
+_PR_SET_PDEATHSIG = 1
+_CLONE_NEWNET = 0x40000000
+#: How long stop() waits after SIGTERM before SIGKILL, seconds.
+TERM_WAIT_S = 3.0
+#: Interval between two readiness checks, seconds.
+READY_POLL_S = 0.02
+#: connect() timeout of :func:`tcp_port_open`, seconds.
+CONNECT_TIMEOUT_S = 0.2
+NETNS_DIR = Path("/run/netns")
+
+
+def die_with_parent() -> None:
+    """Runs in the child before exec: if the thread that started it dies (even by
+    SIGKILL of hvbench), the child gets SIGKILL.
+
+    PR_SET_PDEATHSIG follows the *thread* that forked: start processes from a thread
+    that lives as long as they should (the main thread, in hvbench)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def netns_argv(argv: Sequence[str], netns: str | None) -> list[str]:
+    """``argv`` as run inside network namespace ``netns`` (unchanged when None)."""
+    return ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
+
+
+def run_in_group(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    stdin: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    what: str = "command",
+) -> ExecResult:
+    """Run ``argv`` to completion in its own session (with PR_SET_PDEATHSIG=SIGKILL),
+    capturing stdout and stderr, as :meth:`NativePlatform.exec` does.
+
+    On timeout (or Ctrl-C, SIGTERM) the whole process group is killed; a timeout raises
+    :class:`GuestTimeoutError` naming ``what``. A non-zero exit is not an error: it is in
+    the result.
+    """
+    started = time.monotonic()
+    full_env = {**os.environ, **env} if env else None
+    with subprocess.Popen(
+        list(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
+        start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
+    ) as proc:
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except BaseException as exc:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise GuestTimeoutError(
+                    f"{what}: {' '.join(argv)!r} did not finish in {timeout:g} s"
+                ) from exc
+            raise
+    return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
+
+
+class BackgroundProcess:
+    """One external long-running process, e.g. ``iperf3 -s`` in a lab host.
+
+    ``name`` labels it in errors and in the registry; ``netns`` runs it in that network
+    namespace (root needed); ``env`` is added to hvbench's environment.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        name: str,
+        netns: str | None = None,
+        env: Mapping[str, str] | None = None,
+        registry: ProcessRegistry = REGISTRY,
+    ) -> None:
+        self.name = name
+        self.netns = netns
+        self._argv = list(argv)
+        self._env = dict(env) if env else None
+        self._registry = registry
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_dir: Path | None = None
+
+    def __enter__(self) -> BackgroundProcess:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def argv(self) -> list[str]:
+        """The full argv as executed (with the ``ip netns exec NS`` prefix if any)."""
+        return netns_argv(self._argv, self.netns)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    @property
+    def log_path(self) -> Path | None:
+        """The file holding the process's stdout and stderr (None when stopped)."""
+        return self._log_dir / "output.log" if self._log_dir else None
+
+    def is_running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` lines of the process's output ("" once stopped)."""
+        path = self.log_path
+        if path is None:
+            return ""
+        try:
+            return tail(path.read_text(errors="replace"), lines)
+        except OSError:
+            return ""
+
+    def start(self, ready: Callable[[], bool] | None = None, timeout: float = 10.0) -> None:
+        """Start the process and poll ``ready()`` every 20 ms until it returns True
+        (no ``ready``: return once spawned).
+
+        Raises :class:`CommandError` (argv, exit status or None for a timeout, output
+        tail) if the process exits before it is ready or ``timeout`` seconds pass;
+        :class:`ToolMissingError` / :class:`RootRequiredError` if it cannot be started;
+        :class:`HostError` if it is already running. Nothing is left behind on error.
+        """
+        if self._proc is not None:
+            raise HostError(f"{self.name} is already running (pid {self._proc.pid})")
+        deadline = time.monotonic() + timeout
+        try:
+            self._spawn()
+            self._wait_ready(ready, deadline, timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _spawn(self) -> None:
+        if self.netns is not None:
+            if not facts.is_root():
+                raise RootRequiredError(f"running {self.name} in network namespace "
+                                        f"{self.netns}")
+            require_tool("ip")
+        require_tool(self._argv[0])
+        self._log_dir = make_owned_dir(Path(tempfile.gettempdir()), "hvb-proc-")
+        env = {**os.environ, **self._env} if self._env else None
+        with (self._log_dir / "output.log").open("wb") as log:
+            self._proc = subprocess.Popen(
+                self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=env, start_new_session=True,
+                preexec_fn=die_with_parent,  # noqa: PLW1509
+            )
+        self._registry.add(self)
+
+    def _wait_ready(self, ready: Callable[[], bool] | None, deadline: float,
+                    timeout: float) -> None:
+        proc = self._proc
+        if proc is None or ready is None:
+            return
+        while True:
+            if ready():
+                return
+            status = proc.poll()
+            if status is not None or time.monotonic() >= deadline:
+                output = self.log_tail()
+                if status is None:
+                    output += f"\n(not ready after {timeout:g} s)"
+                raise CommandError(self.argv, status, output, f"starting {self.name}")
+            time.sleep(READY_POLL_S)
+
+    def stop(self) -> None:
+        """SIGTERM to the process group, up to :data:`TERM_WAIT_S` s, then SIGKILL;
+        unregister; remove the log directory. Safe twice; never raises for a process
+        that is already gone."""
+        proc = self._proc
+        try:
+            if proc is not None:
+                _terminate_group(proc)
+        finally:
+            if proc is not None:
+                self._registry.discard(self)
+            self._proc = None
+            if self._log_dir is not None:
+                shutil.rmtree(self._log_dir, ignore_errors=True)
+                self._log_dir = None
+
+
+def _terminate_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop ``proc`` (a session leader) and the rest of its process group."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=TERM_WAIT_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    # Children that ignored SIGTERM after their leader left: the group id is still
+    # reserved while any member lives, so this reaches only them.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def tcp_port_open(address: str, port: int, netns: str | None = None) -> bool:
+    """True if a TCP connect() to ``address:port`` succeeds within 0.2 s.
+
+    Without ``netns`` the connect is made from hvbench's own (root) namespace, which
+    reaches lab hosts through the lab bridge. With ``netns`` it is made from inside that
+    namespace: a short-lived thread enters it with setns(2) (root needed), so no
+    process is spawned per check. Never raises for an unreachable port.
+    """
+    if netns is None:
+        return _connect(address, port)
+    result: list[bool] = [False]
+
+    def probe() -> None:
+        if _enter_netns(netns):
+            result[0] = _connect(address, port)
+
+    thread = threading.Thread(target=probe, name=f"hvbench-netns-{netns}", daemon=True)
+    thread.start()
+    thread.join()
+    return result[0]
+
+
+def _enter_netns(netns: str) -> bool:
+    """Move the calling thread (only) into network namespace ``netns``."""
+    try:
+        fd = os.open(NETNS_DIR / netns, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.setns(fd, _CLONE_NEWNET)) == 0
+    finally:
+        os.close(fd)
+
+
+def _connect(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=CONNECT_TIMEOUT_S):
+            return True
+    except OSError:
+        return False

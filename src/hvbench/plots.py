@@ -1,0 +1,331 @@
+"""The report's figures as SVG text: pure functions from numbers to a document.
+
+matplotlib draws them through its object API (``Figure`` and the SVG canvas that
+``savefig(format="svg")`` picks): pyplot is never imported, so no GUI backend is ever
+loaded and no figure registry or global backend is touched. Style settings apply only
+inside :func:`matplotlib.rc_context`, so nothing leaks into the caller's matplotlib
+state. Text is drawn as paths (``svg.fonttype = "path"``): the SVG needs no font and
+fetches nothing. Ids are salted with a constant and the date left out, so the same
+numbers give the same bytes.
+
+Invalid input (no bars, mismatched lengths) raises :class:`PlotError`, a ``SpecError``:
+callers build the inputs from stored rows, so it means a bug or an empty selection.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib import rc_context
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from hvbench.errors import SpecError
+from hvbench.stats import Fit, linear_fit, poly2_fit
+
+__all__ = [
+    "BarChart",
+    "Interval",
+    "Line",
+    "Panel",
+    "PlotError",
+    "TrendSeries",
+    "fit_equation",
+    "grouped_bars",
+    "stacked_bars",
+    "time_series_grid",
+    "trend_lines",
+]
+
+_RC: dict[Any, Any] = {
+    "svg.fonttype": "path",
+    "svg.hashsalt": "hvbench",
+    "font.family": "DejaVu Sans",  # bundled with matplotlib: never a system lookup
+    "font.size": 8.5,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "axes.grid.axis": "y",
+    "grid.alpha": 0.35,
+    "legend.fontsize": 7.5,
+    "legend.frameon": False,
+}
+#: Above this max/min ratio of positive values a bar chart switches to a log axis
+#: (a page-cache-fed native platform next to TCG guests differs by 100x).
+LOG_RATIO = 50.0
+_MAX_WIDTH_IN = 22.0
+
+
+class PlotError(SpecError):
+    """The data cannot be drawn: nothing to plot, or inconsistent inputs."""
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mean with an optional interval (e.g. the 95 % CI); None bounds draw no bar."""
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class BarChart:
+    """Grouped bars: one group per x label, one bar per series inside each group."""
+
+    title: str
+    ylabel: str
+    groups: Sequence[str]
+    series: Sequence[str]
+    values: Mapping[tuple[str, str], Interval]
+    #: A dashed horizontal line (100 for "% of native").
+    reference: float | None = None
+
+
+@dataclass(frozen=True)
+class Line:
+    """One line of a time-series panel."""
+
+    label: str
+    xs: Sequence[float]
+    ys: Sequence[float]
+
+
+@dataclass(frozen=True)
+class Panel:
+    """One small plot of a grid: its title and its lines."""
+
+    title: str
+    lines: Sequence[Line]
+
+
+@dataclass(frozen=True)
+class TrendSeries:
+    """Points of one platform for trend fitting: (x, y) pairs."""
+
+    label: str
+    points: Sequence[tuple[float, float]]
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    with rc_context(_RC):
+        yield
+
+
+def _svg(fig: Figure, *, tight: bool = True) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", metadata={"Date": None},
+                bbox_inches="tight" if tight else None)
+    return buffer.getvalue()
+
+
+def _colors(count: int) -> list[tuple[float, float, float, float]]:
+    """Distinct colours: tab10 up to 10, tab20 beyond (cycled if still more)."""
+    from matplotlib import colormaps  # noqa: PLC0415 - keeps import of this module cheap
+
+    cmap = colormaps["tab10" if count <= 10 else "tab20"]
+    size = 10 if count <= 10 else 20
+    return [cmap(i % size) for i in range(count)]
+
+
+def _use_log(values: Sequence[float]) -> bool:
+    positive = [v for v in values if v > 0]
+    return len(positive) >= 2 and max(positive) / min(positive) > LOG_RATIO
+
+
+def _bar_width_in(groups: int, series: int) -> float:
+    return min(max(6.0, 1.5 + 0.18 * groups * series + 0.3 * groups), _MAX_WIDTH_IN)
+
+
+def grouped_bars(chart: BarChart) -> str:
+    """Grouped bar chart with error bars where an interval is known; SVG text.
+
+    The y axis turns logarithmic (and says so) when values span more than
+    :data:`LOG_RATIO`. Raises :class:`PlotError` when there are no groups, series or values.
+    """
+    if not chart.groups or not chart.series or not chart.values:
+        raise PlotError(f"{chart.title}: nothing to draw")
+    with _style():
+        fig = Figure(figsize=(_bar_width_in(len(chart.groups), len(chart.series)), 3.6))
+        ax = fig.add_subplot()
+        log = _use_log([v.value for v in chart.values.values()])
+        _draw_bars(ax, chart, log)
+        ax.set_title(chart.title, loc="left")
+        ax.set_ylabel(chart.ylabel + (" (log scale)" if log else ""))
+        if chart.reference is not None:
+            ax.axhline(chart.reference, color="0.3", linestyle="--", linewidth=0.8)
+        if not log and all(v.value >= 0 for v in chart.values.values()):
+            ax.set_ylim(bottom=0)  # a whisker below 0 is cut: throughputs are not negative
+        _group_ticks(ax, chart.groups)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def _draw_bars(ax: Axes, chart: BarChart, log: bool) -> None:
+    width = 0.8 / len(chart.series)
+    floor = min((v.value for v in chart.values.values() if v.value > 0), default=1.0) / 2
+    for index, (name, color) in enumerate(zip(chart.series, _colors(len(chart.series)),
+                                              strict=True)):
+        xs: list[float] = []
+        heights: list[float] = []
+        errors: tuple[list[float], list[float]] = ([], [])
+        for group_index, group in enumerate(chart.groups):
+            item = chart.values.get((group, name))
+            if item is None:
+                continue
+            xs.append(group_index - 0.4 + width * (index + 0.5))
+            heights.append(item.value)
+            low = item.value if item.low is None else item.low
+            high = item.value if item.high is None else item.high
+            if log:
+                low = max(low, floor)
+            errors[0].append(max(item.value - low, 0.0))
+            errors[1].append(max(high - item.value, 0.0))
+        ax.bar(xs, heights, width=width * 0.95, color=color, label=name, log=log,
+               yerr=[errors[0], errors[1]], capsize=2, error_kw={"linewidth": 0.8})
+
+
+def _group_ticks(ax: Axes, groups: Sequence[str]) -> None:
+    ax.set_xticks(range(len(groups)))
+    long = len(groups) > 8 or max(len(g) for g in groups) > 12
+    ax.set_xticklabels(groups, rotation=60 if long else 0, ha="right" if long else "center")
+    ax.set_xlim(-0.6, len(groups) - 0.4)
+
+
+def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
+                     columns: int = 4) -> str:
+    """Small multiples sharing their y axis: one panel per cell, one line per
+    repetition (x in seconds since the phase started); SVG text. The lines' labels
+    (the same in every panel) form one legend for the figure.
+
+    Raises :class:`PlotError` when there is no panel or a line's xs and ys differ in length.
+    """
+    if not panels:
+        raise PlotError(f"{title}: no time series to draw")
+    for panel in panels:
+        for line in panel.lines:
+            if len(line.xs) != len(line.ys):
+                raise PlotError(f"{title}: {panel.title} {line.label}: "
+                                f"{len(line.xs)} times but {len(line.ys)} values")
+    cols = min(columns, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    height = 1.9 * rows + 0.9
+    with _style():
+        fig = Figure(figsize=(2.8 * cols + 0.9, height))
+        # Fixed margins instead of a layout engine: a grid of 30 panels would cost
+        # seconds of text measuring otherwise.
+        fig.subplots_adjust(left=0.7 / (2.8 * cols + 0.9), right=0.98, bottom=0.45 / height,
+                            top=1 - 0.6 / height, hspace=0.55, wspace=0.12)
+        axes = fig.subplots(rows, cols, sharey=True, squeeze=False)
+        for index, ax in enumerate(axes.flat):
+            if index < len(panels):
+                _draw_panel(ax, panels[index])
+            else:
+                ax.set_visible(False)
+        for ax in axes[:, 0]:
+            ax.set_ylabel(ylabel)
+        handles, labels = axes.flat[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper right", ncols=min(len(labels), 8) or 1)
+        fig.suptitle(title, x=0.01, y=1 - 0.12 / height, ha="left", va="top", fontsize=10)
+        fig.supxlabel("seconds since the phase started", fontsize=8, y=0.05 / height,
+                      va="bottom")
+        return _svg(fig, tight=False)
+
+
+def _draw_panel(ax: Axes, panel: Panel) -> None:
+    for line in panel.lines:
+        ax.plot(line.xs, line.ys, linewidth=0.9, label=line.label)
+    ax.set_title(panel.title, fontsize=7.5, loc="left")
+    ax.tick_params(labelsize=7)
+
+
+def stacked_bars(title: str, ylabel: str, bars: Sequence[str], segments: Sequence[str],
+                 values: Mapping[tuple[str, str], float]) -> str:
+    """One bar per label, stacked from its segments in order (seed 000 Fig. 4); SVG text.
+
+    A missing (bar, segment) value stacks nothing. Raises :class:`PlotError` when there
+    are no bars or segments.
+    """
+    if not bars or not segments:
+        raise PlotError(f"{title}: nothing to stack")
+    with _style():
+        fig = Figure(figsize=(min(max(5.0, 1.2 + 0.55 * len(bars)), _MAX_WIDTH_IN), 3.6))
+        ax = fig.add_subplot()
+        bottoms = [0.0] * len(bars)
+        for segment, color in zip(segments, _colors(len(segments)), strict=True):
+            heights = [values.get((bar, segment), 0.0) for bar in bars]
+            ax.bar(range(len(bars)), heights, bottom=bottoms, color=color, label=segment,
+                   width=0.6)
+            bottoms = [b + h for b, h in zip(bottoms, heights, strict=True)]
+        ax.set_title(title, loc="left")
+        ax.set_ylabel(ylabel)
+        _group_ticks(ax, bars)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def fit_equation(fit: Fit) -> str:
+    """``y = c0 + c1·x [+ c2·x²]`` with 4 significant digits, then ``R² = ...``."""
+    terms = [_number(fit.coefficients[0])]
+    for power, coefficient in enumerate(fit.coefficients[1:], start=1):
+        sign = "-" if coefficient < 0 else "+"
+        x = "x" if power == 1 else "x²"
+        terms.append(f"{sign} {_number(abs(coefficient))}·{x}")
+    return f"y = {' '.join(terms)}  (R² = {fit.r_squared:.4f})"
+
+
+def fits_for(points: Sequence[tuple[float, float]]) -> list[tuple[str, Fit]]:
+    """The linear and quadratic least-squares fits the points allow (2 and 3 distinct x)."""
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    distinct = len(set(xs))
+    out: list[tuple[str, Fit]] = []
+    if distinct >= 2:
+        out.append(("linear", linear_fit(xs, ys)))
+    if distinct >= 3:
+        out.append(("quadratic", poly2_fit(xs, ys)))
+    return out
+
+
+def trend_lines(title: str, xlabel: str, ylabel: str, series: Sequence[TrendSeries]) -> str:
+    """Scatter of each series with its linear (solid) and quadratic (dashed) fits; the
+    legend carries each fit's equation and R² (seed 000 Fig. 3). SVG text.
+
+    Raises :class:`PlotError` when no series has a point.
+    """
+    if not any(s.points for s in series):
+        raise PlotError(f"{title}: no points")
+    with _style():
+        fig = Figure(figsize=(8.5, 4.2))
+        ax = fig.add_subplot()
+        for item, color in zip(series, _colors(len(series)), strict=True):
+            _draw_trend(ax, item, color)
+        ax.set_title(title, loc="left")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def _draw_trend(ax: Axes, item: TrendSeries, color: object) -> None:
+    if not item.points:
+        return
+    xs = [p[0] for p in item.points]
+    ax.scatter(xs, [p[1] for p in item.points], color=color, s=14, label=item.label)
+    low, high = min(xs), max(xs)
+    grid = [low + (high - low) * i / 50 for i in range(51)]
+    for kind, fit in fits_for(item.points):
+        ax.plot(grid, [fit.predict(x) for x in grid], color=color,
+                linestyle="-" if kind == "linear" else "--", linewidth=1.0,
+                label=f"{item.label} {kind}: {fit_equation(fit)}")

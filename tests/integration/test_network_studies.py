@@ -1,0 +1,244 @@
+"""Network and web studies end to end: a real lab, real guests on its bridge, iperf3 and
+httperf; cleanup after ``kill -9`` that spares what hvbench did not create."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hvbench.host import facts
+from hvbench.image.builder import GuestImage
+from hvbench.model.study import parse_study
+from hvbench.runner import run_study
+from hvbench.store.sqlite import MeasurementRow, Store
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the net lab needs root"),
+]
+HVBENCH = str(Path(sys.executable).parent / "hvbench")
+HOST_RAM = 24 << 30
+
+TAP_MODELS = """
+[study]
+name = "tap-models"
+repetitions = 1
+seed = 11
+
+[lab]
+[[lab.host]]
+name = "client"
+rate = "100mbit"
+
+[[platform]]
+kind = "native"
+
+[[platform]]
+kind = "qemu"
+name = "vm"
+machine = "pc"
+memory_mib = 256
+nic = { model = ["virtio-net", "e1000", "rtl8139"], backend = "tap" }
+
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = ["host", "client", "guest"]
+duration_s = 2
+omit_s = 0.5
+"""
+
+USER_MODE = """
+[study]
+name = "user-mode"
+repetitions = 1
+seed = 12
+
+[lab]
+[[lab.host]]
+name = "client"
+
+[[platform]]
+kind = "native"
+
+[[platform]]
+kind = "qemu"
+name = "slirp"
+machine = "pc"
+memory_mib = 256
+nic = { model = "virtio-net", backend = "user" }
+
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = ["host", "client"]
+direction = ["tx", "rx"]
+duration_s = 2
+omit_s = 0.5
+"""
+
+WEB = """
+[study]
+name = "web"
+repetitions = 1
+seed = 13
+
+[lab]
+[[lab.host]]
+name = "client"
+
+[[platform]]
+kind = "native"
+
+[[platform]]
+kind = "qemu"
+name = "vm"
+machine = "pc"
+memory_mib = 256
+nic = {{ model = "virtio-net", backend = "{backend}" }}
+
+[[workload]]
+kind = "web"
+name = "fixed"
+file_kb = [1, 30]
+rate = 20
+duration_s = 2
+
+[[workload]]
+kind = "web"
+name = "max"
+mode = "max-rate"
+file_kb = [10]
+duration_s = 1
+start_rate = 20
+rate_factor = 2.0
+max_rate = 160
+"""
+
+
+def _run(text: str, tmp_path: Path) -> list[MeasurementRow]:
+    study = parse_study(text, str(tmp_path / "study.toml"), HOST_RAM)
+    with Store(tmp_path / "r.db") as store:
+        outcome = run_study(study, store)
+        failures = store.failures(outcome.run_id)
+        assert outcome.failures == 0, "\n\n".join(f.error or "" for f in failures)
+        return store.measurements(outcome.run_id)
+
+
+def _values(rows: list[MeasurementRow]) -> dict[tuple[str, str, str, str], float]:
+    return {(r.platform, r.workload, r.phase, r.metric): r.value for r in rows}
+
+
+def test_every_tap_nic_model_to_host_external_host_and_guest(
+    image: GuestImage, tmp_path: Path
+) -> None:
+    values = _values(_run(TAP_MODELS, tmp_path))
+    for model in ("virtio-net", "e1000", "rtl8139"):
+        for peer in ("host", "client", "guest"):
+            key = (f"vm.{model}", f"iperf3.{peer}", "tx")
+            mbit, sent = values[(*key, "mbit_s")], values[(*key, "bytes")]
+            assert mbit > 1, (model, peer)
+            # What the guest sent crossed its tap (the host received it there), frames
+            # with their headers, during the monitored window (the client's run).
+            tap_rx = values[(*key, "net.guest-tap0.rx_bytes")]
+            assert sent <= tap_rx < 1.6 * sent, (model, peer, tap_rx, sent)
+        vhost = values[(f"vm.{model}", "iperf3.host", "tx", "vhost")]
+        assert vhost == float(facts.vhost_net_available())
+        assert values[(f"vm.{model}", "iperf3.host", "tx", "qemu.vcpu.exec_per_s")] > 0
+    # The client sits behind a 100 Mbit/s link: nobody gets through faster.
+    native = values[("native", "iperf3.client", "tx", "mbit_s")]
+    assert 80 < native <= 100, native
+    sent = values[("native", "iperf3.client", "tx", "bytes")]
+    assert sent <= values[("native", "iperf3.client", "tx", "net.client.tx_bytes")] < 1.6 * sent
+    assert ("native", "iperf3.guest", "tx", "mbit_s") not in values
+
+
+def test_user_mode_guest_transmits_and_receives(image: GuestImage, tmp_path: Path) -> None:
+    values = _values(_run(USER_MODE, tmp_path))
+    for platform in ("native", "slirp"):
+        for peer in ("host", "client"):
+            for direction in ("tx", "rx"):
+                key = (platform, f"iperf3.{peer}-{direction}", direction, "mbit_s")
+                assert values[key] > 1, key
+
+
+@pytest.mark.parametrize("backend", ["tap", "user"])
+def test_web_fixed_rate_and_max_rate(image: GuestImage, tmp_path: Path, backend: str) -> None:
+    values = _values(_run(WEB.format(backend=backend), tmp_path))
+    for platform in ("native", "vm"):
+        for phase in ("1kB", "30kB"):
+            assert values[(platform, "fixed", phase, "replies_s")] == pytest.approx(20, rel=0.2)
+            assert values[(platform, "fixed", phase, "error_pct")] == 0
+            assert values[(platform, "fixed", phase, "reply_ms")] > 0
+        top = values[(platform, "max", "10kB", "max_rate_rps")]
+        assert 20 <= top <= 160
+    assert values[("native", "max", "10kB", "max_rate_rps")] == 160
+
+
+def _hvb_state() -> tuple[set[str], set[str]]:
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                           check=True).stdout
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True,
+                           check=True).stdout
+    return ({line.split()[0] for line in netns.splitlines() if line.strip()},
+            {line.split(": ")[1].split("@")[0] for line in links.splitlines()})
+
+
+@pytest.fixture
+def decoys() -> Iterator[tuple[str, str]]:
+    """A namespace and a link hvbench did not create (named like its own)."""
+    tag = os.getpid() % 10000
+    netns, link = f"hvb-decoy{tag}", f"hvb-decoy{tag}"
+    try:
+        subprocess.run(["ip", "netns", "add", netns], check=True)
+        # A veth pair: this kernel has no dummy links.
+        subprocess.run(["ip", "link", "add", link, "type", "veth", "peer", "name",
+                        f"{link}p"], check=True)
+        yield netns, link
+    finally:
+        subprocess.run(["ip", "link", "del", link], check=False)
+        subprocess.run(["ip", "netns", "del", netns], check=False)
+
+
+def _ok_count(db: Path) -> int:
+    try:
+        with sqlite3.connect(db) as conn:
+            return int(conn.execute(
+                "SELECT count(*) FROM repetitions WHERE status = 'ok'").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def test_cleanup_after_kill_9_removes_the_lab_and_spares_decoys(
+    image: GuestImage, tmp_path: Path, decoys: tuple[str, str]
+) -> None:
+    study, db = tmp_path / "net.toml", tmp_path / "r.db"
+    study.write_text(TAP_MODELS.replace("repetitions = 1", "repetitions = 3"))
+    before_netns, before_links = _hvb_state()
+    proc = subprocess.Popen([HVBENCH, "run", str(study), "--db", str(db)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while _ok_count(db) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the study ended before it could be killed"
+    netns, links = _hvb_state()
+    assert netns - before_netns and links - before_links, "the lab was not built"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = subprocess.run([HVBENCH, "cleanup"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    after_netns, after_links = _hvb_state()
+    assert after_netns == before_netns, after_netns - before_netns
+    assert after_links == before_links, after_links - before_links
+    assert decoys[0] in after_netns and decoys[1] in after_links
+    assert not subprocess.run(["pgrep", "-f", "iperf3 -s"], capture_output=True,
+                              check=False).stdout

@@ -1,0 +1,352 @@
+"""The HTML report as a person sees it: rendered by headless Chromium (Debian's
+``chromium``), every figure visible, nothing requested outside the file.
+
+Three pages: the report of a real run of ``examples/storage.toml`` cut down to the
+native platform and one TCG guest with small files; the full storage matrix (its 28
+platforms, from the real study file) with synthetic numbers and time series; and a
+scenario-shaped run (propagation phases, iperf3 series) with synthetic numbers.
+
+How "requests nothing" is checked, three ways: the page carries a strict CSP and no
+URL (static); an instrumented copy records every resource the document loaded and
+every CSP violation (none allowed); and Chromium runs behind a recording proxy that
+must see no request from the page, only Chromium's own background calls (listed in
+:data:`BROWSER_OWN`; a positive control shows a page's request is seen).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from hvbench.image.builder import GuestImage
+from hvbench.model.study import parse_study
+from hvbench.report_html import CSP, ReportInput, render_html
+from hvbench.store.records import MeasurementRow, SampleRow
+
+pytestmark = pytest.mark.integration
+HVBENCH = str(Path(sys.executable).parent / "hvbench")
+ROOT = Path(__file__).resolve().parents[2]
+HOST_RAM = 24 << 30
+#: Requests headless Chromium makes on its own whatever the page (component updates,
+#: sign-in, network time), even with background networking disabled.
+BROWSER_OWN = (b"update.googleapis.com", b"accounts.google.com", b"clients2.google.com/time/",
+               b"optimizationguide-pa.googleapis.com", b"content-autofill.googleapis.com")
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-breakpad", "--disable-extensions", "--disable-default-apps", "--no-pings",
+         "--disable-domain-reliability", "--hide-scrollbars",
+         "--disable-features=NetworkTimeServiceQuerying,OptimizationHints,Translate")
+
+# Records document resources and CSP violations, then writes them and every image's
+# size into the DOM for --dump-dom.
+PROBE_HEAD = """<script>window.hvbViolations = [];
+document.addEventListener('securitypolicyviolation', e => hvbViolations.push(e.blockedURI));
+</script>"""
+PROBE_BODY = """<script>window.addEventListener('load', () => {
+  const items = [...document.querySelectorAll('img, svg')].map(e => {
+    const r = e.getBoundingClientRect();
+    return {tag: e.tagName, width: r.width, height: r.height,
+            natural: e.tagName === 'IMG' ? (e.complete ? e.naturalWidth : 0) : -1};
+  });
+  const pre = document.createElement('pre');
+  pre.id = 'hvb-probe';
+  pre.textContent = JSON.stringify({items: items, violations: window.hvbViolations,
+    resources: performance.getEntriesByType('resource').map(e => e.name)});
+  document.body.appendChild(pre);
+});</script>"""
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        pytest.fail("Debian's chromium is not installed (apt-get install chromium; "
+                    "`make deps` installs it)")
+    return path
+
+
+@contextmanager
+def recording_proxy() -> Iterator[tuple[int, list[bytes]]]:
+    """A TCP listener standing in for an HTTP proxy: it records the first bytes of
+    every connection (the request line) and answers nothing."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(32)
+    server.settimeout(0.2)
+    seen: list[bytes] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                try:
+                    seen.append(conn.recv(300))
+                except OSError:
+                    seen.append(b"")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1], seen
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+def run_chromium(browser: str, page: Path, work: Path, *args: str) -> tuple[str, list[bytes]]:
+    """Chromium on ``page`` with a fresh profile, behind the recording proxy; returns
+    its stdout and what the proxy saw (minus Chromium's own background requests)."""
+    profile = work / f"profile-{len(list(work.glob('profile-*')))}"
+    # Chromium's singleton socket lives in TMPDIR and its path must stay short.
+    tmp = tempfile.mkdtemp(prefix="hvb-chr-", dir="/tmp")
+    try:
+        with recording_proxy() as (port, seen):
+            done = subprocess.run(
+                [browser, *FLAGS, f"--user-data-dir={profile}",
+                 f"--proxy-server=http://127.0.0.1:{port}", "--proxy-bypass-list=<-loopback>",
+                 *args, page.as_uri()],
+                capture_output=True, text=True, timeout=180, check=False,
+                env={**os.environ, "HOME": str(work), "TMPDIR": tmp})
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, [s for s in seen if not any(own in s for own in BROWSER_OWN)]
+
+
+def instrumented(text: str) -> str:
+    """The page with the probe scripts; its CSP allows inline scripts, nothing else."""
+    probe_csp = CSP + "; script-src 'unsafe-inline'"
+    assert f'content="{CSP}"' in text
+    text = text.replace(f'content="{CSP}"', f'content="{probe_csp}"', 1)
+    text = text.replace("<head>", "<head>" + PROBE_HEAD, 1)
+    return text.replace("</body>", PROBE_BODY + "</body>", 1)
+
+
+def probe(browser: str, page: Path, work: Path) -> dict[str, Any]:
+    copy = work / f"probe-{page.name}"
+    copy.write_text(instrumented(page.read_text()))
+    dom, requests = run_chromium(browser, copy, work, "--virtual-time-budget=15000",
+                                 "--dump-dom")
+    assert requests == [], f"the page requested: {requests}"
+    match = re.search(r'<pre id="hvb-probe">(.*?)</pre>', dom, re.S)
+    assert match, dom[-2000:]
+    result: dict[str, Any] = json.loads(html.unescape(match.group(1)))
+    return result
+
+
+def check_static(text: str) -> None:
+    assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in text
+    assert "<script" not in text and "<link" not in text and "@import" not in text
+    for attribute in re.findall(r'\b(?:src|href)="([^"]*)"', text):
+        assert attribute.startswith(("data:image/svg+xml;base64,", "#")), attribute[:80]
+    assert not re.search(r"url\(\s*['\"]?(?!data:)", text)
+
+
+def check_page(browser: str, page: Path, work: Path, images: int) -> dict[str, Any]:
+    """Static and runtime checks: at least ``images`` figures, every one decoded and
+    laid out with a size; no resource loaded, no CSP violation, nothing through the
+    proxy."""
+    text = page.read_text()
+    check_static(text)
+    result = probe(browser, page, work)
+    assert result["violations"] == [] and result["resources"] == []
+    items = result["items"]
+    assert len(items) == text.count("<img ") >= images
+    for item in items:
+        assert item["width"] > 50 and item["height"] > 50, item
+        assert item["tag"] != "IMG" or item["natural"] > 0, item
+    return result
+
+
+def screenshot(browser: str, page: Path, work: Path, height: int) -> Image.Image:
+    png = work / f"{page.stem}.png"
+    _, requests = run_chromium(browser, page, work, f"--screenshot={png}",
+                               f"--window-size=1400,{height}", "--virtual-time-budget=15000")
+    assert requests == [], f"the page requested: {requests}"
+    return Image.open(png).convert("RGB")
+
+
+def color_counts(image: Image.Image) -> list[tuple[int, tuple[int, int, int]]]:
+    """(pixel count, RGB) of every colour of an RGB image."""
+    counts = image.getcolors(image.width * image.height) or []
+    return [(n, (int(c[0]), int(c[1]), int(c[2])))  # type: ignore[index]
+            for n, c in counts]
+
+
+def check_not_blank(image: Image.Image) -> None:
+    counts = color_counts(image)
+    ink = sum(n for n, rgb in counts if sum(rgb) < 600) / (image.width * image.height)
+    assert len(counts) > 50 and ink > 0.02, (len(counts), ink)
+
+
+def red_banner_pixels(image: Image.Image) -> int:
+    return sum(n for n, (r, g, b) in color_counts(image) if r > 180 and g < 40 and b < 40)
+
+
+# -- a real run --------------------------------------------------------------------------------
+def small_storage_study(tmp_path: Path) -> Path:
+    """examples/storage.toml with one guest variant, small files, 2 repetitions."""
+    text = (ROOT / "examples" / "storage.toml").read_text()
+    edits = [('size = "160M" }', 'size = "48M" }'),
+             ('exclude = [{ format = "qcow2", allocation = "preallocated" }]',
+              'only = [{ bus = "virtio-blk", cache = "none", format = "raw", '
+              'allocation = "preallocated" }]'),
+             ('file_size = "64M"\nrecord_size = "1M"', 'file_size = "16M"\nrecord_size = "1M"'),
+             ('profile = "dd"\ntarget = "device"\nfile_size = "64M"',
+              'profile = "dd"\ntarget = "device"\nfile_size = "16M"')]
+    for old, new in edits:
+        assert old in text, f"examples/storage.toml changed: {old!r} not found"
+        text = text.replace(old, new)
+    path = tmp_path / "storage-small.toml"
+    path.write_text(text)
+    return path
+
+
+def test_report_of_a_real_storage_run_renders(image: GuestImage, chromium: str,
+                                              tmp_path: Path) -> None:
+    study = small_storage_study(tmp_path)
+    db, page = tmp_path / "r.db", tmp_path / "report.html"
+    parsed = parse_study(study.read_text(), str(study), HOST_RAM)
+    assert [p.name for p in parsed.platforms] == ["native", "vm.virtio-blk-none-raw-preallocated"]
+    done = subprocess.run([HVBENCH, "run", str(study), "--db", str(db)],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    done = subprocess.run([HVBENCH, "report", "--format", "html", "-o", str(page),
+                           "--db", str(db)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    for heading in ("Workload iozone", "Workload dd", "Host disk", "Time series",
+                    "Stability warnings", "Study file"):
+        assert heading in text, heading
+    tcg = '"accelerator": "tcg"' in subprocess.run(
+        [HVBENCH, "report", "--format", "json", "--db", str(db)], capture_output=True,
+        text=True, check=True).stdout
+    # bars and % of native for iozone and dd, 8 time-series grids (and the boot bars
+    # under the workload(s) the guest's boots were stored with)
+    work = tmp_path / "browser"
+    work.mkdir()
+    check_page(chromium, page, work, images=2 * 2 + 1 + 8)
+    shot = screenshot(chromium, page, work, height=3000)
+    check_not_blank(shot)
+    assert (red_banner_pixels(shot) > 5000) == tcg
+
+
+# -- the full storage matrix and a scenario, synthetic numbers ---------------------------------
+def synthetic_rows(cells: list[tuple[str, str, str]], phases: dict[str, list[str]],
+                   reps: int, seed: int) -> list[MeasurementRow]:
+    rng = random.Random(seed)
+    rows = []
+    for index, (cell, platform, workload) in enumerate(cells):
+        scale = 1.0 if platform == "native" else rng.uniform(0.1, 0.9)
+        for rep in range(reps):
+            for phase in phases[workload]:
+                for metric, base in (("mb_s", 300.0), ("iops", 3000.0), ("lat_p99_ms", 2.0),
+                                     ("host.disk.vda.util_pct", 50.0),
+                                     ("host.disk.vda.avgrq_sz", 250.0)):
+                    value = base * scale * rng.uniform(0.9, 1.1)
+                    rows.append(MeasurementRow(index, cell, platform, workload, rep, 0, phase,
+                                               metric, value, ""))
+            if platform != "native":
+                rows.append(MeasurementRow(index, cell, platform, workload, rep, 0, "boot",
+                                           "boot_s", rng.uniform(4, 6), "s"))
+    return rows
+
+
+def synthetic_samples(rows: list[MeasurementRow], monitor: str, key: str,
+                      seed: int) -> list[SampleRow]:
+    rng = random.Random(seed)
+    keys = sorted({(r.cell, r.repetition, r.phase) for r in rows if r.phase != "boot"})
+    return [SampleRow(cell, rep, phase, monitor, 0.1 * i, {key: rng.uniform(50, 150)})
+            for cell, rep, phase in keys for i in range(1, 30)]
+
+
+def report_input(name: str, rows: list[MeasurementRow], samples: list[SampleRow],
+                 natives: dict[str, str | None], study_text: str) -> ReportInput:
+    env = {"hostname": "ci", "kernel": "6.1.0", "cpu_model": "EPYC", "cpus": 2,
+           "memory_bytes": 24 << 30, "qemu_version": "7.2.22", "accelerator": "tcg"}
+    return ReportInput(run_id=f"{name}-run", study_name=name, status="complete",
+                       created_at="2026-11-23T00:00:00+00:00", finished_at=None, env=env,
+                       study_text=study_text, rows=rows, natives=natives, samples=samples)
+
+
+def test_report_of_the_full_storage_matrix_renders(chromium: str, tmp_path: Path) -> None:
+    text = (ROOT / "examples" / "storage.toml").read_text()
+    study = parse_study(text, "examples/storage.toml", HOST_RAM)
+    assert len(study.platforms) == 28
+    cells = [(c.name, c.platform.name, c.workload.name) for c in study.cells]
+    phases = {"iozone": ["write", "rewrite", "read", "reread", "randread", "randwrite"],
+              "dd": ["write", "read"]}
+    rows = synthetic_rows(cells, phases, reps=2, seed=1)
+    samples = synthetic_samples(rows, "host.disk.vda", "w_mb_s", seed=2)
+    page = tmp_path / "storage.html"
+    page.write_text(render_html(report_input("storage", rows, samples,
+                                             {"iozone": "native", "dd": "native"}, text)))
+    work = tmp_path / "browser"
+    work.mkdir()
+    # per workload: bars, % of native, boot bars; one grid per (workload, phase)
+    result = check_page(chromium, page, work, images=3 * 2 + 8)
+    widest = max(item["width"] for item in result["items"])
+    assert widest <= 1400  # charts scale down to the page, never overflow it
+    check_not_blank(screenshot(chromium, page, work, height=2000))
+
+
+def test_report_of_a_scenario_run_renders(chromium: str, tmp_path: Path) -> None:
+    rows = []
+    for platform, slope in (("native", 1.0), ("vm", 2.5)):
+        for gb in (1, 2, 4):
+            workload = f"migrate.{gb}G"
+            for rep in range(3):
+                jitter = 1.0 + 0.02 * rep
+                values = (("initial", "duration_s", 0.4 * jitter),
+                          ("transfer", "duration_s", slope * gb * jitter),
+                          ("terminal", "duration_s", 0.2 * jitter),
+                          ("transfer", "size_bytes", gb * 1e9),
+                          ("transfer", "mbit_s", 900.0 / slope * jitter))
+                rows += [MeasurementRow(0, f"{platform}/{workload}", platform, workload, rep,
+                                        0, phase, metric, value, "")
+                         for phase, metric, value in values]
+    samples = synthetic_samples([r for r in rows if r.phase == "transfer"], "iperf3",
+                                "mbit_s", seed=3)
+    page = tmp_path / "scenario.html"
+    natives: dict[str, str | None] = {r.workload: "native" for r in rows}
+    page.write_text(render_html(report_input("scenario", rows, samples, natives, "")))
+    text = page.read_text()
+    assert "Propagation" in text and "R² = " in text
+    work = tmp_path / "browser"
+    work.mkdir()
+    # 3 workloads x (Mbit/s bars, % of native), 3 iperf3 grids, the stacked
+    # propagation bars, the trend plot
+    check_page(chromium, page, work, images=3 * 2 + 3 + 1 + 1)
+    check_not_blank(screenshot(chromium, page, work, height=2000))
+
+
+def test_the_proxy_sees_a_page_request(chromium: str, tmp_path: Path) -> None:
+    """Positive control of the network check."""
+    page = tmp_path / "leaky.html"
+    page.write_text('<html><body><img src="http://leak.invalid/x.png"></body></html>')
+    _, requests = run_chromium(chromium, page, tmp_path, "--virtual-time-budget=3000",
+                               "--dump-dom")
+    assert any(b"leak.invalid" in r for r in requests), requests
