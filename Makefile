@@ -7,7 +7,7 @@ STAMP   := .make
 
 # Host tools: QEMU and the workload programs (the native side runs them too), and what
 # `hvbench image build` needs to assemble the guest image from Debian packages.
-APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd \
+APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd chromium fonts-dejavu-core \
 	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
 	squashfs-tools
 

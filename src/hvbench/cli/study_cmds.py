@@ -112,10 +112,12 @@ def _print_report(store: Store, run_id: str, out: Console, err: Console) -> None
     for phase in stats:
         out.print(phase_table(phase, natives.get(phase.workload)))
     for warning in warnings_for(stats):
-        err.print(f"[yellow]warning: {warning}[/]")
+        # Warnings quote study text such as "[study]": never read them as rich markup.
+        err.print(f"warning: {warning}", style="yellow", markup=False)
     for failure in store.failures(run_id):
-        err.print(f"[red]failed: {failure.cell} rep {failure.repetition + 1}: "
-                  f"{failure.error.splitlines()[0] if failure.error else ''}[/]")
+        first = failure.error.splitlines()[0] if failure.error else ""
+        err.print(f"failed: {failure.cell} rep {failure.repetition + 1}: {first}",
+                  style="red", markup=False)
 
 
 def cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -58,12 +58,13 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
                  interfaces: Mapping[str, str] | None = None) -> PhaseMonitors:
     """The monitors for workloads on ``platform``; with ``interfaces`` (root-namespace
     network devices: the lab's bridge and veths, the guests' taps, each mapped to the
-    label its metrics carry) their traffic too."""
+    label its metrics carry) their traffic instead of the work directory's disk (a
+    network workload does no disk I/O worth reporting)."""
     monitors: list[Monitor] = []
+    device = backing_device(work_dir())
     if interfaces:
         monitors.append(NetDevSampler(interfaces))
-    device = backing_device(work_dir())
-    if device is not None:
+    elif device is not None:
         monitors.append(DiskStatsSampler(device))
     monitors.append(HostCpuSampler())
     if isinstance(platform, QemuPlatform) and platform.pid is not None:
