@@ -171,6 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    # Ctrl-C stops guests in order even when hvbench was started with SIGINT ignored
+    # (a background job of a non-interactive shell inherits SIG_IGN).
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         if hasattr(args, "study_handler"):
             return int(args.study_handler(args, out, err))
@@ -189,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         REGISTRY.stop_all()
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -28,26 +29,38 @@ def cache_dir() -> Path:
 
 
 OWNER_FILE = "hvbench-owner.pid"
+#: The owner's pid is also in the directory's name (``<prefix>XXXX.hvb<pid>``): a process
+#: killed between creating the directory and writing its owner file leaves a directory
+#: that is still recognisable.
+_OWNER_SUFFIX = re.compile(r"\.hvb(\d+)$")
 
 
 def make_owned_dir(parent: Path, prefix: str) -> Path:
     """A fresh private directory under ``parent`` that records its owner's pid, so a later
     hvbench can tell it was left behind by a process that died (``kill -9``)."""
-    directory = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-    (directory / OWNER_FILE).write_text(str(os.getpid()))
+    pid = os.getpid()
+    directory = Path(tempfile.mkdtemp(prefix=prefix, suffix=f".hvb{pid}", dir=parent))
+    (directory / OWNER_FILE).write_text(str(pid))
     return directory
+
+
+def _owner(directory: Path) -> int | None:
+    try:
+        return int((directory / OWNER_FILE).read_text().strip())
+    except (OSError, ValueError):
+        match = _OWNER_SUFFIX.search(directory.name)
+        return int(match.group(1)) if match else None
 
 
 def remove_orphaned_dirs(parent: Path) -> list[Path]:
     """Remove the directories under ``parent`` whose recorded owner process is gone.
-    Directories without an owner file are never touched."""
+    Directories with neither an owner file nor an owner suffix are never touched."""
     removed = []
-    for owner in parent.glob(f"*/{OWNER_FILE}"):
-        try:
-            pid = int(owner.read_text().strip())
-        except (OSError, ValueError):
+    for directory in sorted(parent.iterdir()) if parent.is_dir() else []:
+        if not directory.is_dir() or directory.is_symlink():
             continue
-        if not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(owner.parent, ignore_errors=True)
-            removed.append(owner.parent)
+        pid = _owner(directory)
+        if pid is not None and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(directory, ignore_errors=True)
+            removed.append(directory)
     return removed
