@@ -22,7 +22,6 @@ import argparse
 import contextlib
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -36,6 +35,7 @@ from hvbench.host.caches import drop_host_caches
 from hvbench.host.paths import work_dir
 from hvbench.model.study import DiskWorkloadSpec, parse_study
 from hvbench.runner import run_study
+from hvbench.stats import median_ratio_ci95
 from hvbench.store.sqlite import Store
 from hvbench.workloads.disk import DiskTarget, phase_job
 from hvbench.workloads.fio import parse_fio_json
@@ -167,14 +167,10 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 def _summary(hv: list[float], hand: list[float]) -> dict[str, Any]:
     """Medians, their ratio, and a 95 % bootstrap interval of that ratio (the noise of
     the medium decides how close to 1 a ratio can be shown to be)."""
-    rng = random.Random(0)  # noqa: S311 - resampling, not secrets
-    ratios = sorted(
-        statistics.median(rng.choices(hv, k=len(hv)))
-        / statistics.median(rng.choices(hand, k=len(hand))) for _ in range(2000))
     return {"hvbench_median_mb_s": statistics.median(hv),
             "by_hand_median_mb_s": statistics.median(hand),
             "ratio": statistics.median(hv) / statistics.median(hand),
-            "ratio_ci95": [ratios[50], ratios[1949]],
+            "ratio_ci95": list(median_ratio_ci95(hv, hand)),
             "hvbench": hv, "by_hand": hand}
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import random
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from hvbench.model.lab import LabHostSpec, LabSpec
 from hvbench.netlab import NetLab, names
 from hvbench.netlab.lab import used_networks
 from hvbench.platforms.process import BackgroundProcess, tcp_port_open
+from hvbench.stats import median_ratio_ci95
 
 PORT = 5201
 
@@ -103,7 +103,7 @@ def measure(rounds: int, seconds: float) -> dict[str, Any]:
         commands = {"lab": iperf3_argv(host.address, seconds),
                     "bare": iperf3_argv(bare, seconds)}
     return {"lab_mbit_s": lab_runs, "bare_mbit_s": bare_runs,
-            "ratio_ci95": bootstrap_ci(lab_runs, bare_runs),
+            "ratio_ci95": list(median_ratio_ci95(lab_runs, bare_runs)),
             "lab_median": statistics.median(lab_runs),
             "bare_median": statistics.median(bare_runs),
             "ratio": statistics.median(lab_runs) / statistics.median(bare_runs),
@@ -112,16 +112,6 @@ def measure(rounds: int, seconds: float) -> dict[str, Any]:
             "paired_ratio_median": statistics.median(
                 a / b for a, b in zip(lab_runs, bare_runs, strict=True)),
             "commands": {k: " ".join(v) for k, v in commands.items()}}
-
-
-def bootstrap_ci(lab: list[float], bare: list[float]) -> list[float]:
-    """95 % bootstrap interval of median(lab) / median(bare): how close to the truth
-    this machine's noise lets the ratio be pinned down."""
-    rng = random.Random(0)  # noqa: S311 - resampling, not secrets
-    ratios = sorted(statistics.median(rng.choices(lab, k=len(lab)))
-                    / statistics.median(rng.choices(bare, k=len(bare)))
-                    for _ in range(2000))
-    return [ratios[50], ratios[1949]]
 
 
 def main() -> int:

@@ -40,7 +40,12 @@ from hvbench.netlab.lab import NetLab
 from hvbench.platforms.base import Platform
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.workloads.endpoints import Endpoint, NetPhaseOutcome
+from hvbench.workloads.endpoints import (
+    Endpoint,
+    NetPhaseOutcome,
+    host_endpoint,
+    lab_endpoint,
+)
 from hvbench.workloads.iperf3 import run_iperf3
 from hvbench.workloads.web import run_web_phase, serve_web
 
@@ -131,18 +136,16 @@ class LabSession:
     # -- endpoints -------------------------------------------------------------------
     def root_endpoint(self, executor: Platform | None = None) -> Endpoint:
         """The root namespace (the host, the seeds' driver domain) on the lab."""
-        address = self.lab.host_address
-        return Endpoint("host", "host", executor or self.host, address, address)
+        return host_endpoint(executor or self.host, self.lab.host_address)
 
     def lab_endpoint(self, name: str) -> Endpoint:
         """Lab host ``name``. Raises :class:`HostError` for a host the lab lacks."""
-        host = self.lab.host(name)
-        return Endpoint(name, "netns", host, host.address, host.address, netns=host.netns)
+        return lab_endpoint(self.lab.host(name))
 
     def platform_endpoint(self, platform: Platform) -> Endpoint:
         """Where a cell's platform sits on the lab."""
         if isinstance(platform, QemuPlatform):
-            return guest_endpoint(platform, self.lab.host_address)
+            return lab_guest_endpoint(platform, self.lab.host_address)
         return self.root_endpoint(platform)
 
     def interfaces(self, *platforms: Platform) -> dict[str, str]:
@@ -159,7 +162,7 @@ class LabSession:
         return labels
 
 
-def guest_endpoint(guest: QemuPlatform, lab_address: str) -> Endpoint:
+def lab_guest_endpoint(guest: QemuPlatform, lab_address: str) -> Endpoint:
     """A guest's endpoint: its tap address, or for a user-mode NIC the lab address with
     the guest's forwards. Raises :class:`HostError` if its first NIC has no address."""
     if not guest.spec.nics:
@@ -231,7 +234,7 @@ def _peer(session: LabSession, spec: NetworkWorkloadSpec, platform: Platform,
             raise HvbenchError(f"cell {cell.name}: peer = guest needs a guest platform")
         vm = session.guest_spec(platform_spec.vm, f"{cell.platform.name}-peer")
         with QemuPlatform(vm, name=f"{platform.name[:24]}-peer") as peer:
-            yield guest_endpoint(peer, session.lab.host_address), [peer]
+            yield lab_guest_endpoint(peer, session.lab.host_address), [peer]
     else:
         yield session.lab_endpoint(spec.peer), []
 

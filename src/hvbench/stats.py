@@ -10,6 +10,7 @@ raises :class:`ValueError`; callers validate user input before it reaches this m
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -310,3 +311,16 @@ def poly2_fit(xs: Sequence[float], ys: Sequence[float]) -> Fit:
         ValueError: lengths differ, a value is not finite, or fewer than 3 distinct x.
     """
     return _poly_fit(xs, ys, 2)
+
+
+def median_ratio_ci95(a: Sequence[float], b: Sequence[float], *, resamples: int = 2000,
+                      seed: int = 0) -> tuple[float, float]:
+    """A 95 % percentile-bootstrap interval of median(a) / median(b): how closely the
+    noise of two samples lets their ratio be pinned down (deterministic for a seed).
+    Raises ValueError for an empty sample or a zero median of ``b``."""
+    if not a or not b:
+        raise ValueError("median_ratio_ci95 needs two non-empty samples")
+    rng = random.Random(seed)  # noqa: S311 - resampling, not secrets
+    ratios = sorted(_median(sorted(rng.choices(a, k=len(a))))
+                    / _median(sorted(rng.choices(b, k=len(b)))) for _ in range(resamples))
+    return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]

@@ -205,3 +205,14 @@ def test_fits_reject_bad_input(xs: list[float], ys: list[float], message: str) -
 def test_poly2_needs_three_distinct_x() -> None:
     with pytest.raises(ValueError, match="3 distinct x"):
         poly2_fit([1.0, 2.0, 2.0], [1.0, 2.0, 3.0])
+
+
+def test_median_ratio_ci95_brackets_the_ratio_and_is_deterministic() -> None:
+    from hvbench.stats import median_ratio_ci95
+
+    a, b = [10.0, 11.0, 9.0, 10.5, 9.5], [5.0, 5.5, 4.5, 5.2, 4.8]
+    low, high = median_ratio_ci95(a, b)
+    assert low <= 2.0 <= high
+    assert (low, high) == median_ratio_ci95(a, b)
+    with pytest.raises(ValueError, match="non-empty"):
+        median_ratio_ci95([], b)
