@@ -27,6 +27,7 @@ from typing import Any, TextIO
 from hvbench import __version__
 from hvbench.errors import GuestError, HostError, HvbenchError, SpecError
 from hvbench.host import facts
+from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.lab_session import (
     LabSession,
@@ -36,8 +37,10 @@ from hvbench.lab_session import (
     web_ports,
 )
 from hvbench.model.study import (
+    SELF_BOOTING_KINDS,
     Cell,
     DiskWorkloadSpec,
+    LifecycleWorkloadSpec,
     NetworkWorkloadSpec,
     QemuPlatformSpec,
     Study,
@@ -49,6 +52,7 @@ from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
+from hvbench.scenario_run import ScenarioRun
 from hvbench.store.sqlite import (
     CellRecord,
     MeasurementRecord,
@@ -56,7 +60,8 @@ from hvbench.store.sqlite import (
     SampleRecord,
     Store,
 )
-from hvbench.workloads import disk
+from hvbench.workloads import disk, lifecycle
+from hvbench.workloads.endpoints import NetPhaseOutcome
 
 LOCK_NAME = "hvbench-run.lock"
 
@@ -189,7 +194,7 @@ def make_platform(cell: Cell, session: LabSession | None = None,
     if isinstance(spec, QemuPlatformSpec):
         vm = (session.guest_spec(spec.vm, cell.platform.name, web_ports)
               if session is not None else spec.vm)
-        return QemuPlatform(vm, name=f"hvbench-{os.getpid()}-{cell.platform.name[:20]}")
+        return QemuPlatform(vm, name=f"hvbench-{os.getpid()}-{cell.platform_name[:20]}")
     return NativePlatform(name=cell.platform.name)
 
 
@@ -294,6 +299,10 @@ class StudyRunner:
         self.run_id = run_id
         self.failures = 0
         self.boot_s: list[float] = []
+        #: The scenario of the group being run (neighbours, cgroups), if any.
+        self.scenario: ScenarioRun | None = None
+        #: Lifecycle repository images, written once per run and size.
+        self.lifecycle_cache: lifecycle.RepositoryCache = {}
 
     def plan(self, cell_ids: dict[str, int]) -> list[PlannedItem]:
         """Every (repetition, cell) still to do, in run order; records each order."""
@@ -331,6 +340,8 @@ class StudyRunner:
         except BaseException:
             self.store.set_status(run_id, "interrupted", finished_at=_now())
             raise
+        finally:
+            lifecycle.remove_repository(self.lifecycle_cache)
         self.store.set_status(run_id, "complete", finished_at=_now())
         return RunOutcome(run_id, self.failures, tuple(self.boot_s))
 
@@ -347,7 +358,7 @@ class StudyRunner:
         return self.run_id
 
     def cell_ids(self) -> dict[str, int]:
-        records = [CellRecord(c.name, c.platform.name, _platform_json(c),
+        records = [CellRecord(c.name, c.platform_name, _platform_json(c),
                               c.workload.name, c.workload.spec.model_dump(mode="json"))
                    for c in self.study.cells]
         return self.store.add_cells(self.run_id or "", records)
@@ -358,9 +369,14 @@ class StudyRunner:
             self._run_group(group, cell_ids)
 
     def _run_group(self, group: list[PlannedItem], cell_ids: dict[str, int]) -> None:
+        """Run a group's items on one booted platform (and its scenario)."""
         platform: Platform | None = None
+        self.scenario = None
         try:
             for item in group:
+                if item.cell.workload.spec.kind in SELF_BOOTING_KINDS:
+                    self._run_self_booting(item, cell_ids)
+                    continue
                 boot_s = None
                 if platform is None:
                     platform = self._boot(item, cell_ids)
@@ -369,11 +385,19 @@ class StudyRunner:
                     boot_s = self.boot_s[-1]
                 alive = self._run_item(platform, item, cell_ids, boot_s)
                 if not alive:
-                    platform.stop()
+                    self._stop_platform(platform)
                     platform = None
         finally:
             if platform is not None:
-                platform.stop()
+                self._stop_platform(platform)
+
+    def _stop_platform(self, platform: Platform) -> None:
+        try:
+            if self.scenario is not None:
+                self.scenario.stop()
+        finally:
+            self.scenario = None
+            platform.stop()
 
     def _boot(self, item: PlannedItem, cell_ids: dict[str, int]) -> Platform | None:
         platform = make_platform(item.cell, self.session,
@@ -386,6 +410,18 @@ class StudyRunner:
             self._record_failure(item, cell_ids, exc, platform)
             return None
         self.boot_s.append(time.monotonic() - started)
+        scenario = item.cell.scenario
+        if scenario is not None and isinstance(platform, QemuPlatform):
+            run = ScenarioRun(scenario.spec, scenario.name, platform, session=self.session,
+                              key=item.cell.platform_name)
+            self.progress(item, "starting neighbours")
+            try:
+                run.start()
+            except HvbenchError as exc:
+                self._record_failure(item, cell_ids, exc, platform)
+                platform.stop()
+                return None
+            self.scenario = run
         return platform
 
     def _run_item(self, platform: Platform, item: PlannedItem,
@@ -417,19 +453,27 @@ class StudyRunner:
     def _run_cell(self, platform: Platform, cell: Cell) -> CellResult:
         """Run one cell's workload on a started platform, monitors around each phase."""
         spec = cell.workload.spec
+        scenario = self.scenario
         if isinstance(spec, DiskWorkloadSpec):
             monitors = monitors_for(platform)
+            if scenario is not None:
+                monitors = scenario.monitors(monitors)
             try:
-                return run_disk_cell(platform, cell, self.study, monitors)
+                result = run_disk_cell(platform, cell, self.study, monitors)
             except BaseException:
                 monitors.abort()
                 raise
+            return self._with_scenario(result)
         session = self.session
         if session is None:
             raise HvbenchError(f"cell {cell.name}: a network workload runs without a lab")
 
         def phase_monitors(platforms: list[Platform]) -> PhaseMonitors:
-            return monitors_for(platform, interfaces=session.interfaces(*platforms))
+            labels = session.interfaces(*platforms)
+            if scenario is None:
+                return monitors_for(platform, interfaces=labels)
+            inner = monitors_for(platform, interfaces=labels | scenario.interfaces())
+            return scenario.monitors(inner)
 
         run = run_network_cell if isinstance(spec, NetworkWorkloadSpec) else run_web_cell
         result = net_cell_result(run(session, platform, cell, phase_monitors))
@@ -437,12 +481,52 @@ class StudyRunner:
             # Whether the guest's tap NICs had the in-kernel vhost-net backend.
             result.measurements += [MeasurementRecord(phase, "vhost", float(platform.vhost),
                                                       "bool") for phase in spec.phase_list()]
+        return self._with_scenario(result)
+
+    def _with_scenario(self, result: CellResult) -> CellResult:
+        """Add what the scenario set up (neighbours' argv, cgroups) as a raw output."""
+        if self.scenario is not None:
+            result.raw.append(RawRecord("scenario", "scenario-json",
+                                        json.dumps(self.scenario.describe())))
         return result
 
+    # -- workloads that boot their own guests -------------------------------------------
+    def _run_self_booting(self, item: PlannedItem, cell_ids: dict[str, int]) -> None:
+        """Run a lifecycle cell: it boots (and stops) its own guests from
+        the platform's VM spec, so the runner boots nothing for it."""
+        self.progress(item, "running")
+        started = _now()
+        try:
+            result = self._self_booting_result(item.cell)
+        except HvbenchError as exc:
+            self._record_failure(item, cell_ids, exc, None)
+            return
+        if item.repetition >= 0:
+            self.store.record_repetition(
+                run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
+                repetition=item.repetition, position=item.position, status="ok",
+                measurements=result.measurements, samples=result.samples, raw=result.raw,
+                qemu_argv=None, accel=None, started_at=started, finished_at=_now())
+        self.progress(item, "done")
+
+    def _self_booting_result(self, cell: Cell) -> CellResult:
+        platform = cell.platform.spec
+        spec = cell.workload.spec
+        if not isinstance(platform, QemuPlatformSpec):
+            raise SpecError(f"cell {cell.name}: {spec.kind} needs a qemu platform")
+        name = f"hvbench-{os.getpid()}-{cell.platform_name[:20]}"
+        if isinstance(spec, LifecycleWorkloadSpec):
+            outcomes = lifecycle.run_lifecycle(spec, platform.vm, name=name, scratch=work_dir(),
+                                               source_cache=self.lifecycle_cache)
+            return self_booting_result(outcomes)
+        raise SpecError(f"cell {cell.name}: unsupported workload kind {spec.kind}")
+
     def _record_failure(self, item: PlannedItem, cell_ids: dict[str, int],
-                        exc: BaseException, platform: Platform) -> None:
+                        exc: BaseException, platform: Platform | None) -> None:
         self.failures += 1
         console = platform.console_tail(200) if isinstance(platform, QemuPlatform) else None
+        if console is None and isinstance(exc, GuestError):
+            console = exc.console_tail or None
         if item.repetition >= 0:
             self.store.record_repetition(
                 run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
@@ -453,20 +537,38 @@ class StudyRunner:
         self.progress(item, "failed")
 
 
+def self_booting_result(outcomes: Sequence[NetPhaseOutcome]) -> CellResult:
+    """The store's records of a lifecycle cell: each phase's metrics, its series, and
+    the raw document once (every phase carries the same one)."""
+    out = CellResult()
+    for outcome in outcomes:
+        out.measurements += [MeasurementRecord(outcome.phase, m, v, u)
+                             for m, (v, u) in outcome.metrics.items()]
+        out.samples += [SampleRecord(outcome.phase, "lifecycle", t, values)
+                        for t, values in outcome.series]
+    if outcomes:
+        out.raw.append(RawRecord("lifecycle", outcomes[0].raw_kind, outcomes[0].raw))
+    return out
+
+
 def _is_alive(platform: Platform) -> bool:
     return platform.is_running() if isinstance(platform, QemuPlatform) else True
 
 
 def _platform_json(cell: Cell) -> dict[str, Any]:
-    spec = cell.platform.spec
-    return spec.model_dump(mode="json")  # type: ignore[no-any-return]
+    """The platform's definition; in a scenario, with the scenario's."""
+    out: dict[str, Any] = cell.platform.spec.model_dump(mode="json")
+    if cell.scenario is not None:
+        out = {**out, "scenario": {"name": cell.scenario.name,
+                                   **cell.scenario.spec.model_dump(mode="json")}}
+    return out
 
 
 def _groups(items: list[PlannedItem]) -> Iterator[list[PlannedItem]]:
     group: list[PlannedItem] = []
     for item in items:
         if group and (item.repetition != group[0].repetition
-                      or item.cell.platform.name != group[0].cell.platform.name):
+                      or item.cell.platform_name != group[0].cell.platform_name):
             yield group
             group = []
         group.append(item)
@@ -518,6 +620,7 @@ def remove_orphans() -> list[str]:
     """Remove what an hvbench killed by ``kill -9`` left: its labs (namespaces, links,
     their processes), then its scratch directories. Returns what was removed."""
     removed = cleanup_orphaned_labs()
+    removed += cleanup_orphaned_cgroups()
     for parent in (work_dir(), Path(tempfile.gettempdir())):
         removed += [str(path) for path in remove_orphaned_dirs(parent)]
     lock = RunLock(work_dir())

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -324,3 +324,56 @@ def median_ratio_ci95(a: Sequence[float], b: Sequence[float], *, resamples: int 
     ratios = sorted(_median(sorted(rng.choices(a, k=len(a))))
                     / _median(sorted(rng.choices(b, k=len(b)))) for _ in range(resamples))
     return ratios[int(0.025 * resamples)], ratios[int(0.975 * resamples) - 1]
+
+
+# -- time series ------------------------------------------------------------------------
+def one_second_buckets(rows: Iterable[tuple[float, float]]) -> list[tuple[int, float]]:
+    """Mean of the samples in each whole second since the window's start: ``(second,
+    mean)`` for every second that has samples, in order (seed 003 Fig. 14 plots the
+    target's throughput this way)."""
+    sums: dict[int, list[float]] = {}
+    for t, value in rows:
+        if math.isfinite(value) and t >= 0:
+            sums.setdefault(int(t), []).append(value)
+    return [(second, sum(vals) / len(vals)) for second, vals in sorted(sums.items())]
+
+
+#: A bucket below this share of the baseline belongs to the dip.
+DIP_THRESHOLD = 0.9
+
+
+def dip_metrics(buckets: Sequence[tuple[int, float]], event_s: float) -> dict[str, float]:
+    """The dip that an event at ``event_s`` caused in a bucketed throughput series.
+
+    Baseline: the median of the buckets before the event (its whole seconds). Depth:
+    1 - lowest bucket after the event / baseline, in %. Length: the seconds from the
+    first bucket after the event below :data:`DIP_THRESHOLD` x baseline to the last one
+    (0 when none is). Empty when there is no baseline (the event came first)."""
+    before = sorted(v for t, v in buckets if t + 1 <= event_s)
+    after = [(t, v) for t, v in buckets if t + 1 > event_s]
+    if not before or not after:
+        return {}
+    baseline = _median(before)
+    if baseline <= 0:
+        return {}
+    low = [t for t, v in after if v < DIP_THRESHOLD * baseline]
+    lowest = min(v for _, v in after)
+    return {
+        "baseline": baseline,
+        "depth_pct": max(0.0, (1.0 - lowest / baseline) * 100.0),
+        "length_s": float(low[-1] - low[0] + 1) if low else 0.0,
+        "min_normalized": lowest / baseline,
+    }
+
+
+def series_cov_pct(values: Sequence[float]) -> float | None:
+    """Coefficient of variation (%) of a metric's samples over a window (seed 003
+    §4.3); None for fewer than 2 samples or a zero mean."""
+    finite = [v for v in values if math.isfinite(v)]
+    if len(finite) < 2:
+        return None
+    mean = sum(finite) / len(finite)
+    if mean == 0:
+        return None
+    var = sum((v - mean) ** 2 for v in finite) / (len(finite) - 1)
+    return math.sqrt(var) / abs(mean) * 100.0

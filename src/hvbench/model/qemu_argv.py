@@ -65,6 +65,9 @@ class LaunchPlan:
     #: The image's read-only root filesystem, attached as a virtio disk (serial
     #: ``hvb-root``) that the guest overlays with tmpfs; None for an initramfs-only image.
     root_disk: str | None = None
+    #: The root disk's image format: ``raw`` (the bundled squashfs image, or a copy of
+    #: it) or ``qcow2`` (a converted copy, or a copy-on-write overlay over a base image).
+    root_format: str = "raw"
 
 
 def disk_serial(index: int) -> str:
@@ -248,7 +251,8 @@ def driver_cmdline(spec: VmSpec) -> str:
 def _root_disk_args(plan: LaunchPlan) -> list[str]:
     if plan.root_disk is None:
         return []
-    drive = f"file={_opt_escape(plan.root_disk)},if=none,id=sysroot,format=raw,readonly=on"
+    drive = f"file={_opt_escape(plan.root_disk)},if=none,id=sysroot,"
+    drive += f"format={plan.root_format},readonly=on"
     return ["-drive", drive,
             "-device", f"{_virtio(plan, 'virtio-blk')},drive=sysroot,serial={ROOT_SERIAL}"]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,8 @@ from pydantic import (
 )
 
 from hvbench.errors import SpecError
-from hvbench.model.lab import LabSpec
+from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
+from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import ByteSize, DiskSpec, VmSpec, format_size, spec_error
 
 DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
@@ -42,7 +44,7 @@ PROFILE_PHASES: Mapping[str, tuple[str, ...]] = {
 }
 _FILTER_KEYS = ("only", "exclude", "name")
 #: List-valued fields that are values, not variant axes.
-_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb")
+_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb", "neighbours", "workloads")
 
 
 class _Strict(BaseModel):
@@ -204,10 +206,87 @@ class WebWorkloadSpec(_Strict):
         return tuple(f"{kb}kB" for kb in self.file_kb)
 
 
+#: The timed phases of one guest's life, in order (see :class:`LifecycleWorkloadSpec`).
+LIFECYCLE_PHASES = ("create", "qemu", "kernel", "agent", "shutdown", "exit")
+#: The phases of one propagation, in order (seed 000 §5.1 plus the VM's termination).
+PROPAGATION_PHASES = ("initial", "transfer", "terminal", "shutdown")
+#: The lab host that serves images to propagation workloads unless one is named.
+REPOSITORY_HOST = "headnode"
+#: Workload kinds that boot (and stop) their own guests from the platform's spec: the
+#: runner does not boot the platform for them.
+SELF_BOOTING_KINDS = ("lifecycle", "propagation")
+
+
+class LifecycleWorkloadSpec(_Strict):
+    """``kind = "lifecycle"``: one guest's life, each step timed (seed 003 Fig. 13).
+
+    ``create`` makes the guest's system image of ``image_size`` from a repository copy
+    (``copy``: a byte copy; ``convert``: qemu-img convert to ``image_format``;
+    ``overlay``: a qcow2 copy-on-write overlay over it), then the guest is started,
+    boots, its agent answers, it is shut down and its QEMU process exits. With
+    ``idle_guests`` > 0 an ``idle`` phase also measures the host CPU that many idle
+    guests use over ``idle_s`` seconds.
+    """
+
+    kind: Literal["lifecycle"] = "lifecycle"
+    image_size: ByteSize = 256 << 20
+    image_format: Literal["raw", "qcow2"] = "raw"
+    create: Literal["copy", "convert", "overlay"] = "copy"
+    idle_guests: int = Field(default=0, ge=0, le=32)
+    idle_s: float = Field(default=10.0, gt=0, le=3600)
+    timeout_s: float = Field(default=600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> LifecycleWorkloadSpec:
+        if self.create == "overlay" and self.image_format != "qcow2":
+            raise ValueError("create = \"overlay\" makes a qcow2 image: set "
+                             "image_format = \"qcow2\"")
+        return self
+
+    def phase_list(self) -> tuple[str, ...]:
+        return LIFECYCLE_PHASES + (("idle",) if self.idle_guests else ())
+
+
+class PropagationWorkloadSpec(_Strict):
+    """``kind = "propagation"``: fetch a system image from a repository host, verify
+    it, boot it and terminate it (seed 000 §5.1, Figs. 3-4).
+
+    Phases: ``initial`` (request to first byte), ``transfer`` (first to last byte),
+    ``terminal`` (last byte to the guest's agent answering: checksum, image set-up,
+    boot) and ``shutdown``. ``method``: ``scp``, ``http``, ``rsync``; the modern ones
+    the seeds lacked: ``http-zstd`` (compressed on the wire) and ``overlay`` (the node
+    keeps the base image in a cache and boots a qcow2 copy-on-write overlay over it;
+    only a checksum-verified first fetch moves bytes).
+    """
+
+    kind: Literal["propagation"] = "propagation"
+    method: Literal["scp", "http", "rsync", "http-zstd", "overlay"] = "scp"
+    image_size: ByteSize = 256 << 20
+    #: The [[lab.host]] that serves images; added with ``link_rate`` if not declared.
+    repository: str = Field(default=REPOSITORY_HOST, min_length=1)
+    #: The repository's link, when hvbench adds the repository host itself.
+    link_rate: str = "1gbit"
+    verify: bool = True
+    timeout_s: float = Field(default=1800.0, gt=0)
+
+    @field_validator("link_rate")
+    @classmethod
+    def _check_rate(cls, value: str) -> str:
+        parse_rate(value)
+        return value.strip().lower()
+
+    def phase_list(self) -> tuple[str, ...]:
+        return PROPAGATION_PHASES
+
+
 PlatformSpec = NativePlatformSpec | QemuPlatformSpec
-WorkloadSpec = DiskWorkloadSpec | NetworkWorkloadSpec | WebWorkloadSpec
+WorkloadSpec = (DiskWorkloadSpec | NetworkWorkloadSpec | WebWorkloadSpec
+                | LifecycleWorkloadSpec | PropagationWorkloadSpec)
 WORKLOAD_KINDS: Mapping[str, type[BaseModel]] = {
     "disk": DiskWorkloadSpec, "network": NetworkWorkloadSpec, "web": WebWorkloadSpec,
+    "lifecycle": LifecycleWorkloadSpec,
+    # "propagation": PropagationWorkloadSpec is declared above but not accepted yet: its
+    # engine (repository servers on the headnode, fetch and boot) is not built.
 }
 
 
@@ -222,11 +301,21 @@ class Variant:
 
 @dataclass(frozen=True)
 class Cell:
-    """One platform variant running one workload variant."""
+    """One platform variant running one workload variant, alone or in a scenario."""
 
     name: str
     platform: Variant
     workload: Variant
+    #: The scenario (a variant of a ``[[scenario]]`` entry); None: the platform alone.
+    scenario: Variant | None = None
+
+    @property
+    def platform_name(self) -> str:
+        """The platform as the store and the reports see it: ``vm`` alone, ``vm@idle-3``
+        in scenario ``idle-3`` (neighbours are part of the measured environment)."""
+        if self.scenario is None:
+            return self.platform.name
+        return f"{self.platform.name}@{self.scenario.name}"
 
 
 @dataclass(frozen=True)
@@ -242,6 +331,7 @@ class Study:
     #: The net lab: declared by ``[lab]``, or an empty one (a bridge only) when a
     #: network or web workload needs it; None for disk-only studies.
     lab: LabSpec | None = None
+    scenarios: tuple[Variant, ...] = ()
 
 
 # -- expansion ---------------------------------------------------------------------------
@@ -387,8 +477,8 @@ def _default_name(section: str, entry: Mapping[str, Any]) -> str:
     kind = entry.get("kind", "disk")
     if kind == "network":
         return "iperf3"
-    if kind == "web":
-        return "web"
+    if kind in ("web", "lifecycle", "propagation"):
+        return str(kind)
     profile = entry.get("profile", "disk")
     return profile if isinstance(profile, str) else "disk"
 
@@ -419,40 +509,118 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from exc
-    unknown = sorted(set(raw) - {"study", "platform", "workload", "lab"})
+    unknown = sorted(set(raw) - {"study", "platform", "workload", "lab", "scenario"})
     if unknown:
         raise SpecError(f"{path}: {unknown[0]}: unknown section (expected [study], "
-                        "[lab], [[platform]] and [[workload]])")
+                        "[lab], [[platform]], [[workload]] and [[scenario]])")
     try:
         section = StudySection.model_validate(raw.get("study", {}))
     except ValidationError as exc:
         raise spec_error(exc, f"{path}: study") from exc
     platforms = _variants(raw.get("platform"), "platform", path)
     workloads = _variants(raw.get("workload"), "workload", path)
-    lab = _lab_spec(raw.get("lab"), path, workloads)
-    cells = tuple(Cell(f"{p.name}/{w.name}", p, w) for p in platforms for w in workloads
-                  if cell_exists(p.spec, w.spec))
+    scenarios = _scenarios(raw.get("scenario"), path, workloads)
+    lab = _lab_spec(raw.get("lab"), path, workloads, scenarios)
+    cells = tuple(_cells(platforms, workloads, scenarios))
     if not cells:
-        raise SpecError(f"{path}: workload: no cell remains (peer = \"guest\" has no "
-                        "native counterpart; add a qemu platform)")
+        raise SpecError(f"{path}: workload: no cell remains (peer = \"guest\", lifecycle "
+                        "and propagation workloads have no native counterpart; add a qemu "
+                        "platform)")
     for cell in cells:
         check_cache_rule(cell, host_memory_bytes)
         check_network_cell(cell, lab, path)
-    return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab)
+        check_scenario_cell(cell, lab, path)
+    return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
+                 tuple(scenarios))
+
+
+def _cells(platforms: Sequence[Variant], workloads: Sequence[Variant],
+           scenarios: Sequence[Variant]) -> Iterator[Cell]:
+    """Every platform x workload alone, and every qemu one in each scenario that applies
+    to the workload (lifecycle and propagation boot their own guests: alone only)."""
+    for p in platforms:
+        for w in workloads:
+            if not cell_exists(p.spec, w.spec):
+                continue
+            yield Cell(f"{p.name}/{w.name}", p, w)
+            if not isinstance(p.spec, QemuPlatformSpec) or w.spec.kind in SELF_BOOTING_KINDS:
+                continue
+            for sc in scenarios:
+                wanted = sc.spec.workloads
+                if not wanted or any(w.name == n or w.name.startswith(f"{n}.") for n in wanted):
+                    yield Cell(f"{p.name}@{sc.name}/{w.name}", p, w, sc)
+
+
+def _scenarios(raw: Any, path: str, workloads: Sequence[Variant]) -> list[Variant]:
+    """The ``[[scenario]]`` entries, expanded like platforms (``weights.io = [0.5, 1, 2]``
+    gives three variants). Each entry needs a ``name``."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+        raise SpecError(f"{path}: scenario: expected [[scenario]] tables")
+    out: list[Variant] = []
+    for index, entry in enumerate(raw):
+        where = f"{path}: scenario[{index}]"
+        _check_filters(entry, where)
+        name = entry.get("name")
+        if not isinstance(name, str) or not re.match(SCENARIO_NAME_PATTERN, name) \
+                or name == ALONE:
+            raise SpecError(f"{where}: name: expected a name of lowercase letters, digits, "
+                            f"- and _ (not {ALONE!r}), got {name!r}")
+        for full, concrete, values in expand_entry(entry, name):
+            try:
+                spec = ScenarioSpec.model_validate(concrete)
+            except ValidationError as exc:
+                raise spec_error(exc, _where(path, "scenario", index, values)) from exc
+            _check_scenario_workloads(spec, workloads, where)
+            out.append(Variant(full, spec, values))
+    names = [v.name for v in out]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate:
+        raise SpecError(f"{path}: scenario: two scenarios are both named {duplicate!r}")
+    return out
+
+
+def _check_scenario_workloads(spec: ScenarioSpec, workloads: Sequence[Variant],
+                              where: str) -> None:
+    names = {w.name for w in workloads} | {w.name.split(".")[0] for w in workloads}
+    for wanted in spec.workloads:
+        if wanted not in names:
+            raise SpecError(f"{where}: workloads: no workload is named {wanted!r} (known: "
+                            f"{', '.join(sorted(names))})")
+
+
+def check_scenario_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
+    """A scenario's network neighbours are driven from lab hosts the lab has."""
+    if cell.scenario is None:
+        return
+    spec: ScenarioSpec = cell.scenario.spec
+    hosts = [h.name for h in lab.hosts] if lab else []
+    for client in sorted(spec.lab_clients()):
+        if client not in hosts:
+            raise SpecError(f"{path}: cell {cell.name}: neighbours: client {client!r} is "
+                            f"not a [[lab.host]] name ({', '.join(hosts) or 'none declared'})")
 
 
 def cell_exists(platform: PlatformSpec, workload: WorkloadSpec) -> bool:
-    """Guest-to-guest traffic has no native counterpart: such cells are not formed."""
-    return not (isinstance(platform, NativePlatformSpec)
-                and isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest")
+    """Guest-to-guest traffic, a guest's lifecycle and an image's propagation to a
+    guest have no native counterpart: such cells are not formed."""
+    if not isinstance(platform, NativePlatformSpec):
+        return True
+    if isinstance(workload, LifecycleWorkloadSpec | PropagationWorkloadSpec):
+        return False
+    return not (isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest")
 
 
-def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant]) -> LabSpec | None:
-    """The ``[lab]`` section (``subnet``, ``[[lab.host]]``); an empty lab when a network
-    or web workload needs a bridge but none is declared."""
-    needs = any(isinstance(w.spec, NetworkWorkloadSpec | WebWorkloadSpec) for w in workloads)
+def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant],
+              scenarios: Sequence[Variant] = ()) -> LabSpec | None:
+    """The ``[lab]`` section (``subnet``, ``[[lab.host]]``); an empty lab when a network,
+    web or propagation workload, or a network neighbour, needs it but none is declared."""
+    needs = any(isinstance(w.spec, NetworkWorkloadSpec | WebWorkloadSpec
+                           | PropagationWorkloadSpec) for w in workloads)
+    needs = needs or any(s.spec.lab_clients() for s in scenarios)
     if raw is None:
-        return LabSpec() if needs else None
+        return _with_repositories(LabSpec(), workloads) if needs else None
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: lab: expected a table with subnet and [[lab.host]] entries")
     data = dict(raw)
@@ -467,7 +635,19 @@ def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant]) -> LabSpec | No
     if lab.host(NATIVE_SERVER_HOST) is not None:
         raise SpecError(f"{path}: lab.host: the name {NATIVE_SERVER_HOST!r} is reserved for "
                         "the native web server's host")
-    return lab
+    return _with_repositories(lab, workloads)
+
+
+def _with_repositories(lab: LabSpec, workloads: Sequence[Variant]) -> LabSpec:
+    """``lab`` plus the repository host of every propagation workload it lacks, on a
+    link shaped to the workload's ``link_rate`` (the first such workload's)."""
+    hosts = list(lab.hosts)
+    for variant in workloads:
+        spec = variant.spec
+        if isinstance(spec, PropagationWorkloadSpec) and \
+                not any(h.name == spec.repository for h in hosts):
+            hosts.append(LabHostSpec(name=spec.repository, rate=spec.link_rate))
+    return lab if len(hosts) == len(lab.hosts) else lab.model_copy(update={"hosts": tuple(hosts)})
 
 
 def check_network_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
@@ -507,7 +687,7 @@ def cell_order(cells: Sequence[Cell], seed: int, repetition: int) -> list[Cell]:
     rng = random.Random(seed * 1_000_003 + repetition)  # noqa: S311 - not for secrets
     by_platform: dict[str, list[Cell]] = {}
     for cell in cells:
-        by_platform.setdefault(cell.platform.name, []).append(cell)
+        by_platform.setdefault(cell.platform_name, []).append(cell)
     groups = list(by_platform.values())
     rng.shuffle(groups)
     order: list[Cell] = []

@@ -34,6 +34,11 @@ class PhaseMonitors:
         self.hz = hz
         self._set: MonitorSet | None = None
 
+    @property
+    def monitors(self) -> list[Monitor]:
+        """The monitors each phase samples (a scenario adds its neighbours' to them)."""
+        return list(self._monitors)
+
     def start(self) -> None:
         self.abort()
         self._set = MonitorSet(self._monitors, self.hz)

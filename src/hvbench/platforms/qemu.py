@@ -49,6 +49,8 @@ QEMU_BINARY = "qemu-system-x86_64"
 TAP_PREFIX = "hvb-t"
 DEFAULT_BOOT_TIMEOUT = 60.0
 _QUIT_WAIT, _TERM_WAIT = 5.0, 3.0
+#: How long one wait for a QMP event lasts before QEMU's exit is checked again, s.
+_EVENT_SLICE_S = 0.05
 
 
 @functools.cache
@@ -75,6 +77,8 @@ class QemuPlatform:
         base_dir: Path | None = None,
         boot_timeout: float = DEFAULT_BOOT_TIMEOUT,
         registry: ProcessRegistry = REGISTRY,
+        root_disk: Path | None = None,
+        root_format: str = "raw",
     ) -> None:
         self.spec = spec
         self.name = name or f"hvbench-{secrets.token_hex(3)}"
@@ -82,6 +86,10 @@ class QemuPlatform:
         self._image = image
         self._base_dir = base_dir
         self._registry = registry
+        #: A system image to boot instead of the bundled one's root disk (a propagated
+        #: or copied image); ``root_format`` is its format (raw or qcow2).
+        self._root_disk = root_disk
+        self._root_format = root_format
         self._proc: subprocess.Popen[bytes] | None = None
         self._qmp: QEMUMonitorProtocol | None = None
         self._agent: GuestAgent | None = None
@@ -124,7 +132,10 @@ class QemuPlatform:
         started = time.monotonic()
         try:
             self._prepare()
+            # Offsets from the start of launch(): what the lifecycle workload splits.
+            self.timings["prepared_s"] = time.monotonic() - started
             self._spawn()
+            self.timings["spawned_s"] = time.monotonic() - started
             self._wait_ready(started + self.boot_timeout)
         except BaseException:
             self.stop()
@@ -186,8 +197,13 @@ class QemuPlatform:
             console_log=str(self._run_dir / "console.log"),
             disk_images=images, tap_names=taps, macs=macs,
             vhost=facts.vhost_net_available(), qemu_binary=QEMU_BINARY,
-            root_disk=str(image.rootfs) if image.rootfs else None,
+            root_disk=self._root_disk_path(image), root_format=self._root_format,
         )
+
+    def _root_disk_path(self, image: GuestImage) -> str | None:
+        if self._root_disk is not None:
+            return str(self._root_disk)
+        return str(image.rootfs) if image.rootfs else None
 
     def _spawn(self) -> None:
         if self._run_dir is None:
@@ -258,6 +274,14 @@ class QemuPlatform:
     def vhost(self) -> bool:
         """True when the tap NICs use vhost-net (the in-kernel virtio-net backend)."""
         return bool(self._plan and self._plan.vhost)
+
+    @property
+    def console_log(self) -> Path | None:
+        """The serial console's log file while the guest's run directory exists (from
+        early in :meth:`launch`, before QEMU starts, until :meth:`stop`), else None.
+        QEMU may not have created the file yet: readers must allow for that."""
+        run_dir = self._run_dir
+        return run_dir / "console.log" if run_dir is not None else None
 
     def console_tail(self, lines: int = 40) -> str:
         """The last lines of the serial console and of QEMU's own output."""
@@ -346,6 +370,68 @@ class QemuPlatform:
         return found[0]
 
     # -- stop ----------------------------------------------------------------------
+    def shutdown(self, timeout: float = 30.0) -> float:
+        """Power the guest off through its agent and wait until QEMU has exited; returns
+        the seconds from the request to the process being gone. The run files are then
+        removed as by :meth:`stop`.
+
+        Offsets from the request land in :attr:`timings`: ``shutdown_event_s`` when QMP
+        reported the guest's power-off (the ``SHUTDOWN`` event; absent if it never came,
+        e.g. the QMP connection broke), ``exited_s`` (QEMU reaped, the return value) and
+        ``removed_s`` (run files removed).
+
+        Raises :class:`GuestError` (with the console tail) if the guest is not running
+        or QEMU is still there after ``timeout`` seconds (it is then killed by stop()).
+        """
+        agent = self._require_agent()
+        proc = self._proc
+        if proc is None:
+            raise GuestError(f"guest {self.name} is not running")
+        for key in ("shutdown_event_s", "exited_s", "removed_s"):
+            self.timings.pop(key, None)
+        started = time.monotonic()
+        agent.shutdown()
+        self._await_shutdown_event(proc, started, started + timeout)
+        try:
+            proc.wait(timeout=max(0.0, started + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired as exc:
+            error = self._boot_error(f"guest {self.name} did not power off within "
+                                     f"{timeout:g} s")
+            self.stop()
+            raise error from exc
+        elapsed = time.monotonic() - started
+        self.timings["exited_s"] = elapsed
+        self.stop()
+        self.timings["removed_s"] = time.monotonic() - started
+        return elapsed
+
+    def _await_shutdown_event(self, proc: subprocess.Popen[bytes], started: float,
+                              deadline: float) -> None:
+        """Wait until QMP delivers the ``SHUTDOWN`` event, QEMU exits without one, or
+        ``deadline`` passes; record ``timings["shutdown_event_s"]`` if it came.
+
+        The time is QEMU's own event timestamp (wall clock, mapped onto the monotonic
+        clock), so it does not depend on when this loop read the event. Never raises:
+        without the event the caller still waits for QEMU's exit.
+        """
+        qmp = self._qmp
+        if qmp is None:
+            return
+        wall_minus_mono = time.time() - time.monotonic()
+        while time.monotonic() < deadline:
+            running = proc.poll() is None
+            try:
+                # A float waits that long; False only drains what already arrived.
+                event = qmp.pull_event(wait=_EVENT_SLICE_S if running else False)
+            except (TimeoutError, QMPError, OSError, EOFError):
+                event = None
+            if event is not None and event.get("event") == "SHUTDOWN":
+                self.timings["shutdown_event_s"] = _event_offset(
+                    event, wall_minus_mono, started, time.monotonic())
+                return
+            if event is None and not running:
+                return
+
     def stop(self) -> None:
         """Stop QEMU (QMP quit, then SIGTERM, then SIGKILL) and remove every file.
 
@@ -391,6 +477,19 @@ class QemuPlatform:
             with contextlib.suppress(Exception):
                 self._qmp.close()
             self._qmp = None
+
+
+def _event_offset(event: Mapping[str, Any], wall_minus_mono: float, started: float,
+                  received: float) -> float:
+    """Seconds from ``started`` (monotonic) to a QMP event, from the event's timestamp
+    (``{"seconds", "microseconds"}``, wall clock); the receipt time if it has none.
+    Clamped to [0, receipt]: a wall-clock step cannot put the event outside them."""
+    stamp = event.get("timestamp")
+    at = received
+    if isinstance(stamp, Mapping):
+        with contextlib.suppress(KeyError, TypeError, ValueError):
+            at = float(stamp["seconds"]) + float(stamp["microseconds"]) / 1e6 - wall_minus_mono
+    return min(max(at, started), received) - started
 
 
 def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol:

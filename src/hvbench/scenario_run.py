@@ -1,0 +1,474 @@
+"""A scenario at run time: the neighbours of a measured guest, the guests started on
+demand during its measurement, and the CPU cgroups that weight them.
+
+:class:`ScenarioRun` is started once per (repetition, platform, scenario) group, after
+the target guest booted, and stopped when the group ends (on success, failure and
+Ctrl-C; a ``kill -9`` leaves guests that die with hvbench, cgroups and labs that
+``hvbench cleanup`` removes). :meth:`ScenarioRun.monitors` wraps a cell's phase monitors
+so that every measured window also
+
+- samples each neighbour's QEMU threads (monitor ``nb<i>``) and, through the lab's NIC
+  sampler, its tap (``nb<i>-tap0``);
+- counts what each network neighbour's load generator achieved in the window;
+- starts the scenario's on-demand guests and times their start-up;
+- turns the target's NIC (or disk) traffic into 1 s buckets, and reports the dip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hvbench.errors import HostError, HvbenchError
+from hvbench.host.cgroups import CpuCgroups, GroupSettings, qemu_thread_groups
+from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.image.builder import find_image
+from hvbench.image.system_image import write_raw_image
+from hvbench.lab_session import LabSession, lab_guest_endpoint
+from hvbench.model.scenario import NeighbourSpec, ScenarioSpec, StartOnDemandSpec
+from hvbench.model.study import NetworkWorkloadSpec, WebWorkloadSpec
+from hvbench.monitors.sampler import MonitorResult, ThreadCpuSampler
+from hvbench.monitors.session import PhaseMonitors
+from hvbench.platforms.qemu import QemuPlatform
+from hvbench.stats import dip_metrics, one_second_buckets
+from hvbench.workloads import iperf3, web
+from hvbench.workloads.endpoints import Endpoint, ServerHandle, start_server
+
+#: The length of one load-generator run: a neighbour's load is a chain of these, so
+#: each window's share is counted from complete runs of the tool itself.
+LOAD_CHUNK_S = 2.0
+NEIGHBOUR_PORT = 5301
+NEIGHBOUR_WEB_PORT = 8180
+
+
+@dataclass
+class LoadRecord:
+    """One load-generator run: when it ran (monotonic) and what it achieved."""
+
+    started: float
+    ended: float
+    value: float
+
+
+class ChainedLoad:
+    """Runs ``once()`` back to back in a thread until stopped; each call returns the
+    achieved rate of that run. ``rate_between(t0, t1)`` weights each run by its overlap
+    with the window. Errors end the chain and are kept (reported with the window)."""
+
+    def __init__(self, name: str, once: Callable[[], float]) -> None:
+        self.name = name
+        self._once = once
+        self.records: list[LoadRecord] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=f"load-{self.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                value = self._once()
+            except HvbenchError as exc:
+                if not self._stop.is_set():
+                    self.error = str(exc).splitlines()[0]
+                return
+            self.records.append(LoadRecord(started, time.monotonic(), value))
+
+    def rate_between(self, t0: float, t1: float) -> float | None:
+        """The overlap-weighted mean rate of the runs inside [t0, t1]; None if none."""
+        weight = total = 0.0
+        for rec in list(self.records):
+            overlap = min(rec.ended, t1) - max(rec.started, t0)
+            if overlap > 0:
+                weight += overlap
+                total += overlap * rec.value
+        return total / weight if weight > 0 else None
+
+    def stop(self, timeout: float = LOAD_CHUNK_S * 4 + 30) -> None:
+        """Let the current run finish (it is short) and end the chain. Safe twice."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+
+@dataclass
+class Neighbour:
+    """One neighbour guest, its role's server and its load generator."""
+
+    label: str
+    spec: NeighbourSpec
+    guest: QemuPlatform
+    servers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    load: ChainedLoad | None = None
+
+
+class ScenarioRun:
+    """The scenario of one group: ``start()`` boots neighbours, starts their roles and
+    applies CPU weights; ``stop()`` undoes all of it (safe twice, never raises for
+    what is already gone).
+
+    Raises :class:`GuestBootError` if a neighbour does not boot (console in the
+    error), :class:`HostError` for cgroups the host cannot make, and what the
+    neighbours' servers raise.
+    """
+
+    def __init__(self, spec: ScenarioSpec, name: str, target: QemuPlatform, *,
+                 session: LabSession | None, key: str) -> None:
+        self.spec = spec
+        self.name = name
+        self.target = target
+        self.session = session
+        self.key = key
+        self.neighbours: list[Neighbour] = []
+        self.cgroups: CpuCgroups | None = None
+        self._scratch: Path | None = None
+        self._ondemand_image: Path | None = None
+
+    def __enter__(self) -> ScenarioRun:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        try:
+            index = 0
+            for spec in self.spec.neighbours:
+                for _ in range(spec.count):
+                    self.neighbours.append(self._boot_neighbour(spec, index))
+                    index += 1
+            for neighbour in self.neighbours:
+                self._start_role(neighbour)
+            if self.spec.weights is not None:
+                self._apply_weights()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _boot_neighbour(self, spec: NeighbourSpec, index: int) -> Neighbour:
+        vm = spec.vm()
+        if self.session is not None and vm.nics:
+            vm = self.session.guest_spec(vm, f"{self.key}-nb{index}")
+        guest = QemuPlatform(vm, name=f"{self.target.name[:20]}-nb{index}")
+        guest.launch()
+        return Neighbour(f"nb{index}", spec, guest)
+
+    # -- roles ---------------------------------------------------------------------
+    def _start_role(self, nb: Neighbour) -> None:
+        if nb.spec.role == "cpu":
+            workers = nb.spec.vcpus
+            _background(nb.guest, ["stress-ng", "--cpu", str(workers), "--cpu-load",
+                                   str(nb.spec.cpu_load_pct), "--timeout", "0", "--quiet"])
+        elif nb.spec.role == "disk":
+            device = nb.guest.disk_device(0)
+            _background(nb.guest, ["fio", "--name=neighbour", f"--filename={device}",
+                                   f"--rw={nb.spec.rw}", f"--bs={nb.spec.block_size}",
+                                   f"--iodepth={nb.spec.iodepth}", "--ioengine=libaio",
+                                   "--direct=1", "--time_based", "--runtime=86400"])
+        elif nb.spec.role == "net":
+            self._start_net_role(nb)
+
+    def _start_net_role(self, nb: Neighbour) -> None:
+        if self.session is None:
+            raise HvbenchError(f"scenario {self.name}: a network neighbour needs the lab")
+        server = lab_guest_endpoint(nb.guest, self.session.lab.host_address)
+        client = self.session.lab_endpoint(nb.spec.client)
+        if nb.spec.load == "web":
+            site = WebWorkloadSpec(file_kb=(nb.spec.file_kb,), port=NEIGHBOUR_WEB_PORT,
+                                   mode="fixed", rate=nb.spec.rate, duration_s=LOAD_CHUNK_S)
+            nb.servers.enter_context(web.serve_web(site, server))
+            nb.load = ChainedLoad(nb.label, _web_chunk(site, client, server))
+        else:
+            argv = iperf3.server_argv(server.bind_address, NEIGHBOUR_PORT)
+            handle: ServerHandle = start_server(server, argv, name=f"iperf3-{nb.label}",
+                                                port=NEIGHBOUR_PORT)
+            nb.servers.callback(handle.stop)
+            nb.load = ChainedLoad(nb.label, _iperf3_chunk(nb.spec, client, server))
+        nb.load.start()
+
+    # -- weights -------------------------------------------------------------------
+    def _apply_weights(self) -> None:
+        weights = self.spec.weights
+        if weights is None:
+            return
+        cgroups = CpuCgroups(f"{self.key[:12]}")
+        self.cgroups = cgroups
+        cgroups.start()
+        quota = weights.target_quota_pct
+        cgroups.add_group("io", GroupSettings(weight=weights.io, cpus=weights.cpus))
+        cgroups.add_group("target", GroupSettings(weight=weights.target, cpus=weights.cpus,
+                                                  quota_pct=quota))
+        cgroups.add_group("neighbours", GroupSettings(weight=weights.neighbours,
+                                                      cpus=weights.cpus))
+        self._place(self.target, "target")
+        for nb in self.neighbours:
+            self._place(nb.guest, "neighbours")
+
+    def _place(self, guest: QemuPlatform, group: str) -> None:
+        if self.cgroups is None or guest.pid is None:
+            return
+        vcpus, others = qemu_thread_groups(guest.pid, guest.vcpu_threads().values())
+        self.cgroups.move_threads(group, vcpus)
+        self.cgroups.move_threads("io", others)
+
+    # -- windows -------------------------------------------------------------------
+    def interfaces(self) -> dict[str, str]:
+        """The neighbours' taps, labelled ``nb<i>-tap<j>``, for the NIC sampler."""
+        out: dict[str, str] = {}
+        for nb in self.neighbours:
+            out |= {tap: f"{nb.label}-tap{j}" for j, tap in enumerate(nb.guest.tap_names)
+                    if tap is not None}
+        return out
+
+    def monitors(self, inner: PhaseMonitors) -> PhaseMonitors:
+        """``inner`` plus this scenario's activity around every measured window."""
+        extra = [ThreadCpuSampler(nb.guest.pid, set(nb.guest.vcpu_threads().values()),
+                                  name=nb.label)
+                 for nb in self.neighbours if nb.guest.pid is not None]
+        return ScenarioMonitors(self, PhaseMonitors([*inner.monitors, *extra], inner.hz))
+
+    def ondemand_image(self, spec: StartOnDemandSpec) -> Path | None:
+        """The system image on-demand guests copy before booting (made once)."""
+        if spec.image_size is None:
+            return None
+        if self._ondemand_image is None:
+            image = find_image()
+            if image is None:
+                raise HostError("no guest image is built yet: run `hvbench image build`")
+            self._scratch = make_owned_dir(work_dir(), "ondemand-")
+            self._ondemand_image = self._scratch / "base.raw"
+            write_raw_image(image, spec.image_size, self._ondemand_image)
+        return self._ondemand_image
+
+    def place_ondemand(self, guest: QemuPlatform) -> None:
+        """Put a guest started on demand into the neighbours' cgroups."""
+        with contextlib.suppress(HvbenchError):
+            self._place(guest, "neighbours")
+
+    def stop(self) -> None:
+        for nb in self.neighbours:
+            if nb.load is not None:
+                nb.load.stop()
+        try:
+            for nb in reversed(self.neighbours):
+                with contextlib.suppress(Exception):
+                    nb.servers.close()
+                nb.guest.stop()
+        finally:
+            self.neighbours.clear()
+            if self.cgroups is not None:
+                self.cgroups.stop()
+                self.cgroups = None
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                self._scratch = self._ondemand_image = None
+
+    def describe(self) -> dict[str, Any]:
+        """What was set up, for the stored result."""
+        return {
+            "scenario": self.name, "spec": self.spec.model_dump(mode="json"),
+            "neighbours": [{"label": nb.label, "role": nb.spec.role, "pid": nb.guest.pid,
+                            "qemu_argv": nb.guest.argv} for nb in self.neighbours],
+            "cgroups": self.cgroups.describe() if self.cgroups else None,
+        }
+
+
+def _background(guest: QemuPlatform, argv: list[str]) -> None:
+    """Start ``argv`` in the guest, detached (the guest is stopped with the scenario).
+    Raises :class:`CommandError`-like GuestError if the shell cannot start it."""
+    script = '"$@" </dev/null >/dev/null 2>&1 &'
+    result = guest.exec(["sh", "-c", script, "sh", *argv], timeout=30)
+    if not result.ok:
+        raise HvbenchError(f"neighbour {guest.name}: cannot start {argv[0]}: "
+                           f"{result.stderr.decode(errors='replace')}")
+
+
+def _web_chunk(site: WebWorkloadSpec, client: Endpoint, server: Endpoint
+               ) -> Callable[[], float]:
+    address, port = server.reach(site.port)
+    kb = site.file_kb[0]
+
+    def once() -> float:
+        argv = web.httperf_argv(server=address, port=port, uri=web.file_uri(kb),
+                                rate=site.rate, num_conns=max(1, round(site.rate * LOAD_CHUNK_S)))
+        done = client.executor.exec(argv, timeout=LOAD_CHUNK_S + 30)
+        result = web.parse_httperf(done.text())
+        return result.ok_replies / result.duration_s if result.duration_s > 0 else 0.0
+    return once
+
+
+def _iperf3_chunk(spec: NeighbourSpec, client: Endpoint, server: Endpoint
+                  ) -> Callable[[], float]:
+    address, port = server.reach(NEIGHBOUR_PORT)
+    load = NetworkWorkloadSpec(direction="tx" if spec.direction == "to-guest" else "rx",
+                               duration_s=LOAD_CHUNK_S, omit_s=0, port=NEIGHBOUR_PORT,
+                               protocol="tcp")
+    argv = iperf3.client_argv(load, address, port, bind_address=client.bind_address)
+    if spec.bitrate is not None:
+        argv += ["-b", spec.bitrate]
+
+    def once() -> float:
+        done = client.executor.exec(argv, timeout=LOAD_CHUNK_S + 30)
+        result = iperf3.parse_iperf3_json(done.text())
+        return float(result.mbit_s)
+    return once
+
+
+# -- the monitors of a window ------------------------------------------------------------
+class ScenarioMonitors(PhaseMonitors):
+    """Phase monitors that also run the scenario's per-window activity."""
+
+    def __init__(self, run: ScenarioRun, inner: PhaseMonitors) -> None:
+        super().__init__(inner.monitors, inner.hz)
+        self.run = run
+        self._t0 = 0.0
+        self._ondemand: OnDemandStarts | None = None
+
+    def start(self) -> None:
+        super().start()
+        self._t0 = time.monotonic()
+        spec = self.run.spec.start
+        if spec is not None:
+            self._ondemand = OnDemandStarts(self.run, spec, self._t0)
+            self._ondemand.start()
+
+    def stop(self) -> MonitorResult:
+        t1 = time.monotonic()
+        ondemand, self._ondemand = self._ondemand, None
+        if ondemand is not None:
+            ondemand.join()
+        result = super().stop()
+        try:
+            self._add_loads(result, self._t0, t1)
+            if ondemand is not None:
+                ondemand.add_to(result)
+        finally:
+            if ondemand is not None:
+                ondemand.stop_guests()
+        return result
+
+    def abort(self) -> None:
+        ondemand, self._ondemand = self._ondemand, None
+        if ondemand is not None:
+            ondemand.join()
+            ondemand.stop_guests()
+        super().abort()
+
+    def _add_loads(self, result: MonitorResult, t0: float, t1: float) -> None:
+        for nb in self.run.neighbours:
+            if nb.load is None:
+                continue
+            rate = nb.load.rate_between(t0, t1)
+            unit = "replies_per_s" if nb.spec.load == "web" else "goodput_mbit_s"
+            if rate is not None:
+                result.summary[f"{nb.label}.load.{unit}"] = rate
+                if nb.spec.load == "web":
+                    result.summary[f"{nb.label}.load.file_kb"] = float(nb.spec.file_kb)
+            if nb.load.error:
+                result.errors[f"{nb.label}.load"] = nb.load.error
+
+
+class OnDemandStarts:
+    """Starts the scenario's on-demand guests during one window, in a thread, and
+    records when each was asked for and how long it took to answer (create ->
+    agent ready); the guests are stopped when the window ends."""
+
+    def __init__(self, run: ScenarioRun, spec: StartOnDemandSpec, t0: float) -> None:
+        self.run = run
+        self.spec = spec
+        self.t0 = t0
+        self.guests: list[QemuPlatform] = []
+        self.starts: list[tuple[float, float]] = []  # (asked at, start-up seconds)
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="ondemand", daemon=True)
+        self._scratch: Path | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            for index in range(self.spec.count):
+                due = self.t0 + self.spec.at_s + index * self.spec.interval_s
+                if self._stop.wait(max(0.0, due - time.monotonic())):
+                    return
+                self._start_one(index)
+        except HvbenchError as exc:
+            self.error = str(exc).splitlines()[0]
+
+    def _start_one(self, index: int) -> None:
+        asked = time.monotonic()
+        root = self._root_copy(index)
+        guest = QemuPlatform(self.spec.vm(), name=f"{self.run.target.name[:20]}-od{index}",
+                             root_disk=root)
+        self.guests.append(guest)
+        guest.launch()
+        self.starts.append((asked - self.t0, time.monotonic() - asked))
+        self.run.place_ondemand(guest)
+
+    def _root_copy(self, index: int) -> Path | None:
+        """A fresh copy of the on-demand system image (the copy is part of start-up)."""
+        base = self.run.ondemand_image(self.spec)
+        if base is None:
+            return None
+        if self._scratch is None:
+            self._scratch = make_owned_dir(work_dir(), "ondemand-copy-")
+        dest = self._scratch / f"od{index}.raw"
+        shutil.copyfile(base, dest)
+        return dest
+
+    def join(self) -> None:
+        """Wait for the starts in progress (a window ends after its guests are up)."""
+        self._thread.join()
+
+    def add_to(self, result: MonitorResult) -> None:
+        """Start-up times, the target's 1 s throughput buckets and the dip."""
+        for index, (asked, startup) in enumerate(self.starts):
+            result.summary[f"ondemand.{index}.asked_at_s"] = asked
+            result.summary[f"ondemand.{index}.startup_s"] = startup
+        if self.error:
+            result.errors["ondemand"] = self.error
+        buckets = one_second_buckets(_throughput_rows(result))
+        if buckets:
+            result.series["throughput"] = [(float(t), {"value": v}) for t, v in buckets]
+            first = min((a for a, _ in self.starts), default=self.spec.at_s)
+            result.summary |= {f"dip.{k}": v for k, v in dip_metrics(buckets, first).items()}
+
+    def stop_guests(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for guest in self.guests:
+            guest.stop()
+        self.guests.clear()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+
+
+def _throughput_rows(result: MonitorResult) -> Iterator[tuple[float, float]]:
+    """The target's traffic per sample: its first tap's rx + tx Mbit/s from the NIC
+    sampler, else the host disk's read + write MB/s."""
+    for t, values in result.series.get("net", []):
+        if "guest-tap0.rx_mbit_s" in values:
+            yield t, values["guest-tap0.rx_mbit_s"] + values.get("guest-tap0.tx_mbit_s", 0.0)
+    if "net" in result.series:
+        return
+    for monitor, points in result.series.items():
+        if monitor.startswith("host.disk."):
+            for t, values in points:
+                yield t, values.get("r_mb_s", 0.0) + values.get("w_mb_s", 0.0)
+            return

@@ -1,0 +1,138 @@
+"""The lifecycle workload with real TCG guests: create, boot, shut down, idle."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from hvbench.errors import GuestBootError, GuestTimeoutError, ImageError
+from hvbench.image.builder import GuestImage
+from hvbench.model.spec import VmSpec
+from hvbench.model.study import LIFECYCLE_PHASES, LifecycleWorkloadSpec
+from hvbench.workloads.endpoints import NetPhaseOutcome
+from hvbench.workloads.lifecycle import (
+    RAW_KIND,
+    RepositoryCache,
+    remove_repository,
+    run_lifecycle,
+    write_repository,
+)
+
+pytestmark = pytest.mark.integration
+
+#: The smallest system image that holds the guest's root filesystem (about 117 MiB).
+SIZE = 128 << 20
+VM = VmSpec(accel="tcg")
+
+
+def values(outcome: NetPhaseOutcome) -> dict[str, float]:
+    return {name: value for name, (value, _) in outcome.metrics.items()}
+
+
+def check_life(outcomes: list[NetPhaseOutcome], spec: LifecycleWorkloadSpec,
+               wall: float) -> dict[str, float]:
+    """Every phase positive, the phases summing to about the run's wall time."""
+    assert [o.phase for o in outcomes] == list(spec.phase_list())
+    assert all(o.raw_kind == RAW_KIND for o in outcomes)
+    phases = {o.phase: values(o)["duration_s"] for o in outcomes if o.phase != "idle"}
+    assert all(d > 0 for d in phases.values()), phases
+    doc = json.loads(outcomes[0].raw)
+    assert doc["phases"] == pytest.approx(phases)
+    # Phases and the two gaps tile the guest's life exactly; the gaps are small.
+    assert sum(phases.values()) + sum(doc["gaps"].values()) == pytest.approx(doc["wall_s"])
+    assert sum(doc["gaps"].values()) < 0.5, doc["gaps"]
+    # The call also wrote the repository image (unless cached) and ran the idle phase.
+    assert doc["wall_s"] <= wall
+    assert doc["shutdown_boundary"] == "qmp-shutdown-event"
+    kernel = values(outcomes[LIFECYCLE_PHASES.index("kernel")])
+    # The kernel counted most of the kernel phase itself; the rest is firmware/loading.
+    assert 0 < kernel["guest_uptime_s"] < kernel["duration_s"]
+    assert doc["init_line"].startswith("hvbench-stage1:")
+    return phases
+
+
+@pytest.mark.parametrize(("create", "fmt"),
+                         [("copy", "raw"), ("convert", "qcow2"), ("overlay", "qcow2")])
+def test_lifecycle_phases(image: GuestImage, no_leaks: Path, create: str, fmt: str) -> None:
+    spec = LifecycleWorkloadSpec.model_validate(
+        {"image_size": SIZE, "image_format": fmt, "create": create, "timeout_s": 300})
+    started = time.monotonic()
+    outcomes = run(spec, image, no_leaks)
+    phases = check_life(outcomes, spec, time.monotonic() - started)
+    create_metrics = values(outcomes[0])
+    if create == "overlay":
+        assert create_metrics["size_bytes"] < 4 << 20
+    else:
+        assert create_metrics["size_bytes"] >= SIZE
+        assert create_metrics["mb_s"] > 0
+    doc = json.loads(outcomes[0].raw)
+    assert doc["created"]["format"] == fmt
+    assert doc["guest"]["qemu_argv"]
+    print(f"{create}/{fmt}: " + ", ".join(f"{p} {d:.3f} s" for p, d in phases.items()))
+
+
+def run(spec: LifecycleWorkloadSpec, image: GuestImage, scratch: Path,
+        cache: RepositoryCache | None = None) -> list[NetPhaseOutcome]:
+    return run_lifecycle(spec, VM, name="qemu/lifecycle", scratch=scratch, image=image,
+                         source_cache=cache)
+
+
+def test_repetitions_reuse_the_repository_image(image: GuestImage, no_leaks: Path) -> None:
+    spec = LifecycleWorkloadSpec(image_size=SIZE, timeout_s=300)
+    cache: RepositoryCache = {}
+    try:
+        first = json.loads(run(spec, image, no_leaks, cache)[0].raw)["repository"]
+        second = json.loads(run(spec, image, no_leaks, cache)[0].raw)["repository"]
+        assert (first["cached"], second["cached"]) == (False, True)
+        assert first["sha256"] == second["sha256"] and first["path"] == second["path"]
+        assert len(list(no_leaks.iterdir())) == 1  # only the repository's directory
+    finally:
+        remove_repository(cache)
+    assert cache == {}
+
+
+def test_idle_guests_use_cpu(image: GuestImage, no_leaks: Path) -> None:
+    spec = LifecycleWorkloadSpec(image_size=SIZE, idle_guests=2, idle_s=3, timeout_s=300)
+    started = time.monotonic()
+    outcomes = run(spec, image, no_leaks)
+    check_life(outcomes, spec, time.monotonic() - started)
+    idle = outcomes[-1]
+    assert idle.phase == "idle"
+    metrics = values(idle)
+    assert metrics["guests"] == 2
+    assert metrics["qemu_run_pct"] > 0
+    assert metrics["qemu_cpu_pct"] >= 0 and metrics["host_busy_pct"] >= 0
+    assert metrics["window_s"] == pytest.approx(3.0, abs=0.5)
+    assert len(idle.series) >= 2
+    assert {"host_busy_pct", "qemu_cpu_pct", "qemu_run_pct"} <= set(idle.series[0][1])
+    doc = json.loads(idle.raw)
+    assert len(doc["idle"]["guests"]) == 2
+    print(f"idle: {metrics}")
+
+
+def test_boot_running_out_of_time_leaves_nothing(image: GuestImage, no_leaks: Path) -> None:
+    cache: RepositoryCache = {}
+    try:
+        repo_dir = no_leaks / "repo"
+        repo_dir.mkdir()
+        cache[(SIZE, "raw")] = write_repository(image=image, size=SIZE, fmt="raw",
+                                                directory=repo_dir)
+        # Creating the copy takes a fraction of a second; booting takes seconds.
+        spec = LifecycleWorkloadSpec(image_size=SIZE, timeout_s=1.5)
+        with pytest.raises((GuestBootError, GuestTimeoutError)) as info:
+            run(spec, image, no_leaks, cache)
+        if isinstance(info.value, GuestBootError):
+            assert "QEMU argv" in str(info.value)
+        assert sorted(p.name for p in no_leaks.iterdir()) == ["repo"]
+    finally:
+        remove_repository(cache)
+
+
+def test_image_smaller_than_the_root_filesystem_is_refused(image: GuestImage,
+                                                           no_leaks: Path) -> None:
+    spec = LifecycleWorkloadSpec(image_size=64 << 20)
+    with pytest.raises(ImageError, match="cannot hold the guest's root filesystem"):
+        run(spec, image, no_leaks)

@@ -1,0 +1,218 @@
+"""Scenarios end to end: real neighbour guests in every role, guests started on demand
+during a measurement, CPU weights through the host's cgroups, and cleanup after
+``kill -9``."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hvbench.host.cgroups import detect_cpu_cgroups
+from hvbench.image.builder import GuestImage
+from hvbench.model.study import parse_study
+from hvbench.runner import run_study
+from hvbench.store.sqlite import MeasurementRow, Store
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the net lab and cgroups need root"),
+]
+HVBENCH = str(Path(sys.executable).parent / "hvbench")
+HOST_RAM = 24 << 30
+
+#: The lab host and the target guest every study here uses.
+TARGET = """
+[[lab.host]]
+name = "client"
+
+[[platform]]
+name = "vm"
+machine = "pc"
+memory_mib = 256
+nic = { model = "virtio-net", backend = "tap" }
+"""
+
+ROLES = """
+[study]
+name = "roles"
+repetitions = 1
+seed = 3
+""" + TARGET + """
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "client"
+duration_s = 4
+omit_s = 0.5
+
+[[scenario]]
+name = "idle"
+neighbours = [{ role = "idle" }]
+
+[[scenario]]
+name = "cpu"
+neighbours = [{ role = "cpu" }]
+
+[[scenario]]
+name = "disk"
+neighbours = [{ role = "disk", rw = "randwrite", block_size = "64K" }]
+
+[[scenario]]
+name = "netperf"
+neighbours = [{ role = "net", load = "iperf3", bitrate = "50M" }]
+
+[[scenario]]
+name = "netweb"
+neighbours = [{ role = "net", load = "web", file_kb = 10, rate = 40 }]
+"""
+
+ONDEMAND = """
+[study]
+name = "ondemand"
+repetitions = 1
+""" + TARGET + """
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "client"
+duration_s = 14
+omit_s = 0
+
+[[scenario]]
+name = "od"
+start = { count = 2, at_s = 4, interval_s = 1, image_size = "160M" }
+"""
+
+WEIGHTS = """
+[study]
+name = "weights"
+repetitions = 1
+""" + TARGET + """
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "client"
+duration_s = 3
+omit_s = 0.5
+
+[[scenario]]
+name = "w"
+neighbours = [{ role = "cpu" }]
+weights = { io = [0.5, 2], target = 1, neighbours = 1, cpus = "0" }
+"""
+
+
+def _run(text: str, tmp_path: Path) -> tuple[list[MeasurementRow], Path, str]:
+    study = parse_study(text, str(tmp_path / "study.toml"), HOST_RAM)
+    db = tmp_path / "r.db"
+    with Store(db) as store:
+        outcome = run_study(study, store)
+        failures = store.failures(outcome.run_id)
+        assert outcome.failures == 0, "\n\n".join(f.error or "" for f in failures)
+        return store.measurements(outcome.run_id), db, outcome.run_id
+
+
+def _values(rows: list[MeasurementRow]) -> dict[tuple[str, str], float]:
+    return {(r.platform, r.metric): r.value for r in rows}
+
+
+def test_every_neighbour_role_runs_next_to_the_target(image: GuestImage,
+                                                      tmp_path: Path) -> None:
+    rows, db, _ = _run(ROLES, tmp_path)
+    values = _values(rows)
+    for platform in ("vm", "vm@idle", "vm@cpu", "vm@disk", "vm@netperf", "vm@netweb"):
+        assert values[(platform, "mbit_s")] > 1.0, platform
+    idle_cpu = values[("vm@idle", "nb0.vcpu.cpu_pct")]
+    assert idle_cpu < 30.0
+    assert values[("vm@cpu", "nb0.vcpu.cpu_pct")] > 60.0
+    # fio keeps the disk neighbour's vCPU busier than an idle guest's.
+    assert values[("vm@disk", "nb0.vcpu.cpu_pct")] > idle_cpu
+    assert 10.0 < values[("vm@netperf", "nb0.load.goodput_mbit_s")] < 60.0
+    assert values[("vm@netweb", "nb0.load.replies_per_s")] == pytest.approx(40.0, rel=0.15)
+    assert ("vm", "nb0.vcpu.cpu_pct") not in values
+    with sqlite3.connect(db) as conn:
+        monitors = {m for (m,) in conn.execute("SELECT DISTINCT monitor FROM samples")}
+        raw = [json.loads(c) for (c,) in conn.execute(
+            "SELECT content FROM raw_outputs WHERE kind = 'scenario-json'")]
+    assert {"nb0", "net", "qemu"} <= monitors
+    assert {r["scenario"] for r in raw} == {"idle", "cpu", "disk", "netperf", "netweb"}
+    assert all(len(r["neighbours"]) == 1 and r["neighbours"][0]["qemu_argv"] for r in raw)
+
+
+def test_guests_started_on_demand_are_timed_and_the_dip_measured(
+        image: GuestImage, tmp_path: Path) -> None:
+    rows, db, _ = _run(ONDEMAND, tmp_path)
+    values = _values(rows)
+    for index in (0, 1):
+        assert 0.5 < values[("vm@od", f"ondemand.{index}.startup_s")] < 60.0
+    assert values[("vm@od", "ondemand.0.asked_at_s")] == pytest.approx(4.0, abs=0.5)
+    assert values[("vm@od", "ondemand.1.asked_at_s")] >= 5.0
+    assert values[("vm@od", "dip.baseline")] > 1.0
+    assert 0.0 <= values[("vm@od", "dip.depth_pct")] <= 100.0
+    with sqlite3.connect(db) as conn:
+        seconds = [t for (t,) in conn.execute(
+            "SELECT t FROM samples WHERE monitor = 'throughput' ORDER BY t")]
+    assert seconds[0] == 0.0 and len(seconds) >= 12
+
+
+def _cgroup_dirs() -> set[str]:
+    support = detect_cpu_cgroups()
+    roots = [r for r in (support.cpu_root, support.cpuset_root, support.cpuacct_root) if r]
+    return {str(p) for root in roots for p in root.glob("hvbench-*")}
+
+
+def test_weights_go_into_cgroups_that_are_removed_afterwards(
+        image: GuestImage, tmp_path: Path) -> None:
+    support = detect_cpu_cgroups()
+    if support.version is None:
+        pytest.skip(f"no CPU cgroups here: {support.reason}")
+    before = _cgroup_dirs()
+    rows, db, _ = _run(WEIGHTS, tmp_path)
+    with sqlite3.connect(db) as conn:
+        raw = [json.loads(c) for (c,) in conn.execute(
+            "SELECT content FROM raw_outputs WHERE kind = 'scenario-json'")]
+    described = {r["scenario"]: r["cgroups"] for r in raw}
+    assert set(described) == {"w.0.5", "w.2"}
+    assert all(d is not None and d["version"] == support.version for d in described.values())
+    assert _cgroup_dirs() == before
+    values = _values(rows)
+    assert values[("vm@w.0.5", "mbit_s")] > 0 and values[("vm@w.2", "mbit_s")] > 0
+
+
+def _qemu_pids() -> set[str]:
+    out = subprocess.run(["pgrep", "-f", "qemu-system"], capture_output=True, text=True,
+                         check=False).stdout
+    return set(out.split())
+
+
+def test_kill_9_then_cleanup_removes_neighbours_cgroups_and_lab(
+        image: GuestImage, tmp_path: Path) -> None:
+    study, db = tmp_path / "w.toml", tmp_path / "r.db"
+    study.write_text(WEIGHTS.replace("duration_s = 3", "duration_s = 20"))
+    before_qemu, before_cg = _qemu_pids(), _cgroup_dirs()
+    proc = subprocess.Popen([HVBENCH, "run", str(study), "--db", str(db)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    # Wait until the scenario's neighbour is up: two more QEMUs than before.
+    while len(_qemu_pids() - before_qemu) < 2 and time.monotonic() < deadline:
+        assert proc.poll() is None, "the study ended before it could be killed"
+        time.sleep(0.2)
+    time.sleep(2.0)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = subprocess.run([HVBENCH, "cleanup"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + 15
+    while _qemu_pids() - before_qemu and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _qemu_pids() - before_qemu, "a guest outlived hvbench"
+    assert _cgroup_dirs() == before_cg

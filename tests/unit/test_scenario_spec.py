@@ -1,0 +1,150 @@
+"""Scenarios, lifecycle and propagation workloads in study files: expansion and errors;
+the time-series statistics of start-on-demand."""
+
+from __future__ import annotations
+
+import pytest
+
+from hvbench.errors import SpecError
+from hvbench.model.scenario import NeighbourSpec, ScenarioSpec
+from hvbench.model.study import QemuPlatformSpec, parse_study
+from hvbench.stats import dip_metrics, one_second_buckets, series_cov_pct
+
+HOST_RAM = 24 << 30
+
+BASE = """
+[study]
+name = "sc"
+repetitions = 1
+
+[[lab.host]]
+name = "client"
+
+[[platform]]
+kind = "native"
+
+[[platform]]
+name = "vm"
+nic = { model = "virtio-net", backend = "tap" }
+
+[[workload]]
+name = "web"
+kind = "web"
+client = "client"
+file_kb = [1, 70]
+
+[[workload]]
+name = "dd"
+profile = "dd"
+direct = true
+"""
+
+
+def _parse(extra: str) -> list[str]:
+    return [c.name for c in parse_study(BASE + extra, "sc.toml", HOST_RAM).cells]
+
+
+def test_scenarios_multiply_qemu_cells_only() -> None:
+    names = _parse("""
+[[scenario]]
+name = "idle3"
+neighbours = [{ role = "idle", count = 3 }]
+
+[[scenario]]
+name = "w"
+weights = { io = [0.5, 1, 2] }
+workloads = ["web"]
+""")
+    assert names == ["native/web", "native/dd", "vm/web", "vm@idle3/web", "vm@w.0.5/web",
+                     "vm@w.1/web", "vm@w.2/web", "vm/dd", "vm@idle3/dd"]
+
+
+def test_platform_name_and_json_carry_the_scenario() -> None:
+    study = parse_study(BASE + '[[scenario]]\nname = "cpu"\nneighbours = [{ role = "cpu" }]\n',
+                        "sc.toml", HOST_RAM)
+    cell = next(c for c in study.cells if c.scenario is not None)
+    assert cell.platform_name == "vm@cpu"
+    assert isinstance(cell.platform.spec, QemuPlatformSpec)
+    assert study.cells[0].platform_name == "native"
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ('[[scenario]]\nneighbours = [{ role = "idle" }]\n', "scenario[0]: name"),
+    ('[[scenario]]\nname = "alone"\nneighbours = [{ role = "idle" }]\n', "not 'alone'"),
+    ('[[scenario]]\nname = "x"\n', "needs neighbours, start or weights"),
+    ('[[scenario]]\nname = "x"\nneighbours = [{ role = "idle", rate = 5 }]\n',
+     "rate does not apply to role = \"idle\""),
+    ('[[scenario]]\nname = "x"\nneighbours = [{ role = "gpu" }]\n', "neighbours[0].role"),
+    ('[[scenario]]\nname = "x"\nneighbours = [{ role = "net", client = "nobody" }]\n',
+     "client 'nobody' is not a [[lab.host]]"),
+    ('[[scenario]]\nname = "x"\nweights = { cpus = "zero" }\n', "expected a CPU list"),
+    ('[[scenario]]\nname = "x"\nweights = { io = 0 }\n', "weights.io"),
+    ('[[scenario]]\nname = "x"\nweights = { io = 2 }\nworkloads = ["nope"]\n',
+     "no workload is named 'nope'"),
+    ('[[scenario]]\nname = "x"\nstart = { count = 0 }\n', "start.count"),
+    ('[[scenario]]\nname = "x"\nweights = { io = 2 }\n[[scenario]]\nname = "x"\n'
+     'weights = { io = 3 }\n', "both named 'x'"),
+])
+def test_scenario_errors_name_file_field_and_expectation(extra: str, message: str) -> None:
+    with pytest.raises(SpecError) as err:
+        _parse(extra)
+    assert "sc.toml" in str(err.value) and message in str(err.value)
+
+
+def test_neighbour_vm_has_what_its_role_needs() -> None:
+    assert NeighbourSpec(role="net").vm().nics[0].backend == "tap"
+    assert NeighbourSpec(role="disk").vm().disks[0].size == 1 << 30
+    idle = NeighbourSpec(role="idle", vcpus=2, memory_mib=384).vm()
+    assert (idle.vcpus, idle.memory_mib, idle.nics, idle.disks) == (2, 384, (), ())
+    spec = ScenarioSpec(neighbours=(NeighbourSpec(count=2), NeighbourSpec(role="net")))
+    assert spec.guest_count() == 3 and spec.lab_clients() == {"client"}
+
+
+def test_lifecycle_cells_are_qemu_only_and_alone_only() -> None:
+    text = """
+[study]
+name = "p"
+[[platform]]
+kind = "native"
+[[platform]]
+name = "vm"
+[[workload]]
+kind = "lifecycle"
+create = "overlay"
+image_format = "qcow2"
+image_size = ["128M", "256M"]
+[[scenario]]
+name = "idle"
+neighbours = [{ role = "idle" }]
+"""
+    study = parse_study(text, "p.toml", HOST_RAM)
+    assert [c.name for c in study.cells] == ["vm/lifecycle.128M", "vm/lifecycle.256M"]
+    assert study.lab is None
+
+
+def test_lifecycle_overlay_needs_qcow2() -> None:
+    text = ('[study]\nname = "l"\n[[platform]]\nname = "vm"\n[[workload]]\n'
+            'kind = "lifecycle"\ncreate = "overlay"\n')
+    with pytest.raises(SpecError, match="image_format = \"qcow2\""):
+        parse_study(text, "l.toml", HOST_RAM)
+
+
+def test_one_second_buckets_average_each_second() -> None:
+    rows = [(0.05, 10.0), (0.55, 20.0), (1.1, 30.0), (2.9, 40.0), (-0.1, 99.0)]
+    assert one_second_buckets(rows) == [(0, 15.0), (1, 30.0), (2, 40.0)]
+
+
+def test_dip_metrics_measure_depth_and_length_against_the_baseline() -> None:
+    buckets = [(0, 100.0), (1, 102.0), (2, 98.0), (3, 50.0), (4, 80.0), (5, 95.0), (6, 100.0)]
+    dip = dip_metrics(buckets, event_s=3.0)
+    assert dip["baseline"] == 100.0
+    assert dip["depth_pct"] == pytest.approx(50.0)
+    assert dip["length_s"] == 2.0  # seconds 3 and 4 are below 90 %
+    assert dip_metrics(buckets, event_s=0.0) == {}
+    assert dip_metrics([(0, 100.0), (1, 100.0)], event_s=1.0)["length_s"] == 0.0
+
+
+def test_series_cov() -> None:
+    assert series_cov_pct([1.0]) is None
+    assert series_cov_pct([0.0, 0.0]) is None
+    assert series_cov_pct([9.0, 11.0]) == pytest.approx(14.142, rel=1e-3)
