@@ -276,4 +276,3 @@ def run_web_cell(session: LabSession, platform: Platform, cell: Cell,
                 outcome = run_web_phase(spec, kb, client, server)
             out.append(MeasuredPhase(outcome, window.wall_s, window.result))
     return out
-

@@ -440,14 +440,7 @@ class StudyRunner:
             return _is_alive(platform)
         if boot_s is not None and isinstance(platform, QemuPlatform):
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
-        if item.repetition >= 0:
-            self.store.record_repetition(
-                run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
-                repetition=item.repetition, position=item.position, status="ok",
-                measurements=result.measurements, samples=result.samples, raw=result.raw,
-                qemu_argv=getattr(platform, "argv", None), accel=getattr(platform, "accel", None),
-                started_at=started, finished_at=_now())
-        self.progress(item, "done")
+        self._record_ok(item, cell_ids, result, started, platform)
         return True
 
     def _run_cell(self, platform: Platform, cell: Cell) -> CellResult:
@@ -501,12 +494,18 @@ class StudyRunner:
         except HvbenchError as exc:
             self._record_failure(item, cell_ids, exc, None)
             return
+        self._record_ok(item, cell_ids, result, started, None)
+
+    def _record_ok(self, item: PlannedItem, cell_ids: dict[str, int], result: CellResult,
+                   started: str, platform: Platform | None) -> None:
+        """Commit a measured repetition (warm-up items are not stored)."""
         if item.repetition >= 0:
             self.store.record_repetition(
                 run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
                 repetition=item.repetition, position=item.position, status="ok",
                 measurements=result.measurements, samples=result.samples, raw=result.raw,
-                qemu_argv=None, accel=None, started_at=started, finished_at=_now())
+                qemu_argv=getattr(platform, "argv", None), accel=getattr(platform, "accel", None),
+                started_at=started, finished_at=_now())
         self.progress(item, "done")
 
     def _self_booting_result(self, cell: Cell) -> CellResult:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hvbench.errors import HostError, HvbenchError
+from hvbench.errors import CommandError, HostError, HvbenchError
 from hvbench.host.cgroups import CpuCgroups, GroupSettings, qemu_thread_groups
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.image.builder import find_image
@@ -33,7 +33,7 @@ from hvbench.image.system_image import write_raw_image
 from hvbench.lab_session import LabSession, lab_guest_endpoint
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec, StartOnDemandSpec
 from hvbench.model.study import NetworkWorkloadSpec, WebWorkloadSpec
-from hvbench.monitors.sampler import MonitorResult, ThreadCpuSampler
+from hvbench.monitors.sampler import Monitor, MonitorResult, ThreadCpuSampler
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.stats import dip_metrics, one_second_buckets
@@ -238,7 +238,7 @@ class ScenarioRun:
         extra = [ThreadCpuSampler(nb.guest.pid, set(nb.guest.vcpu_threads().values()),
                                   name=nb.label)
                  for nb in self.neighbours if nb.guest.pid is not None]
-        return ScenarioMonitors(self, PhaseMonitors([*inner.monitors, *extra], inner.hz))
+        return ScenarioMonitors(self, [*inner.monitors, *extra], inner.hz)
 
     def ondemand_image(self, spec: StartOnDemandSpec) -> Path | None:
         """The system image on-demand guests copy before booting (made once)."""
@@ -288,12 +288,13 @@ class ScenarioRun:
 
 def _background(guest: QemuPlatform, argv: list[str]) -> None:
     """Start ``argv`` in the guest, detached (the guest is stopped with the scenario).
-    Raises :class:`CommandError`-like GuestError if the shell cannot start it."""
+    Raises :class:`CommandError` (argv, exit code, stderr) if the shell cannot start it,
+    :class:`GuestError` if the guest fails."""
     script = '"$@" </dev/null >/dev/null 2>&1 &'
     result = guest.exec(["sh", "-c", script, "sh", *argv], timeout=30)
     if not result.ok:
-        raise HvbenchError(f"neighbour {guest.name}: cannot start {argv[0]}: "
-                           f"{result.stderr.decode(errors='replace')}")
+        raise CommandError(argv, result.exit_code, result.stderr.decode(errors="replace"),
+                           f"starting a neighbour's load in {guest.name}")
 
 
 def _web_chunk(site: WebWorkloadSpec, client: Endpoint, server: Endpoint
@@ -331,8 +332,8 @@ def _iperf3_chunk(spec: NeighbourSpec, client: Endpoint, server: Endpoint
 class ScenarioMonitors(PhaseMonitors):
     """Phase monitors that also run the scenario's per-window activity."""
 
-    def __init__(self, run: ScenarioRun, inner: PhaseMonitors) -> None:
-        super().__init__(inner.monitors, inner.hz)
+    def __init__(self, run: ScenarioRun, monitors: list[Monitor], hz: float) -> None:
+        super().__init__(monitors, hz)
         self.run = run
         self._t0 = 0.0
         self._ondemand: OnDemandStarts | None = None
