@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, nic_cmdline
 from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
 
@@ -112,6 +114,25 @@ def test_microvm_uses_mmio_devices() -> None:
     assert "virtio-serial-device,id=vserial0" in devs
     assert any(d.startswith("virtio-blk-device,") for d in devs)
     assert any(d.startswith("virtio-net-device,") for d in devs)
+
+
+@pytest.mark.parametrize(
+    ("machine", "accel", "khz", "expected"),
+    [
+        ("microvm", "tcg", 2445406, " tsc_early_khz=2445406"),
+        ("microvm", "tcg", None, ""),  # rate unknown: the guest calibrates as usual
+        ("microvm", "kvm", 2445406, ""),  # kvmclock gives the rate
+        ("q35", "tcg", 2445406, ""),  # HPET and PM timer are fallbacks
+    ],
+)
+def test_tsc_rate_reaches_only_tcg_microvm(
+    machine: str, accel: ResolvedAccel, khz: int | None, expected: str
+) -> None:
+    p = LaunchPlan(**{**plan(VmSpec(machine=machine), accel).__dict__, "host_tsc_khz": khz})
+    append = build_qemu_argv(p)[build_qemu_argv(p).index("-append") + 1]
+    assert ("tsc_early_khz=" in append) == bool(expected)
+    if expected:
+        assert append.startswith("console=ttyS0" + expected + " hvbench.drivers=")
 
 
 def test_nic_models_and_user_forwards() -> None:

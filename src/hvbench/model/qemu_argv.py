@@ -68,6 +68,8 @@ class LaunchPlan:
     #: The root disk's image format: ``raw`` (the bundled squashfs image, or a copy of
     #: it) or ``qcow2`` (a converted copy, or a copy-on-write overlay over a base image).
     root_format: str = "raw"
+    #: The host's TSC rate (kHz), handed to a TCG ``microvm`` guest; see :func:`tsc_cmdline`.
+    host_tsc_khz: int | None = None
 
 
 def disk_serial(index: int) -> str:
@@ -117,7 +119,7 @@ def _base_args(plan: LaunchPlan) -> list[str]:
         "-device", f"{_virtio(plan, 'virtio-serial')},id=vserial0",
         "-device", f"virtserialport,bus=vserial0.0,chardev=agent0,name={AGENT_PORT_NAME}",
         "-kernel", plan.kernel, "-initrd", plan.initrd,
-        "-append", plan.kernel_cmdline + driver_cmdline(plan.spec)
+        "-append", plan.kernel_cmdline + tsc_cmdline(plan) + driver_cmdline(plan.spec)
         + nic_cmdline(plan.spec.nics, plan.macs),
     ]
 
@@ -235,6 +237,19 @@ def nic_cmdline(nics: Sequence[NicSpec], macs: Sequence[str]) -> str:
             have_route = True
         words.append(word)
     return "".join(f" {w}" for w in words)
+
+
+def tsc_cmdline(plan: LaunchPlan) -> str:
+    """`` tsc_early_khz=N`` for a ``microvm`` guest under TCG when the host rate is known.
+
+    Under TCG the guest's TSC runs at the host's rate. ``microvm`` has no HPET and no
+    ACPI PM timer, so when the guest's PIT-based TSC calibration fails (it races the
+    host scheduler under TCG) its boot stops; with the rate given there is no
+    calibration. Under KVM the kvmclock gives the rate, and q35/pc have fallbacks.
+    """
+    if plan.spec.machine != "microvm" or plan.accel != "tcg" or plan.host_tsc_khz is None:
+        return ""
+    return f" tsc_early_khz={plan.host_tsc_khz}"
 
 
 def driver_cmdline(spec: VmSpec) -> str:

@@ -37,6 +37,7 @@ from hvbench.errors import (
 from hvbench.host import facts
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.tsc import tsc_khz
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage, find_image
 from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, disk_serial
 from hvbench.model.spec import VmSpec
@@ -198,6 +199,7 @@ class QemuPlatform:
             disk_images=images, tap_names=taps, macs=macs,
             vhost=facts.vhost_net_available(), qemu_binary=QEMU_BINARY,
             root_disk=self._root_disk_path(image), root_format=self._root_format,
+            host_tsc_khz=tsc_khz() if self.spec.machine == "microvm" else None,
         )
 
     def _root_disk_path(self, image: GuestImage) -> str | None:
