@@ -17,6 +17,8 @@ so that every measured window also
 from __future__ import annotations
 
 import contextlib
+import os
+import re
 import shutil
 import threading
 import time
@@ -204,7 +206,7 @@ class ScenarioRun:
         weights = self.spec.weights
         if weights is None:
             return
-        cgroups = CpuCgroups(f"{self.key[:12]}")
+        cgroups = CpuCgroups(cgroup_tag(self.key))
         self.cgroups = cgroups
         cgroups.start()
         quota = weights.target_quota_pct
@@ -284,6 +286,16 @@ class ScenarioRun:
                             "qemu_argv": nb.guest.argv} for nb in self.neighbours],
             "cgroups": self.cgroups.describe() if self.cgroups else None,
         }
+
+
+def cgroup_tag(key: str) -> str:
+    """A cgroup tag for a scenario's platform name (``vm@w.2`` -> ``vm-w.2-<pid>``).
+
+    Cgroup names allow letters, digits, ``_ . -`` only; the pid keeps two hvbench
+    processes running the same study apart.
+    """
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "-", key).lstrip(".-")[:40] or "scenario"
+    return f"{safe}-{os.getpid()}"
 
 
 def _background(guest: QemuPlatform, argv: list[str]) -> None:

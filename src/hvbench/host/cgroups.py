@@ -3,50 +3,64 @@
 Seed 003 §6 tuned Xen's credit scheduler (weights Dom0:Dom1:Dom2 = 0.5:1:1 ... 2:1:1).
 The analog here: each guest's vCPU threads, and the host-side I/O threads of every
 guest (QEMU main loops, iothreads, thread-pool workers: what Dom0 did for Xen guests),
-go into cgroups hvbench creates under a parent ``hvbench-<tag>``.
+go into cgroups hvbench creates under a parent ``hvbench-<tag>`` (see docs/cgroups.md).
 
 Both cgroup versions are handled, whichever holds the cpu controller:
 
 - **v1** (``cpu`` hierarchy): ``cpu.shares`` = 1024 x ratio; quota through
   ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``; pinning in the separate ``cpuset``
   hierarchy (``cpuset.cpus`` and ``cpuset.mems`` must be set before a task may join);
-  usage from ``cpuacct.usage``. A thread is moved by writing its TID to ``tasks``.
+  usage from ``cpuacct.usage``. A thread is moved by writing its TID to ``tasks`` of
+  every hierarchy.
 - **v2** (unified): ``cpu.weight`` = 100 x ratio; ``cpu.max``; ``cpuset.cpus``; usage
   from ``cpu.stat``. Threads of one process may only sit in different cgroups of a
   *threaded* subtree: the parent is a domain with ``+cpu +cpuset`` in its
   ``cgroup.subtree_control``, the groups are ``threaded``; a process joins the parent
   (``cgroup.procs``) before its threads are written to ``cgroup.threads``.
 
-Every path is written to an owner record (``<work_dir>/cgroups-<tag>.json``) *before*
-it is created, so :func:`cleanup_orphaned_cgroups` can remove the cgroups of an hvbench
-killed by ``kill -9``.
+Every path is written to an owner record (``<work_dir>/cgroups-<tag>.json``, with the
+owner's pid and start time) *before* it is created, so :func:`cleanup_orphaned_cgroups`
+can remove the cgroups of an hvbench killed by ``kill -9``, and only those.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import math
 import os
-from collections.abc import Iterable
+import re
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any, Literal
 
-from hvbench.errors import HostError, RootRequiredError
+from hvbench.errors import HostError, HvbenchError, RootRequiredError
 from hvbench.host import facts
 from hvbench.host.paths import work_dir
 
 CgroupVersion = Literal[1, 2]
+#: Name prefix of every cgroup hvbench creates (directly under a hierarchy's root).
 PREFIX = "hvbench-"
 RECORD_PREFIX = "cgroups-"
+#: CFS period for quotas, µs (the kernel's default; quotas are a share of it).
 CFS_PERIOD_US = 100_000
-#: Thread names of QEMU's vCPU threads (``CPU 0/TCG``, ``CPU 1/KVM``).
-_VCPU_COMM_SUFFIXES = ("/TCG", "/KVM")
+#: The kernel refuses CFS quotas below 1 ms.
+MIN_QUOTA_US = 1000
+#: How long stop() keeps retrying an rmdir that fails with EBUSY, seconds: a v2 cgroup
+#: stays populated for a moment after its last task exited.
+RMDIR_WAIT_S = 2.0
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
+_CPU_LIST = re.compile(r"\d+(-\d+)?(,\d+(-\d+)?)*")
 
 
 @dataclass(frozen=True)
 class CgroupSupport:
-    """Where the CPU controllers live; ``version`` None (with ``reason``) when absent."""
+    """Where the CPU controllers live; ``version`` None when absent. ``reason`` says why
+    (not) available, e.g. that the cpu controller is bound to v1 and not to cgroup2."""
 
     version: CgroupVersion | None
     cpu_root: Path | None = None
@@ -55,199 +69,553 @@ class CgroupSupport:
     reason: str = ""
 
 
-def detect_cpu_cgroups(mounts_text: str | None = None, root: Path = Path("/")
-                       ) -> CgroupSupport:
-    """Which cgroup version holds the cpu controller, from /proc/self/mounts.
+# -- detection ---------------------------------------------------------------------
+def _unescape(field: str) -> str:
+    r"""A /proc/mounts field with its octal escapes (``\040`` for a space) decoded."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
-    A v1 ``cpu`` hierarchy wins (then the controller cannot be in v2); else a cgroup2
-    mount whose ``cgroup.controllers`` lists ``cpu``."""
-    text = mounts_text if mounts_text is not None else _read(Path("/proc/self/mounts"))
+
+def _parse_mounts(text: str, root: Path) -> tuple[dict[str, Path], list[Path]]:
+    """({v1 controller: mount point}, [cgroup2 mount points]), paths under ``root``."""
     v1: dict[str, Path] = {}
     v2: list[Path] = []
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 4:
             continue
-        mount = root / fields[1].lstrip("/")
+        mount = root / _unescape(fields[1]).lstrip("/")
         if fields[2] == "cgroup":
+            # The controllers are among the options ("rw,relatime,cpu,cpuacct"); the
+            # first mount of a hierarchy wins (later ones are usually bind mounts).
             for option in fields[3].split(","):
                 v1.setdefault(option, mount)
         elif fields[2] == "cgroup2":
             v2.append(mount)
+    return v1, v2
+
+
+def _proc_cgroups_cpu(text: str) -> tuple[int, bool] | None:
+    """(hierarchy id, enabled) of the cpu controller in /proc/cgroups; None if unknown.
+    Hierarchy 0 means not bound to a v1 hierarchy (so available to cgroup2)."""
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[0] == "cpu" and fields[1].isdigit():
+            return int(fields[1]), fields[3] == "1"
+    return None
+
+
+def detect_cpu_cgroups(mounts_text: str | None = None, root: Path = Path("/"), *,
+                       cgroups_text: str | None = None) -> CgroupSupport:
+    """Which cgroup version holds the cpu controller.
+
+    Reads ``<root>/proc/self/mounts`` (or ``mounts_text``) and ``<root>/proc/cgroups``
+    (or ``cgroups_text``; optional, it only sharpens the reason): a v1 ``cpu`` hierarchy
+    wins (the controller is then unavailable to cgroup2), else a cgroup2 mount whose
+    ``cgroup.controllers`` lists ``cpu``. Mount points are returned under ``root``, so a
+    fake tree can be detected. Raises nothing: an unusable host gives version None."""
+    if mounts_text is None:
+        mounts_text = facts.read_text(root / "proc/self/mounts") or ""
+    if cgroups_text is None:
+        cgroups_text = facts.read_text(root / "proc/cgroups") or ""
+    v1, v2 = _parse_mounts(mounts_text, root)
+    cpu = _proc_cgroups_cpu(cgroups_text)
+    if cpu is not None and not cpu[1]:
+        return CgroupSupport(None, reason="the cpu controller is disabled in this kernel "
+                             "(/proc/cgroups; cgroup_disable=cpu?)")
     if "cpu" in v1:
-        return CgroupSupport(1, v1["cpu"], v1.get("cpuset"), v1.get("cpuacct", v1["cpu"]))
+        v2_note = (f"; cgroup2 at {', '.join(map(str, v2))} cannot have the cpu controller"
+                   " (it is bound to v1)") if v2 else ""
+        return CgroupSupport(1, v1["cpu"], v1.get("cpuset"), v1.get("cpuacct"),
+                             reason=f"cgroup v1: cpu controller at {v1['cpu']}{v2_note}")
     for mount in v2:
-        if "cpu" in _read(mount / "cgroup.controllers").split():
-            return CgroupSupport(2, mount, mount, mount)
-    return CgroupSupport(None, reason="no cgroup hierarchy holds the cpu controller "
-                         "(no v1 cpu mount, no cgroup2 mount listing cpu)")
+        controllers = (facts.read_text(mount / "cgroup.controllers") or "").split()
+        if "cpu" in controllers:
+            cpuset = mount if "cpuset" in controllers else None
+            return CgroupSupport(2, mount, cpuset, mount,
+                                 reason=f"cgroup v2: cpu controller at {mount}")
+    bound = cpu is not None and cpu[0] != 0
+    why = ("the cpu controller is bound to a cgroup v1 hierarchy that is not mounted"
+           if bound else "no cgroup hierarchy holds the cpu controller "
+           "(no v1 cpu mount, no cgroup2 mount listing cpu)")
+    return CgroupSupport(None, reason=why)
+
+
+# -- settings ------------------------------------------------------------------------
+def _check_ratio(ratio: float) -> None:
+    if not math.isfinite(ratio):
+        raise ValueError(f"a CPU weight must be a finite number, not {ratio!r}")
 
 
 def weight_to_shares(ratio: float) -> int:
-    """cgroup v1 ``cpu.shares`` of a relative weight (1.0 -> 1024)."""
+    """cgroup v1 ``cpu.shares`` of a relative weight (1.0 -> 1024), clamped to the
+    kernel's range [2, 262144]. Raises ValueError for NaN or infinity."""
+    _check_ratio(ratio)
     return max(2, min(262144, round(1024 * ratio)))
 
 
 def weight_to_v2(ratio: float) -> int:
-    """cgroup v2 ``cpu.weight`` of a relative weight (1.0 -> 100)."""
+    """cgroup v2 ``cpu.weight`` of a relative weight (1.0 -> 100), clamped to the
+    kernel's range [1, 10000]. Raises ValueError for NaN or infinity."""
+    _check_ratio(ratio)
     return max(1, min(10000, round(100 * ratio)))
+
+
+def quota_us(quota_pct: float) -> int:
+    """The CFS quota per :data:`CFS_PERIOD_US` of ``quota_pct`` % of one CPU (>= 1 ms)."""
+    return max(MIN_QUOTA_US, round(CFS_PERIOD_US * quota_pct / 100))
 
 
 @dataclass(frozen=True)
 class GroupSettings:
-    """One group: relative weight, CPUs to pin to (``"0"``, ``"0-1"``), quota in % of
-    one CPU."""
+    """One group: relative weight (1.0 = the default share), CPUs to pin to (a cpuset
+    list such as ``"0"``, ``"0-1"``, ``"0,2-3"``), quota in % of one CPU (200 = two
+    CPUs' worth). Raises ValueError for a non-positive weight or quota or a malformed
+    CPU list."""
 
     weight: float = 1.0
     cpus: str | None = None
     quota_pct: float | None = None
 
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.weight) and self.weight > 0):
+            raise ValueError(f"weight must be a positive number, not {self.weight!r}")
+        if self.quota_pct is not None and not (math.isfinite(self.quota_pct)
+                                               and self.quota_pct > 0):
+            raise ValueError(f"quota_pct must be a positive number, not {self.quota_pct!r}")
+        if self.cpus is not None and not _CPU_LIST.fullmatch(self.cpus):
+            raise ValueError(f"cpus must be a CPU list such as '0' or '0-1', "
+                             f"not {self.cpus!r}")
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError:
-        return ""
+
+# -- small file helpers --------------------------------------------------------------
+def _strerror(exc: OSError) -> str:
+    name = errno.errorcode.get(exc.errno or 0, "")
+    return f"{name}: {exc.strerror}" if name else str(exc.strerror or exc)
 
 
 def _write(path: Path, value: str) -> None:
+    """Write one value to a cgroup control file (one write() call, as cgroupfs wants).
+    Raises HostError naming the file and the errno."""
     try:
         path.write_text(value)
     except OSError as exc:
-        raise HostError(f"cannot write {value!r} to {path}: {exc.strerror}") from exc
+        raise HostError(f"cannot write {value!r} to {path}: {_strerror(exc)}") from exc
+
+
+def _rmdir(path: Path) -> None:
+    """rmdir of a cgroup (its control files go with it on cgroupfs). A seam for tests."""
+    path.rmdir()
+
+
+def _check_name(kind: str, name: str) -> None:
+    # Names become directory names under cgroupfs: no '/', no '..', no hidden names.
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"cgroup {kind} {name!r}: use letters, digits, '_', '.', '-' "
+                         "(at most 64, not starting with '.' or '-')")
+
+
+# -- QEMU threads --------------------------------------------------------------------
+def _is_vcpu_name(comm: str) -> bool:
+    """``CPU <n>/<accel>`` (``CPU 0/KVM``, ``CPU 1/TCG``): QEMU's vCPU threads with
+    ``debug-threads=on``. The same test as ``hvbench.monitors.cpu`` (which the host
+    layer may not import)."""
+    head, slash, _ = comm.partition("/")
+    return bool(slash) and head.startswith("CPU ") and head[4:].isdigit()
 
 
 def qemu_thread_groups(pid: int, vcpu_tids: Iterable[int]) -> tuple[list[int], list[int]]:
-    """A QEMU process's threads split into (vCPU threads, the rest: main loop,
-    iothreads, workers). ``vcpu_tids`` come from QMP; thread names are the fallback."""
+    """A QEMU process's threads from ``/proc/<pid>/task``, split into (vCPU threads, the
+    I/O side: main loop, iothreads, thread-pool workers, vhost workers and the rest).
+
+    ``vcpu_tids`` come from QMP ``query-cpus-fast``; thread names are the fallback.
+    Threads that exit while being read are left out; a process that is gone gives two
+    empty lists. Raises nothing."""
     known = set(vcpu_tids)
-    vcpus, others = [], []
-    for task in sorted(Path(f"/proc/{pid}/task").glob("[0-9]*")):
-        tid = int(task.name)
-        comm = _read(task / "comm").strip()
-        if tid in known or comm.endswith(_VCPU_COMM_SUFFIXES):
-            vcpus.append(tid)
-        else:
-            others.append(tid)
+    vcpus: list[int] = []
+    others: list[int] = []
+    try:
+        tasks = sorted(int(t.name) for t in Path(f"/proc/{pid}/task").iterdir()
+                       if t.name.isdigit())
+    except OSError:
+        return [], []
+    for tid in tasks:
+        comm = facts.read_text(f"/proc/{pid}/task/{tid}/comm")
+        if comm is None:
+            continue  # it exited meanwhile
+        (vcpus if tid in known or _is_vcpu_name(comm.strip()) else others).append(tid)
     return vcpus, others
 
 
+def _tgid(tid: int) -> int | None:
+    for line in (facts.read_text(f"/proc/{tid}/status") or "").splitlines():
+        if line.startswith("Tgid:"):
+            return int(line.split()[1])
+    return None
+
+
+def _v2_cgroup_of(tid: int) -> str | None:
+    """The cgroup2 path of a thread (``/a/b``), from /proc/<tid>/cgroup."""
+    for line in (facts.read_text(f"/proc/{tid}/cgroup") or "").splitlines():
+        if line.startswith("0::"):
+            return line[3:]
+    return None
+
+
+# -- the owner record ----------------------------------------------------------------
+def _start_time(pid: int) -> int | None:
+    """A process's start time (clock ticks since boot, /proc/PID/stat field 22), which
+    tells a live owner from a new process that reused its pid."""
+    text = facts.read_text(f"/proc/{pid}/stat")
+    return int(text[text.rfind(")") + 2:].split()[19]) if text else None
+
+
+def _owner_alive(data: dict[str, Any]) -> bool:
+    started = _start_time(int(data["pid"]))
+    recorded = data.get("start_time")
+    return started is not None and (recorded is None or started == recorded)
+
+
+def _load_record(path: Path) -> dict[str, Any] | None:
+    """A record's data; None if it is missing or not a record."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = (isinstance(data, dict) and isinstance(data.get("pid"), int)
+          and isinstance(data.get("paths"), list))
+    return data if ok else None
+
+
+def _tmp_beside(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def _save_record(path: Path, data: dict[str, Any], *, exclusive: bool) -> None:
+    """Write a record whole (a temp file renamed or linked into place), so a reader or a
+    ``kill -9`` never sees half a record. ``exclusive``: FileExistsError if it exists."""
+    tmp = _tmp_beside(path)
+    try:
+        tmp.write_text(json.dumps(data, indent=1))
+        if exclusive:
+            os.link(tmp, path)  # atomic create-if-absent, with the content already in
+        else:
+            tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+# -- removal -------------------------------------------------------------------------
+def _root_of(path: Path, roots: Sequence[Path]) -> Path | None:
+    """The hierarchy root ``path`` lies under, if ``path`` is one of hvbench's cgroups:
+    its first component below the root starts with ``hvbench-``. None otherwise, and
+    then it is never touched. Without recorded roots (records of older versions) the
+    root is the parent of the path's first ``hvbench-`` component."""
+    if not roots:
+        first = next((i for i, part in enumerate(path.parts) if part.startswith(PREFIX)),
+                     None)
+        roots = [Path(*path.parts[:first])] if first else []
+    for root in sorted(roots, key=lambda r: len(r.parts), reverse=True):
+        if path.is_relative_to(root):
+            below = path.relative_to(root).parts
+            if below and below[0].startswith(PREFIX):
+                return root
+    return None
+
+
+def _evacuate(path: Path, root: Path) -> None:
+    """Move every task of cgroup ``path`` to its hierarchy's ``root``. v1 lists threads
+    in ``tasks``; v2 threaded groups in ``cgroup.threads``, but a thread cannot leave a
+    threaded subtree alone, so its TID goes to the root's ``cgroup.procs``, which moves
+    its whole process. Tasks that exit meanwhile are no error."""
+    for source, target in (("tasks", "tasks"), ("cgroup.threads", "cgroup.procs"),
+                           ("cgroup.procs", "cgroup.procs")):
+        for tid in (facts.read_text(path / source) or "").split():
+            with contextlib.suppress(OSError):
+                (root / target).write_text(tid)
+
+
+def _remove_one(path: Path, root: Path, deadline: float) -> str | None:
+    """Empty and remove one cgroup (no children left); the failure, if any."""
+    while True:
+        _evacuate(path, root)
+        try:
+            _rmdir(path)
+            return None
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() >= deadline:
+                return f"{path} ({_strerror(exc)})"
+        time.sleep(0.05)
+
+
+def _subtree(path: Path) -> list[Path]:
+    """``path`` and every directory below it."""
+    found = [path]
+    with contextlib.suppress(OSError):
+        for child in path.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                found += _subtree(child)
+    return found
+
+
+def remove_cgroups(paths: Iterable[Path], roots: Sequence[Path] = ()
+                   ) -> tuple[list[Path], list[str]]:
+    """Remove hvbench cgroups and everything below them, deepest first, moving their
+    tasks to the hierarchy root first. Paths that are not hvbench cgroups under one of
+    ``roots`` (see :func:`_root_of`) are refused. Returns (removed, failures); raises
+    nothing."""
+    removed: list[Path] = []
+    failed: list[str] = []
+    todo: dict[Path, Path] = {}
+    for path in paths:
+        root = _root_of(path, roots)
+        if root is None:
+            failed.append(f"{path} (not an hvbench cgroup: left alone)")
+            continue
+        for found in _subtree(path) if path.is_dir() else []:
+            todo[found] = root
+    deadline = time.monotonic() + RMDIR_WAIT_S
+    for path in sorted(todo, key=lambda p: len(p.parts), reverse=True):
+        failure = _remove_one(path, todo[path], deadline)
+        if failure is None:
+            removed.append(path)
+        else:
+            failed.append(failure)
+    return removed, failed
+
+
+# -- the cgroups of one run ----------------------------------------------------------
 class CpuCgroups:
-    """The cgroups of one run under ``hvbench-<tag>``: ``start()``, ``add_group()``,
-    ``move_threads()``, ``stop()`` (safe twice; moves what is left back to the root
-    and removes every directory). Raises :class:`RootRequiredError` without root,
-    :class:`HostError` when the host lacks CPU cgroups or refuses a write."""
+    """The cgroups of one run, under a parent named ``hvbench-<tag>`` in each hierarchy
+    that holds the cpu, cpuset and cpuacct controllers.
+
+    ``__init__`` only stores; :meth:`start` creates the parents, :meth:`add_group` the
+    groups, :meth:`move_threads` places threads, :meth:`stop` removes everything (safe
+    twice, also after a failed start). A context manager. Not thread-safe."""
 
     def __init__(self, tag: str, support: CgroupSupport | None = None,
                  registry_dir: Path | None = None) -> None:
         self.tag = tag
         self._support = support
         self._registry_dir = registry_dir
+        #: Settings of each group added, and the raw values written for it.
         self.groups: dict[str, GroupSettings] = {}
         self.written: dict[str, dict[str, str]] = {}
         self._created: list[Path] = []
         self._record: Path | None = None
+        self._record_data: dict[str, Any] = {}
+        self._started = False
 
     def __enter__(self) -> CpuCgroups:
         self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.stop()
 
     @property
     def support(self) -> CgroupSupport:
+        """The detected (or given) support; detection runs on first use."""
         if self._support is None:
             self._support = detect_cpu_cgroups()
         return self._support
 
+    @property
+    def parent_name(self) -> str:
+        return f"{PREFIX}{self.tag}"
+
     def _roots(self) -> list[Path]:
+        """The distinct hierarchy roots in use: cpu first, then cpuset, cpuacct."""
         s = self.support
         roots = [s.cpu_root, s.cpuset_root, s.cpuacct_root]
         return list(dict.fromkeys(r for r in roots if r is not None))
 
-    def start(self) -> None:
-        if self._support is None and not facts.is_root():
-            raise RootRequiredError("CPU cgroups")
-        if self.support.version is None:
-            raise HostError(f"CPU weights need cgroups: {self.support.reason}")
-        parents = [root / f"{PREFIX}{self.tag}" for root in self._roots()]
-        self._write_record(parents)
-        for parent in parents:
-            self._mkdir(parent)
-        if self.support.version == 2 and self.support.cpu_root is not None:
-            _write(self.support.cpu_root / "cgroup.subtree_control", "+cpu +cpuset")
-            _write(parents[0] / "cgroup.subtree_control", "+cpu +cpuset")
-        elif self.support.cpuset_root is not None:
-            self._inherit_cpuset(self.support.cpuset_root / f"{PREFIX}{self.tag}")
-
-    def _write_record(self, paths: list[Path]) -> None:
-        directory = self._registry_dir or work_dir()
-        self._record = directory / f"{RECORD_PREFIX}{self.tag}.json"
-        self._record.write_text(json.dumps({"pid": os.getpid(), "version": self.support.version,
-                                            "paths": [str(p) for p in paths]}))
-
-    def _mkdir(self, path: Path) -> None:
-        try:
-            path.mkdir()
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise HostError(f"cannot create cgroup {path}: {exc.strerror}") from exc
-        self._created.append(path)
-
-    def _inherit_cpuset(self, path: Path) -> None:
-        """v1 cpuset: a new cgroup starts empty; copy the parent's CPUs and nodes."""
-        for name in ("cpuset.cpus", "cpuset.mems"):
-            value = _read(path.parent / name).strip()
-            if value:
-                _write(path / name, value)
+    def _parents(self) -> list[Path]:
+        return [root / self.parent_name for root in self._roots()]
 
     def _group_dirs(self, name: str) -> list[Path]:
-        return [root / f"{PREFIX}{self.tag}" / name for root in self._roots()]
+        return [parent / name for parent in self._parents()]
 
+    # -- start -----------------------------------------------------------------------
+    def start(self) -> None:
+        """Write the owner record, then create ``hvbench-<tag>`` in each hierarchy (v1:
+        the cpuset parent gets all CPUs and memory nodes; v2: ``+cpu`` and ``+cpuset``
+        enabled for its children). On failure everything created is removed again.
+
+        Raises HostError if the host has no CPU cgroups, if the tag is in use by a live
+        process, or if a directory or control file cannot be written;
+        RootRequiredError without root (unless the roots given are writable: a fake
+        tree); ValueError for a malformed tag."""
+        _check_name("tag", self.tag)
+        if self._started:
+            return
+        if self.support.version is None:
+            raise HostError(f"CPU weights need cgroups: {self.support.reason}")
+        if not facts.is_root() and not all(os.access(r, os.W_OK) for r in self._roots()):
+            raise RootRequiredError("CPU cgroups")
+        self._started = True
+        try:
+            self._claim_record()
+            for parent in self._parents():
+                self._mkdir(parent)
+            if self.support.version == 2:
+                self._enable_v2_controllers()
+            elif self.support.cpuset_root is not None:
+                self._inherit_cpuset(self.support.cpuset_root / self.parent_name)
+        except BaseException:
+            self._started = False
+            with contextlib.suppress(HvbenchError):
+                self.stop()
+            raise
+
+    def _claim_record(self) -> None:
+        """Create the owner record ``cgroups-<tag>.json``, exclusively: a record whose
+        owner is alive means another run uses the tag (HostError); a dead owner's
+        cgroups are removed first."""
+        directory = self._registry_dir or work_dir()
+        record = directory / f"{RECORD_PREFIX}{self.tag}.json"
+        pid = os.getpid()
+        self._record_data = {"pid": pid, "start_time": _start_time(pid), "tag": self.tag,
+                             "version": self.support.version,
+                             "roots": [str(r) for r in self._roots()],
+                             "paths": [str(p) for p in self._parents()]}
+        for _ in range(3):
+            try:
+                _save_record(record, self._record_data, exclusive=True)
+            except FileExistsError:
+                _release_orphan(record, self.tag)
+                continue
+            except OSError as exc:
+                raise HostError(f"cannot write the cgroup owner record {record}: "
+                                f"{_strerror(exc)}") from exc
+            self._record = record
+            return
+        raise HostError(f"cannot claim the cgroup owner record {record}")
+
+    def _note(self, path: Path) -> None:
+        """Add ``path`` to the owner record before it is created."""
+        if self._record is None or str(path) in self._record_data["paths"]:
+            return
+        self._record_data["paths"].append(str(path))
+        try:
+            _save_record(self._record, self._record_data, exclusive=False)
+        except OSError as exc:
+            raise HostError(f"cannot update the cgroup owner record {self._record}: "
+                            f"{_strerror(exc)}") from exc
+
+    def _unnote(self, path: Path) -> None:
+        """Take ``path`` out of the owner record again (it is not ours to remove)."""
+        if self._record is None:
+            return
+        self._record_data["paths"].remove(str(path))
+        with contextlib.suppress(OSError):
+            _save_record(self._record, self._record_data, exclusive=False)
+
+    def _mkdir(self, path: Path) -> None:
+        self._note(path)
+        try:
+            path.mkdir()
+        except FileExistsError as exc:
+            # Not ours: another hvbench with the same tag but another work dir, or a
+            # leftover nobody recorded. Never adopt it (stop() would remove it).
+            self._unnote(path)
+            raise HostError(f"cgroup {path} already exists (another hvbench run with tag "
+                            f"{self.tag!r}, or left behind: rmdir it)") from exc
+        except OSError as exc:
+            raise HostError(f"cannot create cgroup {path}: {_strerror(exc)}") from exc
+        self._created.append(path)
+
+    def _v2_controllers(self) -> str:
+        return "+cpu +cpuset" if self.support.cpuset_root is not None else "+cpu"
+
+    def _enable_v2_controllers(self) -> None:
+        """v2: a child only gets a controller its parent enabled in subtree_control.
+        The root's is left as found afterwards (other users may rely on it)."""
+        root = self.support.cpu_root or Path("/")
+        wanted = self._v2_controllers()
+        enabled = (facts.read_text(root / "cgroup.subtree_control") or "").split()
+        if any(c.lstrip("+") not in enabled for c in wanted.split()):
+            _write(root / "cgroup.subtree_control", wanted)
+        _write(root / self.parent_name / "cgroup.subtree_control", wanted)
+
+    @staticmethod
+    def _inherit_cpuset(path: Path) -> dict[str, str]:
+        """v1 cpuset: a new cgroup starts with no CPUs and no memory nodes, and no task
+        may join it so; copy the parent's."""
+        out: dict[str, str] = {}
+        for name in ("cpuset.cpus", "cpuset.mems"):
+            value = (facts.read_text(path.parent / name) or "").strip()
+            if value:
+                _write(path / name, value)
+                out[name] = value
+        return out
+
+    # -- groups ----------------------------------------------------------------------
     def add_group(self, name: str, settings: GroupSettings) -> None:
-        """Create group ``name`` and write its weight, quota and CPUs."""
-        paths = self._group_dirs(name)
-        for path in paths:
+        """Create group ``name`` (in each hierarchy) and write its weight, quota and CPUs.
+
+        Raises HostError if a directory or a value cannot be written (e.g. CPUs the host
+        does not have: EINVAL) or if pinning is asked for without a cpuset controller;
+        ValueError for a malformed or duplicate name or before :meth:`start`."""
+        _check_name("group", name)
+        if self._record is None:
+            raise ValueError("add_group() before start()")
+        if name in self.groups:
+            raise ValueError(f"cgroup group {name!r} exists already")
+        if settings.cpus is not None and self.support.cpuset_root is None:
+            raise HostError(f"pinning to CPUs {settings.cpus} needs the cpuset controller, "
+                            "which this host's cgroups lack")
+        for path in self._group_dirs(name):
             self._mkdir(path)
         self.groups[name] = settings
-        self.written[name] = (self._configure_v2(paths[0], settings)
-                              if self.support.version == 2 else self._configure_v1(name, settings))
+        self.written[name] = {}
+        if self.support.version == 2:
+            self._configure_v2(name, settings)
+        else:
+            self._configure_v1(name, settings)
 
-    def _configure_v1(self, name: str, settings: GroupSettings) -> dict[str, str]:
+    def _set(self, name: str, path: Path, value: str) -> None:
+        """Write a control file of group ``name`` and remember the raw value."""
+        _write(path, value)
+        self.written[name][path.name] = value
+
+    def _configure_v1(self, name: str, settings: GroupSettings) -> None:
         s = self.support
-        out: dict[str, str] = {}
-        cpu = (s.cpu_root or Path("/")) / f"{PREFIX}{self.tag}" / name
-        out["cpu.shares"] = str(weight_to_shares(settings.weight))
+        cpu = (s.cpu_root or Path("/")) / self.parent_name / name
+        self._set(name, cpu / "cpu.shares", str(weight_to_shares(settings.weight)))
         if settings.quota_pct is not None:
-            out["cpu.cfs_period_us"] = str(CFS_PERIOD_US)
-            out["cpu.cfs_quota_us"] = str(max(1000, round(CFS_PERIOD_US * settings.quota_pct
-                                                          / 100)))
-        for key, value in out.items():
-            _write(cpu / key, value)
+            self._set(name, cpu / "cpu.cfs_period_us", str(CFS_PERIOD_US))
+            self._set(name, cpu / "cpu.cfs_quota_us", str(quota_us(settings.quota_pct)))
         if s.cpuset_root is not None:
-            cpuset = s.cpuset_root / f"{PREFIX}{self.tag}" / name
-            self._inherit_cpuset(cpuset)
+            cpuset = s.cpuset_root / self.parent_name / name
+            self.written[name] |= self._inherit_cpuset(cpuset)
             if settings.cpus is not None:
-                _write(cpuset / "cpuset.cpus", settings.cpus)
-                out["cpuset.cpus"] = settings.cpus
-        return out
+                self._set(name, cpuset / "cpuset.cpus", settings.cpus)
 
-    def _configure_v2(self, path: Path, settings: GroupSettings) -> dict[str, str]:
-        _write(path / "cgroup.type", "threaded")
-        out = {"cpu.weight": str(weight_to_v2(settings.weight))}
+    def _configure_v2(self, name: str, settings: GroupSettings) -> None:
+        path = self._group_dirs(name)[0]
+        # Threaded, so the threads of one QEMU can sit in different groups (its vCPUs
+        # here, its I/O threads there); the parent becomes the threaded domain.
+        self._set(name, path / "cgroup.type", "threaded")
+        self._set(name, path / "cpu.weight", str(weight_to_v2(settings.weight)))
         if settings.quota_pct is not None:
-            quota = max(1000, round(CFS_PERIOD_US * settings.quota_pct / 100))
-            out["cpu.max"] = f"{quota} {CFS_PERIOD_US}"
+            self._set(name, path / "cpu.max",
+                      f"{quota_us(settings.quota_pct)} {CFS_PERIOD_US}")
         if settings.cpus is not None:
-            out["cpuset.cpus"] = settings.cpus
-        for key, value in out.items():
-            _write(path / key, value)
-        return out
+            self._set(name, path / "cpuset.cpus", settings.cpus)
 
+    # -- threads ---------------------------------------------------------------------
     def move_threads(self, name: str, tids: Iterable[int]) -> None:
-        """Move threads into group ``name``; threads gone meanwhile are skipped."""
+        """Move threads into group ``name``. Threads that exit meanwhile are skipped.
+        Threads a thread creates later start in its group (QEMU's worker pool grows on
+        demand): call again to sweep new ones.
+
+        Raises HostError if a thread that still exists cannot be moved; ValueError for
+        a group that was not added."""
+        if name not in self.groups or not self._created:
+            raise ValueError(f"no cgroup group {name!r} (add_group() first)")
         for tid in tids:
             if not Path(f"/proc/{tid}").exists():
                 continue
@@ -255,118 +623,119 @@ class CpuCgroups:
                 self._move_v2(name, tid)
             else:
                 for path in self._group_dirs(name):
-                    self._move_one(path / "tasks", tid)
+                    _move_one(path / "tasks", tid)
 
     def _move_v2(self, name: str, tid: int) -> None:
-        parent = self._group_dirs(name)[0].parent
+        parent = self._parents()[0]
+        inside = f"/{self.parent_name}"
+        where = _v2_cgroup_of(tid)
         tgid = _tgid(tid)
-        if tgid is not None and str(tgid) not in _read(parent / "cgroup.procs").split():
-            # The whole process joins the threaded subtree first (v2 moves processes
-            # into a domain; only then may its threads be spread over threaded groups).
-            self._move_one(parent / "cgroup.procs", tgid)
-        self._move_one(parent / name / "cgroup.threads", tid)
+        if tgid is not None and where is not None and not (
+                where == inside or where.startswith(inside + "/")):
+            # Its whole process joins the threaded domain first: v2 only spreads the
+            # threads of a process over the threaded groups of one subtree.
+            _move_one(parent / "cgroup.procs", tgid)
+        _move_one(parent / name / "cgroup.threads", tid)
 
-    @staticmethod
-    def _move_one(path: Path, tid: int) -> None:
-        try:
-            path.write_text(str(tid))
-        except ProcessLookupError:
-            return
-        except OSError as exc:
-            if Path(f"/proc/{tid}").exists():
-                raise HostError(f"cannot move thread {tid} into {path.parent}: "
-                                f"{exc.strerror}") from exc
-
+    # -- reading ---------------------------------------------------------------------
     def usage_s(self, name: str) -> float:
-        """CPU seconds the group's threads used since it was created."""
+        """CPU seconds the threads of group ``name`` used since it was created (v1
+        ``cpuacct.usage``, v2 ``usage_usec`` of ``cpu.stat``). Raises HostError if the
+        counter cannot be read (no cpuacct hierarchy, group removed)."""
         s = self.support
         if s.version == 2:
-            for line in _read(self._group_dirs(name)[0] / "cpu.stat").splitlines():
+            path = (s.cpu_root or Path("/")) / self.parent_name / name / "cpu.stat"
+            for line in (facts.read_text(path) or "").splitlines():
                 key, _, value = line.partition(" ")
                 if key == "usage_usec":
                     return int(value) / 1e6
-            return 0.0
-        root = s.cpuacct_root or s.cpu_root or Path("/")
-        text = _read(root / f"{PREFIX}{self.tag}" / name / "cpuacct.usage").strip()
-        return int(text) / 1e9 if text else 0.0
+        elif s.cpuacct_root is not None:
+            path = s.cpuacct_root / self.parent_name / name / "cpuacct.usage"
+            text = (facts.read_text(path) or "").strip()
+            if text.isdigit():
+                return int(text) / 1e9
+        else:
+            raise HostError("CPU usage of a cgroup needs the cpuacct controller (v1)")
+        raise HostError(f"cannot read the CPU usage of cgroup group {name!r} from {path}")
 
     def describe(self) -> dict[str, Any]:
-        """The version, paths and values written, for the stored result."""
-        return {"version": self.support.version, "tag": self.tag,
-                "paths": [str(p) for p in self._created],
-                "groups": {name: {"weight": g.weight, "cpus": g.cpus, "quota_pct": g.quota_pct,
-                                  "written": self.written.get(name, {})}
-                           for name, g in self.groups.items()}}
+        """The version, the hierarchy roots and paths, and per group the settings and
+        the raw values written (``cpu.shares`` or ``cpu.weight``, quota, ``cpuset.cpus``),
+        for the stored result."""
+        s = self.support
+        return {
+            "version": s.version, "tag": self.tag, "parent": self.parent_name,
+            "roots": {"cpu": _str(s.cpu_root), "cpuset": _str(s.cpuset_root),
+                      "cpuacct": _str(s.cpuacct_root)},
+            "paths": [str(p) for p in self._created],
+            "groups": {name: {"weight": g.weight, "cpus": g.cpus, "quota_pct": g.quota_pct,
+                              "written": dict(self.written.get(name, {}))}
+                       for name, g in self.groups.items()},
+        }
 
+    # -- stop ------------------------------------------------------------------------
     def stop(self) -> None:
-        """Move every task left back to the root cgroup and remove the directories,
-        children first; remove the owner record. Raises :class:`HostError` at the end
-        if a directory could not be removed."""
-        failed = remove_cgroup_dirs(self._created)
-        self._created.clear()
-        if self._record is not None and not failed:
+        """Move every task left back to its hierarchy's root cgroup, remove the
+        directories (children first) and then the owner record. Safe to call twice and
+        after a failed start. Everything is attempted; raises HostError at the end if a
+        directory could not be removed (the record then stays, so a later call or
+        :func:`cleanup_orphaned_cgroups` after this process ended can retry)."""
+        roots = self._roots() if self._created else []
+        _, failed = remove_cgroups(reversed(self._created), roots)
+        self._created = [p for p in self._created if p.is_dir()]
+        if failed:
+            raise HostError(f"could not remove cgroups: {'; '.join(failed)}")
+        if self._record is not None:
             self._record.unlink(missing_ok=True)
             self._record = None
-        if failed:
-            raise HostError(f"could not remove cgroups: {', '.join(failed)}")
+        self._started = False
 
 
-def _tgid(tid: int) -> int | None:
-    for line in _read(Path(f"/proc/{tid}/status")).splitlines():
-        if line.startswith("Tgid:"):
-            return int(line.split()[1])
-    return None
+def _str(path: Path | None) -> str | None:
+    return str(path) if path is not None else None
 
 
-def _evacuate(path: Path) -> None:
-    """Move the tasks of cgroup ``path`` to the hierarchy's root."""
-    root = path
-    while (root.parent / "cgroup.procs").exists() and root.parent != root:
-        root = root.parent
-    for name, target in (("tasks", "tasks"), ("cgroup.threads", "cgroup.procs"),
-                         ("cgroup.procs", "cgroup.procs")):
-        for tid in _read(path / name).split():
-            with contextlib.suppress(OSError):
-                (root / target).write_text(tid)
+def _move_one(path: Path, tid: int) -> None:
+    """Write one TID (or TGID) to a cgroup's tasks/procs/threads file."""
+    try:
+        path.write_text(str(tid))
+    except ProcessLookupError:
+        return  # ESRCH: it exited between the check and the write
+    except OSError as exc:
+        if Path(f"/proc/{tid}").exists():
+            raise HostError(f"cannot move thread {tid} into {path.parent} ({path.name}): "
+                            f"{_strerror(exc)}") from exc
 
 
-def remove_cgroup_dirs(paths: Iterable[Path]) -> list[str]:
-    """Remove cgroup directories (deepest first), emptying each; returns the failures."""
-    failed = []
-    for path in sorted(set(paths), key=lambda p: len(p.parts), reverse=True):
-        if not path.is_dir():
-            continue
-        for child in sorted((c for c in path.iterdir() if c.is_dir()),
-                            key=lambda p: len(p.parts), reverse=True):
-            _evacuate(child)
-            with contextlib.suppress(OSError):
-                child.rmdir()
-        _evacuate(path)
-        try:
-            path.rmdir()
-        except OSError as exc:
-            failed.append(f"{path} ({exc.strerror})")
-    return failed
+def _release_orphan(record: Path, tag: str) -> list[str]:
+    """Remove the cgroups of ``record`` if its owner is gone, then the record; returns
+    what was removed. Raises HostError if its owner is alive (the tag is in use) or if
+    a cgroup cannot be removed."""
+    data = _load_record(record)
+    if data is None:
+        raise HostError(f"{record} is not a cgroup owner record: remove it")
+    if _owner_alive(data):
+        raise HostError(f"cgroups {PREFIX}{tag} are in use by process {data['pid']} "
+                        f"(owner record {record})")
+    roots = [Path(r) for r in data.get("roots", [])]
+    removed, failed = remove_cgroups([Path(p) for p in data["paths"]], roots)
+    if failed:
+        raise HostError(f"could not remove orphaned cgroups: {'; '.join(failed)}")
+    record.unlink(missing_ok=True)
+    return [f"cgroup {p}" for p in removed]
 
 
 def cleanup_orphaned_cgroups(registry_dir: Path | None = None) -> list[str]:
-    """Remove the cgroups recorded by hvbench processes that are gone (``kill -9``);
-    returns what was removed."""
+    """Remove the cgroups recorded by hvbench processes that are gone (``kill -9``):
+    their tasks go to the hierarchy root, the directories and records are removed.
+    Records of live owners are left alone; one whose cgroups cannot all be removed is
+    kept for the next call. Returns what was removed. Raises nothing."""
     directory = registry_dir or work_dir()
     removed: list[str] = []
     for record in sorted(directory.glob(f"{RECORD_PREFIX}*.json")):
-        try:
-            data = json.loads(record.read_text())
-            pid = int(data["pid"])
-            paths = [Path(p) for p in data["paths"]]
-        except (OSError, ValueError, KeyError, TypeError):
+        data = _load_record(record)
+        if data is None or _owner_alive(data):
             continue
-        if Path(f"/proc/{pid}").exists():
-            continue
-        existing = [p for p in paths if p.is_dir()]
-        for parent in existing:
-            existing += [c for c in parent.iterdir() if c.is_dir()]
-        if not remove_cgroup_dirs(existing):
-            record.unlink(missing_ok=True)
-            removed += [f"cgroup {p}" for p in existing]
+        with contextlib.suppress(HostError):
+            removed += _release_orphan(record, str(data.get("tag", record.stem)))
     return removed
