@@ -8,21 +8,31 @@ the wiring of every guest NIC into the lab:
 - a ``user`` (slirp) NIC reaches the lab through QEMU's NAT, and servers in such a guest
   are reached through forwards that listen on the lab's own bridge address.
 
+For propagation workloads it also owns the image repositories (one per repository lab
+host, servers started for every method the study uses there) and the node's directory,
+all in one owned directory under the work directory, removed before the lab stops.
+
 :func:`run_network_cell` and :func:`run_web_cell` run one cell's phases between the
-platform's endpoint and its peer, with the monitors around each measured phase.
+platform's endpoint and its peer, with the monitors around each measured phase;
+:func:`run_propagation_cell` propagates one image from the repository to the node.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
+import os
+import shutil
 import socket
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hvbench.errors import HostError, HvbenchError, RootRequiredError
 from hvbench.host import facts
+from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.model.lab import LabHostSpec
 from hvbench.model.spec import NicSpec, VmSpec
 from hvbench.model.study import (
@@ -30,6 +40,7 @@ from hvbench.model.study import (
     Cell,
     NativePlatformSpec,
     NetworkWorkloadSpec,
+    PropagationWorkloadSpec,
     QemuPlatformSpec,
     Study,
     WebWorkloadSpec,
@@ -47,6 +58,8 @@ from hvbench.workloads.endpoints import (
     lab_endpoint,
 )
 from hvbench.workloads.iperf3 import run_iperf3
+from hvbench.workloads.propagation import run_propagation
+from hvbench.workloads.repository import ImageRepository
 from hvbench.workloads.web import run_web_phase, serve_web
 
 #: What a server in a guest or netns binds to: every address of its own namespace.
@@ -67,6 +80,8 @@ class LabSession:
 
     Raises :class:`RootRequiredError` without root (namespaces, bridges and taps need
     it) and whatever :meth:`NetLab.start` raises; nothing is left when it does.
+    ``stop()`` stops the image repositories (their servers, images and the node's cached
+    bases) and removes the session's propagation directory before the lab goes.
     """
 
     def __init__(self, study: Study) -> None:
@@ -76,6 +91,10 @@ class LabSession:
         self.lab = NetLab(study.lab)
         self.host = NativePlatform(name="host")
         self._guest_ips: dict[str, str] = {}
+        #: Image repositories by lab host name (propagation workloads).
+        self.repositories: dict[str, ImageRepository] = {}
+        self._propagation_dir: Path | None = None
+        self._guest_numbers = itertools.count(1)
 
     def __enter__(self) -> LabSession:
         self.start()
@@ -98,9 +117,28 @@ class LabSession:
 
     def stop(self) -> None:
         try:
-            self.host.stop()
+            self._stop_repositories()
         finally:
-            self.lab.stop()
+            try:
+                self.host.stop()
+            finally:
+                self.lab.stop()
+
+    def _stop_repositories(self) -> None:
+        """Stop every repository, then remove the propagation directory; the first
+        error is raised after everything was tried."""
+        errors: list[OSError | HvbenchError] = []
+        for repo in reversed(list(self.repositories.values())):
+            try:
+                repo.stop()
+            except (OSError, HvbenchError) as exc:  # raised below, after the rest
+                errors.append(exc)
+        self.repositories.clear()
+        directory, self._propagation_dir = self._propagation_dir, None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        if errors:
+            raise errors[0]
 
     def _needs_native_server(self) -> bool:
         return any(isinstance(c.platform.spec, NativePlatformSpec)
@@ -132,6 +170,50 @@ class LabSession:
             return nic.model_copy(update={"forwards": (*nic.forwards, *forwards),
                                           "forward_address": self.lab.host_address})
         return nic
+
+    # -- propagation -----------------------------------------------------------------
+    def _propagation_root(self) -> Path:
+        """The session's owned directory for repositories and the node (created on
+        first use, under the work directory: ``hvbench cleanup`` removes it after a
+        ``kill -9``)."""
+        if self._propagation_dir is None:
+            self._propagation_dir = make_owned_dir(work_dir(), "propagation-lab-")
+        return self._propagation_dir
+
+    def node_dir(self) -> Path:
+        """Where the node (this host's root namespace) puts fetched images, overlays
+        and its guests' run files; removed when the session stops."""
+        path = self._propagation_root() / "node"
+        path.mkdir(mode=0o700, exist_ok=True)
+        return path
+
+    def repository_methods(self, host: str) -> list[str]:
+        """Every propagation method the study's workloads fetch from lab host ``host``."""
+        return sorted({v.spec.method for v in self.study.workloads
+                       if isinstance(v.spec, PropagationWorkloadSpec)
+                       and v.spec.repository == host})
+
+    def repository(self, spec: PropagationWorkloadSpec) -> ImageRepository:
+        """The image repository on lab host ``spec.repository``, started (on first use)
+        with the servers of every method the study uses there, and ``spec.method``'s.
+
+        Its node cache (``overlay``'s verified bases) is a directory of the session, one
+        per repository host; it lives until :meth:`stop`. Raises :class:`HostError`
+        (the lab lacks that host), what :meth:`ImageRepository.start` raises (a server
+        does not listen within 15 s: :class:`CommandError`; a missing program:
+        :class:`ToolMissingError`)."""
+        repo = self.repositories.get(spec.repository)
+        if repo is None:
+            host = self.lab.host(spec.repository)
+            root = self._propagation_root()
+            repo = ImageRepository(host, root, node_cache=root / f"node-cache-{host.name}")
+            self.repositories[spec.repository] = repo
+        repo.start([*self.repository_methods(spec.repository), spec.method])
+        return repo
+
+    def guest_name(self, cell: Cell) -> str:
+        """A guest name unique in this process: pid, a counter and the platform."""
+        return f"hvbench-{os.getpid()}-p{next(self._guest_numbers)}-{cell.platform_name[:16]}"
 
     # -- endpoints -------------------------------------------------------------------
     def root_endpoint(self, executor: Platform | None = None) -> Endpoint:
@@ -275,4 +357,36 @@ def run_web_cell(session: LabSession, platform: Platform, cell: Cell,
             with window:
                 outcome = run_web_phase(spec, kb, client, server)
             out.append(MeasuredPhase(outcome, window.wall_s, window.result))
+    return out
+
+
+def run_propagation_cell(session: LabSession, vm: VmSpec, cell: Cell,
+                         monitors: PhaseMonitors) -> list[MeasuredPhase]:
+    """Propagate one image from the cell's repository to the node and boot it as
+    ``vm`` (its NICs wired into the lab); one :class:`MeasuredPhase` per phase of the
+    workload. ``monitors`` (the lab's interfaces, among them the repository host's
+    veth: see :meth:`LabSession.interfaces`) sample the window from just before the
+    request to the client's exit; that window's result and length go with the
+    ``transfer`` phase, the other phases carry their own duration and no samples.
+
+    Bounded by the workload's ``timeout_s``. Raises what :meth:`LabSession.repository`
+    and :func:`~hvbench.workloads.propagation.run_propagation` raise
+    (:class:`CommandError`, :class:`ImageError`, :class:`GuestBootError`, ...);
+    nothing of the repetition stays behind (the repository stays for the next one).
+    """
+    spec = cell.workload.spec
+    if not isinstance(spec, PropagationWorkloadSpec):
+        raise HvbenchError(f"cell {cell.name}: not a propagation workload")
+    repo = session.repository(spec)
+    guest_vm = session.guest_spec(vm, f"{cell.platform.name}-propagation")
+    window = MonitorWindow(monitors)
+    outcomes = run_propagation(spec, guest_vm, repo=repo, node_dir=session.node_dir(),
+                               window=window, name=session.guest_name(cell))
+    out: list[MeasuredPhase] = []
+    for outcome in outcomes:
+        if outcome.phase == "transfer":
+            out.append(MeasuredPhase(outcome, window.wall_s, window.result))
+        else:
+            duration = outcome.metrics.get("duration_s", (0.0, "s"))[0]
+            out.append(MeasuredPhase(outcome, duration, MonitorResult()))
     return out

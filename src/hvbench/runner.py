@@ -33,6 +33,7 @@ from hvbench.lab_session import (
     LabSession,
     MeasuredPhase,
     run_network_cell,
+    run_propagation_cell,
     run_web_cell,
     web_ports,
 )
@@ -42,6 +43,7 @@ from hvbench.model.study import (
     DiskWorkloadSpec,
     LifecycleWorkloadSpec,
     NetworkWorkloadSpec,
+    PropagationWorkloadSpec,
     QemuPlatformSpec,
     Study,
     cell_order,
@@ -210,6 +212,17 @@ def net_cell_result(phases: list[MeasuredPhase]) -> CellResult:
         out.samples += [SampleRecord(outcome.phase, outcome.raw_kind.split("-")[0], t, values)
                         for t, values in outcome.series]
         out.raw.append(RawRecord(outcome.phase, outcome.raw_kind, outcome.raw))
+    return out
+
+
+def propagation_cell_result(phases: list[MeasuredPhase]) -> CellResult:
+    """The store's records of a propagation cell: as :func:`net_cell_result` (each
+    phase's metrics and wall time; the monitors' summary and series, and the transfer's
+    progress series, with ``transfer``), but the raw document, which every phase
+    carries, is stored once, under phase ``propagation``."""
+    out = net_cell_result(phases)
+    out.raw = [RawRecord("propagation", phases[0].outcome.raw_kind, phases[0].outcome.raw)
+               ] if phases else []
     return out
 
 
@@ -421,6 +434,10 @@ class StudyRunner:
                 self._record_failure(item, cell_ids, exc, platform)
                 platform.stop()
                 return None
+            except BaseException:
+                # A bug or Ctrl-C: the target must not outlive the run either.
+                platform.stop()
+                raise
             self.scenario = run
         return platform
 
@@ -485,7 +502,7 @@ class StudyRunner:
 
     # -- workloads that boot their own guests -------------------------------------------
     def _run_self_booting(self, item: PlannedItem, cell_ids: dict[str, int]) -> None:
-        """Run a lifecycle cell: it boots (and stops) its own guests from
+        """Run a lifecycle or propagation cell: it boots (and stops) its own guests from
         the platform's VM spec, so the runner boots nothing for it."""
         self.progress(item, "running")
         started = _now()
@@ -518,6 +535,19 @@ class StudyRunner:
             outcomes = lifecycle.run_lifecycle(spec, platform.vm, name=name, scratch=work_dir(),
                                                source_cache=self.lifecycle_cache)
             return self_booting_result(outcomes)
+        if isinstance(spec, PropagationWorkloadSpec):
+            session = self.session
+            if session is None:
+                raise HvbenchError(f"cell {cell.name}: a propagation workload runs "
+                                   "without a lab")
+            # The lab's bridge and every lab host's veth (the repository's among them).
+            monitors = monitors_for(session.host, interfaces=session.interfaces())
+            try:
+                phases = run_propagation_cell(session, platform.vm, cell, monitors)
+            except BaseException:
+                monitors.abort()
+                raise
+            return propagation_cell_result(phases)
         raise SpecError(f"cell {cell.name}: unsupported workload kind {spec.kind}")
 
     def _record_failure(self, item: PlannedItem, cell_ids: dict[str, int],

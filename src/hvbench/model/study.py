@@ -284,9 +284,7 @@ WorkloadSpec = (DiskWorkloadSpec | NetworkWorkloadSpec | WebWorkloadSpec
                 | LifecycleWorkloadSpec | PropagationWorkloadSpec)
 WORKLOAD_KINDS: Mapping[str, type[BaseModel]] = {
     "disk": DiskWorkloadSpec, "network": NetworkWorkloadSpec, "web": WebWorkloadSpec,
-    "lifecycle": LifecycleWorkloadSpec,
-    # "propagation": PropagationWorkloadSpec is declared above but not accepted yet: its
-    # engine (repository servers on the headnode, fetch and boot) is not built.
+    "lifecycle": LifecycleWorkloadSpec, "propagation": PropagationWorkloadSpec,
 }
 
 
