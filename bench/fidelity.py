@@ -1,6 +1,7 @@
 """Fidelity: hvbench's native iozone write/read vs the same fio job run by hand.
 
-Usage: python bench/fidelity.py [--rounds 5] [--size 1G] [--record 16M] [--ramdisk] [--json]
+Usage: python bench/fidelity.py [--rounds 5] [--size 1G] [--record 16M] [--ramdisk] [--aa]
+                               [--json]
 
 Each round runs, in alternating order, (a) hvbench's iozone profile natively through the
 runner (write and read phases, O_DIRECT, stored in a scratch database) and (b) the
@@ -14,6 +15,10 @@ ratio of the medians (hvbench / by hand) per phase is the fidelity. Target: >= 0
 ``--ramdisk`` (root) runs both on an ext4 filesystem on a loop device backed by
 /dev/shm: a stable medium, where run-to-run noise of a virtual disk cannot hide a
 difference, and where any overhead of hvbench shows most (the I/O itself is fastest).
+
+``--aa`` is the A/A control: both sides run by hand, in the same alternating order.
+Its ratio and interval are the medium's own noise floor: how far from 1 two identical
+measurements land here, which bounds what the real comparison can show.
 """
 
 from __future__ import annotations
@@ -122,6 +127,8 @@ def main() -> int:
     parser.add_argument("--record", default="16M")
     parser.add_argument("--ramdisk", action="store_true",
                         help="run on ext4 over a /dev/shm-backed loop device (root)")
+    parser.add_argument("--aa", action="store_true",
+                        help="A/A control: by hand on both sides (the medium's noise)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
@@ -131,8 +138,9 @@ def main() -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
+        first = "by hand (A)" if args.aa else "hvbench"
         for phase, s in summary.items():
-            print(f"{phase}: hvbench {s['hvbench_median_mb_s']:.1f} MB/s, by hand "
+            print(f"{phase}: {first} {s['hvbench_median_mb_s']:.1f} MB/s, by hand "
                   f"{s['by_hand_median_mb_s']:.1f} MB/s, ratio {s['ratio']:.3f} "
                   f"(bootstrap 95 % CI {s['ratio_ci95'][0]:.3f}-{s['ratio_ci95'][1]:.3f}; "
                   "target >= 0.98)")
@@ -154,8 +162,8 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 raise SystemExit("internal: fidelity study lost its workload")
             # Alternate which side goes first, so drift does not favour one of them.
             for side in ((0, 1) if rnd % 2 == 0 else (1, 0)):
-                result = (through_hvbench(text, scratch / f"r{rnd + 1}.db") if side == 0
-                          else by_hand(spec, work_dir()))
+                result = (through_hvbench(text, scratch / f"r{rnd + 1}.db")
+                          if side == 0 and not args.aa else by_hand(spec, work_dir()))
                 for phase in ("write", "read"):
                     if rnd >= 0:
                         (hv if side == 0 else hand)[phase].append(result[phase])

@@ -15,6 +15,14 @@ when even the most extreme split could not reach alpha it is ``too few repetitio
 Comparing two runs is refused when their environments differ in a key field
 (:data:`KEY_ENV_FIELDS`) or when a cell they share was defined differently, unless
 forced: the difference would then measure the change of host or study.
+
+Direction. :func:`metric_direction` says which way a metric is better (throughputs and
+IOPS: higher; latencies, boot and wall times, retransmits, losses and errors: lower;
+others: none) and :func:`change_label` names a change of B against A accordingly; the
+scenario report reads its degradation against alone with the same rule.
+
+numpy and scipy are imported by the permutation test itself, so importing this module
+for :func:`metric_direction` stays cheap.
 """
 
 from __future__ import annotations
@@ -26,9 +34,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
-from scipy.stats import permutation_test
-
 from hvbench.errors import SpecError
 from hvbench.report import RELATIVE_METRICS, THROUGHPUT_METRICS, Row
 
@@ -36,12 +41,17 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_THRESHOLD_PCT",
     "KEY_ENV_FIELDS",
+    "Change",
     "Comparison",
     "ComparisonRefused",
+    "Direction",
     "Side",
+    "change_label",
     "compare_sides",
     "definition_differences",
+    "delta_pct",
     "env_differences",
+    "metric_direction",
     "min_p_value",
     "permutation_p_value",
     "side_values",
@@ -59,6 +69,10 @@ KEY_ENV_FIELDS = ("hostname", "kernel", "cpu_model", "cpus", "memory_bytes",
 _LOWER_BETTER = ("boot_s", "phase_wall_s", "retransmits", "lost_pct", "error_pct")
 
 Verdict = Literal["significant", "negligible", "not significant", "too few repetitions"]
+#: Which way a metric is better: ``higher`` (throughputs), ``lower`` (times, losses).
+Direction = Literal["higher", "lower"]
+#: How B differs from A: ``better``/``worse`` with a direction, else ``higher``/``lower``.
+Change = Literal["better", "worse", "higher", "lower"]
 Key = tuple[str, str, str]
 
 
@@ -148,7 +162,7 @@ def select_keys(keys: Iterable[Key], patterns: Sequence[str]) -> list[Key]:
 
 
 def _mean_difference(a: Any, b: Any, axis: int) -> Any:
-    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+    return a.mean(axis=axis) - b.mean(axis=axis)
 
 
 def min_p_value(n_a: int, n_b: int, n_resamples: int = DEFAULT_RESAMPLES) -> float:
@@ -171,6 +185,9 @@ def permutation_p_value(a: Sequence[float], b: Sequence[float], *,
                         f"{len(b)}")
     if len(set(a) | set(b)) == 1:
         return 1.0  # every split gives the same difference
+    import numpy as np  # noqa: PLC0415 - scipy and numpy cost ~1.5 s to import
+    from scipy.stats import permutation_test  # noqa: PLC0415
+
     result = permutation_test(
         (np.asarray(a, dtype=float), np.asarray(b, dtype=float)), _mean_difference,
         permutation_type="independent", vectorized=True, n_resamples=n_resamples,
@@ -178,13 +195,46 @@ def permutation_p_value(a: Sequence[float], b: Sequence[float], *,
     return float(min(1.0, result.pvalue))
 
 
-def _change(metric: str, delta: float) -> str:
+def metric_direction(metric: str) -> Direction | None:
+    """Which way ``metric`` is better: ``higher`` for throughputs and IOPS (``mb_s``,
+    ``replies_s``, ``*.iops``), ``lower`` for latencies and times (``*_ms``,
+    ``boot_s``, ``phase_wall_s``), retransmits, losses and errors; None for metrics
+    without one (CPU %, sizes, counts).
+
+    >>> metric_direction("mb_s"), metric_direction("reply_ms"), metric_direction("cpu_pct")
+    ('higher', 'lower', None)
+    """
     base = metric.rsplit(".", 1)[-1]
     if metric in RELATIVE_METRICS or base == "iops":
-        return "better" if delta > 0 else "worse"
+        return "higher"
     if metric in _LOWER_BETTER or base.endswith("_ms"):
-        return "better" if delta < 0 else "worse"
-    return "higher" if delta > 0 else "lower"
+        return "lower"
+    return None
+
+
+def change_label(metric: str, delta: float) -> Change:
+    """How a change of ``delta`` (B - A, any unit) reads for ``metric``: ``better`` or
+    ``worse`` when it has a :func:`metric_direction`, else ``higher`` or ``lower``. A
+    ``delta`` of 0 reads as ``worse`` / ``lower`` (callers only label real changes).
+
+    >>> change_label("mb_s", -3.0), change_label("lat_p99_ms", -3.0), change_label("x", 2)
+    ('worse', 'better', 'higher')
+    """
+    direction = metric_direction(metric)
+    if direction is None:
+        return "higher" if delta > 0 else "lower"
+    improved = delta > 0 if direction == "higher" else delta < 0
+    return "better" if improved else "worse"
+
+
+def delta_pct(mean_a: float, mean_b: float) -> float | None:
+    """(mean B - mean A) / |mean A| in %; None when mean A is 0 (any change from 0 is
+    infinitely large in %).
+
+    >>> delta_pct(50.0, 40.0), delta_pct(-2.0, -1.0), delta_pct(0.0, 1.0)
+    (-20.0, 50.0, None)
+    """
+    return (mean_b - mean_a) / abs(mean_a) * 100.0 if mean_a != 0 else None
 
 
 def compare_values(key: Key, a: Sequence[float], b: Sequence[float], *, alpha: float,
@@ -192,7 +242,7 @@ def compare_values(key: Key, a: Sequence[float], b: Sequence[float], *, alpha: f
                    seed: int = DEFAULT_SEED) -> Comparison:
     """One comparison with its verdict (see the module docstring)."""
     mean_a, mean_b = math.fsum(a) / len(a), math.fsum(b) / len(b)
-    delta = (mean_b - mean_a) / abs(mean_a) * 100.0 if mean_a != 0 else None
+    delta = delta_pct(mean_a, mean_b)
     enough = len(a) >= 2 and len(b) >= 2
     p = permutation_p_value(a, b, n_resamples=n_resamples, seed=seed) if enough else math.nan
     verdict: Verdict
@@ -204,7 +254,7 @@ def compare_values(key: Key, a: Sequence[float], b: Sequence[float], *, alpha: f
         # from a mean of 0 any change is infinitely large in %
         big = delta is None or abs(delta) > threshold_pct
         verdict = "significant" if big else "negligible"
-    change = _change(key[2], mean_b - mean_a) if verdict == "significant" else ""
+    change = change_label(key[2], mean_b - mean_a) if verdict == "significant" else ""
     return Comparison(cell=key[0], phase=key[1], metric=key[2], n_a=len(a), n_b=len(b),
                       mean_a=mean_a, mean_b=mean_b, delta_pct=delta, p_value=p,
                       verdict=verdict, change=change)

@@ -8,6 +8,9 @@ state. Text is drawn as paths (``svg.fonttype = "path"``): the SVG needs no font
 fetches nothing. Ids are salted with a constant and the date left out, so the same
 numbers give the same bytes.
 
+The trend plot's fits, equations and reference lines are :mod:`hvbench.trends`'s
+(re-exported here), so the terminal report prints the same equations without matplotlib.
+
 Invalid input (no bars, mismatched lengths) raises :class:`PlotError`, a ``SpecError``:
 callers build the inputs from stored rows, so it means a bug or an empty selection.
 """
@@ -26,7 +29,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from hvbench.errors import SpecError
-from hvbench.stats import Fit, linear_fit, poly2_fit
+from hvbench.trends import ReferenceLine, fit_equation, fit_polynomial, fits_for
 
 __all__ = [
     "BarChart",
@@ -34,8 +37,12 @@ __all__ = [
     "Line",
     "Panel",
     "PlotError",
+    "ReferenceLine",
     "TrendSeries",
+    "VLine",
     "fit_equation",
+    "fit_polynomial",
+    "fits_for",
     "grouped_bars",
     "stacked_bars",
     "time_series_grid",
@@ -98,16 +105,27 @@ class Line:
 
 
 @dataclass(frozen=True)
+class VLine:
+    """A vertical marker of a panel (an event, e.g. a guest asked for): dashed, or
+    dotted when ``dotted`` (e.g. the same guest ready)."""
+
+    x: float
+    dotted: bool = False
+
+
+@dataclass(frozen=True)
 class Panel:
-    """One small plot of a grid: its title and its lines."""
+    """One small plot of a grid: its title, its lines and its vertical markers."""
 
     title: str
     lines: Sequence[Line]
+    vlines: Sequence[VLine] = ()
 
 
 @dataclass(frozen=True)
 class TrendSeries:
-    """Points of one platform for trend fitting: (x, y) pairs."""
+    """Points of one series (a platform, or a platform and method) for trend fitting:
+    (x, y) pairs."""
 
     label: str
     points: Sequence[tuple[float, float]]
@@ -200,10 +218,14 @@ def _group_ticks(ax: Axes, groups: Sequence[str]) -> None:
 
 
 def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
-                     columns: int = 4) -> str:
+                     columns: int = 4, *, xlabel: str = "seconds since the phase started",
+                     reference: float | None = None,
+                     panel_size: tuple[float, float] = (2.8, 1.9)) -> str:
     """Small multiples sharing their y axis: one panel per cell, one line per
     repetition (x in seconds since the phase started); SVG text. The lines' labels
-    (the same in every panel) form one legend for the figure.
+    (the same in every panel) form one legend for the figure. ``reference`` draws a
+    dashed horizontal line in every panel (1.0 for a normalized series); ``panel_size``
+    is one panel's (width, height) in inches.
 
     Raises :class:`PlotError` when there is no panel or a line's xs and ys differ in length.
     """
@@ -216,17 +238,18 @@ def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
                                 f"{len(line.xs)} times but {len(line.ys)} values")
     cols = min(columns, len(panels))
     rows = math.ceil(len(panels) / cols)
-    height = 1.9 * rows + 0.9
+    panel_w, panel_h = panel_size
+    width, height = panel_w * cols + 0.9, panel_h * rows + 0.9
     with _style():
-        fig = Figure(figsize=(2.8 * cols + 0.9, height))
+        fig = Figure(figsize=(width, height))
         # Fixed margins instead of a layout engine: a grid of 30 panels would cost
         # seconds of text measuring otherwise.
-        fig.subplots_adjust(left=0.7 / (2.8 * cols + 0.9), right=0.98, bottom=0.45 / height,
+        fig.subplots_adjust(left=0.7 / width, right=0.98, bottom=0.45 / height,
                             top=1 - 0.6 / height, hspace=0.55, wspace=0.12)
         axes = fig.subplots(rows, cols, sharey=True, squeeze=False)
         for index, ax in enumerate(axes.flat):
             if index < len(panels):
-                _draw_panel(ax, panels[index])
+                _draw_panel(ax, panels[index], reference)
             else:
                 ax.set_visible(False)
         for ax in axes[:, 0]:
@@ -234,14 +257,18 @@ def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
         handles, labels = axes.flat[0].get_legend_handles_labels()
         fig.legend(handles, labels, loc="upper right", ncols=min(len(labels), 8) or 1)
         fig.suptitle(title, x=0.01, y=1 - 0.12 / height, ha="left", va="top", fontsize=10)
-        fig.supxlabel("seconds since the phase started", fontsize=8, y=0.05 / height,
-                      va="bottom")
+        fig.supxlabel(xlabel, fontsize=8, y=0.05 / height, va="bottom")
         return _svg(fig, tight=False)
 
 
-def _draw_panel(ax: Axes, panel: Panel) -> None:
+def _draw_panel(ax: Axes, panel: Panel, reference: float | None = None) -> None:
     for line in panel.lines:
         ax.plot(line.xs, line.ys, linewidth=0.9, label=line.label)
+    for marker in panel.vlines:
+        ax.axvline(marker.x, color="0.35", linewidth=0.8,
+                   linestyle=":" if marker.dotted else "--")
+    if reference is not None:
+        ax.axhline(reference, color="0.6", linewidth=0.7, linestyle="--")
     ax.set_title(panel.title, fontsize=7.5, loc="left")
     ax.tick_params(labelsize=7)
 
@@ -271,36 +298,11 @@ def stacked_bars(title: str, ylabel: str, bars: Sequence[str], segments: Sequenc
         return _svg(fig)
 
 
-def _number(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def fit_equation(fit: Fit) -> str:
-    """``y = c0 + c1·x [+ c2·x²]`` with 4 significant digits, then ``R² = ...``."""
-    terms = [_number(fit.coefficients[0])]
-    for power, coefficient in enumerate(fit.coefficients[1:], start=1):
-        sign = "-" if coefficient < 0 else "+"
-        x = "x" if power == 1 else "x²"
-        terms.append(f"{sign} {_number(abs(coefficient))}·{x}")
-    return f"y = {' '.join(terms)}  (R² = {fit.r_squared:.4f})"
-
-
-def fits_for(points: Sequence[tuple[float, float]]) -> list[tuple[str, Fit]]:
-    """The linear and quadratic least-squares fits the points allow (2 and 3 distinct x)."""
-    xs = [p[0] for p in points]
-    ys = [p[1] for p in points]
-    distinct = len(set(xs))
-    out: list[tuple[str, Fit]] = []
-    if distinct >= 2:
-        out.append(("linear", linear_fit(xs, ys)))
-    if distinct >= 3:
-        out.append(("quadratic", poly2_fit(xs, ys)))
-    return out
-
-
-def trend_lines(title: str, xlabel: str, ylabel: str, series: Sequence[TrendSeries]) -> str:
+def trend_lines(title: str, xlabel: str, ylabel: str, series: Sequence[TrendSeries],
+                references: Sequence[ReferenceLine] = ()) -> str:
     """Scatter of each series with its linear (solid) and quadratic (dashed) fits; the
-    legend carries each fit's equation and R² (seed 000 Fig. 3). SVG text.
+    legend carries each fit's equation and R² (seed 000 Fig. 3). ``references`` are
+    drawn dashed grey from x = 0 to the largest x. SVG text.
 
     Raises :class:`PlotError` when no series has a point.
     """
@@ -311,6 +313,11 @@ def trend_lines(title: str, xlabel: str, ylabel: str, series: Sequence[TrendSeri
         ax = fig.add_subplot()
         for item, color in zip(series, _colors(len(series)), strict=True):
             _draw_trend(ax, item, color)
+        high = max(p[0] for s in series for p in s.points)
+        for ref in references:
+            ax.plot([0.0, high], [ref.intercept, ref.intercept + ref.slope * high],
+                    color="0.45", linestyle=(0, (4, 3)), linewidth=1.0,
+                    label=f"{ref.label}: {fit_polynomial((ref.intercept, ref.slope))}")
         ax.set_title(title, loc="left")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)

@@ -11,14 +11,19 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from rich import box
 from rich.table import Table
 
+from hvbench.model.study import LIFECYCLE_PHASES, PROFILE_PHASES, PROPAGATION_PHASES
 from hvbench.stats import Summary, percent_of_summary, stability_warnings, summarize
+from hvbench.trends import Row as FitRow
+from hvbench.trends import propagation_fit_rows
 
 MAX_COLUMNS = 5
 THROUGHPUT_METRICS = ("mb_s", "ops_s", "mbit_s", "max_rate_rps", "replies_s", "boot_s")
@@ -63,25 +68,20 @@ COMPACT_ROWS = {"% of native": "% native", "CoV %": "CoV%", "host avgrq-sz": "av
 TCG_BANNER = (
     "TCG (software emulation): guest numbers measure emulation, not virtualization"
 )
+#: Phases in the order a reader expects them: the profiles' (write before read), then
+#: propagation's and the lifecycle's steps in the order they happen. ``shutdown`` ends
+#: both, so it goes after the lifecycle's ``agent`` (propagation's ``terminal`` comes
+#: before ``create`` anyway, and the two kinds never share a workload).
+_KNOWN_PHASES = tuple(dict.fromkeys(
+    [p for phases in PROFILE_PHASES.values() for p in phases]
+    + [p for p in PROPAGATION_PHASES if p != "shutdown"] + list(LIFECYCLE_PHASES)
+    + ["idle"]))
+_SIZE_PHASE = re.compile(r"^(\d+)kB$")
 
 
-class Row(Protocol):
+class Row(FitRow, Protocol):
     """One stored measurement with its dimensions (the store's MeasurementRow)."""
 
-    @property
-    def cell(self) -> str: ...
-    @property
-    def platform(self) -> str: ...
-    @property
-    def workload(self) -> str: ...
-    @property
-    def repetition(self) -> int: ...
-    @property
-    def phase(self) -> str: ...
-    @property
-    def metric(self) -> str: ...
-    @property
-    def value(self) -> float: ...
     @property
     def unit(self) -> str: ...
 
@@ -129,8 +129,35 @@ def _find_metric(stats: PhaseStats, suffix: str) -> str | None:
                  and m.startswith("host.disk.")), None)
 
 
-def _fmt(value: float) -> str:
+def phase_key(phase: str) -> tuple[int, int, str]:
+    """Profiles' phase order (write before read), web sizes by size, others by name."""
+    if phase in _KNOWN_PHASES:
+        return (1, _KNOWN_PHASES.index(phase), phase)
+    match = _SIZE_PHASE.match(phase)
+    if match:
+        return (2, int(match.group(1)), phase)
+    return (0 if phase == "boot" else 3, 0, phase)
+
+
+def fmt_value(value: float) -> str:
+    """A number as the tables print it: whole above 1000, else 3 significant digits."""
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+_fmt = fmt_value
+
+
+def mean_ci_text(summary: Summary, unit: str = "") -> str:
+    """``mean ± half-width`` of the 95 % CI; the mean alone for a single repetition
+    (a CI of ± 0 would claim a precision one value cannot give)."""
+    tail = f" {unit}" if unit else ""
+    if summary.n < 2:
+        return f"{fmt_value(summary.mean)}{tail}"
+    half = summary.ci95_half_width
+    # Equal values leave rounding noise (1e-14) in the sd: print it as the 0 it is.
+    if half <= 1e-9 * abs(summary.mean):
+        half = 0.0
+    return f"{fmt_value(summary.mean)} ± {fmt_value(half)}{tail}"
 
 
 def _cells(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]:
@@ -198,6 +225,39 @@ def phase_table(stats: PhaseStats, native: str | None) -> Table:
     return table
 
 
+PROPAGATION_FIT_TITLE = ("propagation: total time against image size, least-squares fits "
+                         "(seed 000 Fig. 3)")
+#: The columns of :func:`hvbench.trends.fit_rows`, short enough for an 80-column terminal.
+PROPAGATION_FIT_HEADERS = ("platform", "method", "fit", "equation (y s, x bytes)", "R²",
+                           "overhead s")
+PROPAGATION_FIT_NOTE = ("y = initial + transfer + terminal seconds of a repetition, x = the "
+                        "image size in bytes (size_bytes moved, else the variant's size); "
+                        "overhead = the intercept, the time at size 0: what the manager "
+                        "spends besides moving bytes; the theoretical NIC needs "
+                        "x·8 / link_rate_bits seconds.")
+
+
+def propagation_fit_table(rows: Sequence[Row]) -> Table | None:
+    """The propagation fits for the terminal, as the HTML report's table: per
+    (platform, method) the linear and quadratic least-squares equation, R² and
+    intercept (:func:`hvbench.trends.fit_rows`), then the theoretical NIC line of each
+    stored ``link_rate_bits``; None when the run has no propagation workload."""
+    found = propagation_fit_rows(rows)
+    if not found:
+        return None
+    # No vertical rules and a wide enough equation column: a linear equation stays
+    # on one line in 80 columns.
+    table = Table(title=PROPAGATION_FIT_TITLE, title_justify="left",
+                  caption=PROPAGATION_FIT_NOTE, caption_justify="left", box=box.SIMPLE_HEAD)
+    width = min(32, max(len(texts[3]) for texts in found if texts[2] != "quadratic"))
+    for index, header in enumerate(PROPAGATION_FIT_HEADERS):
+        table.add_column(header, justify="left" if index < 4 else "right", overflow="fold",
+                         min_width=width if index == 3 else None)
+    for texts in found:
+        table.add_row(*texts)
+    return table
+
+
 def warnings_for(stats: Sequence[PhaseStats]) -> list[str]:
     """Stability warnings of every throughput metric, prefixed with where they apply."""
     out = []
@@ -224,8 +284,9 @@ def rows_csv(rows: Iterable[Row], run_id: str) -> str:
 
 
 def summary_json(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
-                 run: Mapping[str, Any]) -> str:
-    """Every summary with its % of native, plus the run's environment."""
+                 run: Mapping[str, Any], extra: Mapping[str, Any] | None = None) -> str:
+    """Every summary with its % of native, plus the run's environment and, under their
+    own keys, ``extra`` sections (the scenario tables)."""
     phases = []
     for phase in stats:
         native = natives.get(phase.workload)
@@ -234,7 +295,7 @@ def summary_json(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
             metrics[metric] = {p: _summary_dict(s, per, native, p) for p, s in per.items()}
         phases.append({"workload": phase.workload, "phase": phase.phase,
                        "platforms": phase.platforms, "metrics": metrics})
-    return json.dumps({"run": run, "phases": phases}, indent=2)
+    return json.dumps({"run": run, "phases": phases, **(extra or {})}, indent=2)
 
 
 def _summary_dict(summary: Summary, per: Mapping[str, Summary], native: str | None,

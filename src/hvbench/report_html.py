@@ -11,17 +11,27 @@ banner when guests ran under TCG; stability warnings and failed repetitions; per
 workload, grouped bars of the throughput metric (platforms x phases, 95 % CI error bars,
 seed 000 Figs. 5-10), the same as % of native, a summary table and the host disk table
 (iostat -x columns, seed 001 Tables 1-2); time series from the monitors, one panel per
-cell and phase; propagation figures when a workload follows the convention of
-:data:`PROPAGATION_PHASES`; the study file.
+cell and phase; the scenarios (:mod:`hvbench.scenario_report`: % of alone, degradation,
+aggregated throughput ratio, guests started on demand with seed 003 Fig. 14's
+normalized throughput, CPU weights, CoV); the lifecycle; propagation; the study file.
 
 Propagation convention. A workload whose phases include at least two of ``initial``,
 ``transfer`` and ``terminal`` is a propagation workload: each phase's duration
-(``duration_s``, else ``phase_wall_s``) is stacked per cell (seed 000 Fig. 4), and when
-its repetitions carry a ``size_bytes`` metric (in any phase), the total duration
-against that size gets linear and quadratic least-squares trend lines with their
-equations and R² (seed 000 Fig. 3), one series per platform.
-"""
+(``duration_s``, else ``phase_wall_s``) is stacked per cell (seed 000 Fig. 4), and the
+total of the three against the image size gets linear and quadratic least-squares
+trend lines with their equations and R² (seed 000 Fig. 3), one series per (platform,
+method): the method is the variant name without its size tokens
+(``propagation.scp-128M`` -> ``scp``), cache hits (``cache_hit`` = 1) are a series of
+their own. The size is ``size_bytes`` (any phase), or the variant's size token when
+nothing moved. A dashed line shows a NIC at each stored ``link_rate_bits``; the fit
+table reads each intercept as the manager's overhead. The series, fits and the table's
+rows are :mod:`hvbench.trends`'s, which the terminal report prints too.
 
+Lifecycle convention. A workload with at least two of ``create`` ... ``exit`` carrying a
+duration: its steps are stacked per cell, ``create``'s duration against the image size
+(the variant's size token, else ``size_bytes``) gets trend lines per (platform, method),
+and an ``idle`` phase's metrics are tabled.
+"""
 from __future__ import annotations
 
 import base64
@@ -31,18 +41,17 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from hvbench.errors import SpecError
-from hvbench.model.study import PROFILE_PHASES
+from hvbench.model.study import LIFECYCLE_PHASES
 from hvbench.plots import (
     BarChart,
     Interval,
     Line,
     Panel,
     TrendSeries,
-    fit_equation,
-    fits_for,
+    VLine,
     grouped_bars,
     stacked_bars,
     time_series_grid,
@@ -55,31 +64,65 @@ from hvbench.report import (
     TCG_BANNER,
     PhaseStats,
     Row,
+    fmt_value,
+    phase_key,
     phase_stats,
     warnings_for,
 )
+from hvbench.scenario_report import (
+    Degradation,
+    OnDemandSeries,
+    SampleLike,
+    ScenarioReport,
+    TextTable,
+    build_scenario_report,
+    ondemand_series,
+    scenario_tables,
+    split_platform,
+)
 from hvbench.stats import Summary, percent_of_summary, summarize
+from hvbench.trends import (
+    FIT_HEADERS,
+    PROPAGATION_STEPS,
+    SizeSeries,
+    duration_metric,
+    fit_rows,
+    fits_for,
+    lifecycle_series,
+    lifecycle_workloads,
+    link_rates,
+    nic_lines,
+    propagation_series,
+    propagation_workloads,
+)
 
 __all__ = [
     "AUTO_SERIES",
     "CSP",
     "HOST_DISK_COLUMNS",
     "PROPAGATION_PHASES",
+    "SCENARIO_MONITORS",
     "ReportInput",
     "SeriesChoice",
     "bar_charts",
     "grouped_warnings",
     "host_disk_rows",
+    "lifecycle_idle_rows",
+    "ondemand_figures",
     "parse_series_choice",
+    "phase_key",
+    "phase_segments",
     "propagation_points",
     "propagation_segments",
     "render_html",
+    "scenario_charts",
     "series_figures",
 ]
 
 #: The only sources the page may use: inline styles and data: images.
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-PROPAGATION_PHASES = ("initial", "transfer", "terminal")
+#: The propagation phases stacked per cell (``shutdown`` is not part of propagation).
+PROPAGATION_PHASES = PROPAGATION_STEPS
 #: Host disk columns (iostat -x names) of the disk table: (metric suffix, header).
 HOST_DISK_COLUMNS = (
     ("r_s", "r/s"), ("w_s", "w/s"), ("r_mb_s", "rMB/s"), ("w_mb_s", "wMB/s"),
@@ -93,26 +136,7 @@ ENV_FIELDS = (
     ("accelerator", "accelerator"), ("hvbench_version", "hvbench"),
     ("git_commit", "git commit"), ("work_dir", "work directory"), ("vhost_net", "vhost-net"),
 )
-_KNOWN_PHASES = tuple(dict.fromkeys(
-    [p for phases in PROFILE_PHASES.values() for p in phases] + list(PROPAGATION_PHASES)))
-_SIZE_PHASE = re.compile(r"^(\d+)kB$")
-
-
-class SampleLike(Protocol):
-    """One stored time-series point (the store's SampleRow)."""
-
-    @property
-    def cell(self) -> str: ...
-    @property
-    def repetition(self) -> int: ...
-    @property
-    def phase(self) -> str: ...
-    @property
-    def monitor(self) -> str: ...
-    @property
-    def t(self) -> float: ...
-    @property
-    def values(self) -> Mapping[str, Any]: ...
+#: A workload variant's size token (``128M``, ``1G``): what format_size writes.
 
 
 @dataclass(frozen=True)
@@ -124,6 +148,10 @@ class SeriesChoice:
     keys: tuple[str, ...]
     label: str
 
+
+#: Monitors (fnmatch patterns) the Scenarios section reads: the target's 1 s throughput,
+#: NICs, host CPU and the QEMU thread monitors of the target and its neighbours.
+SCENARIO_MONITORS = ("throughput", "net", "host.cpu", "qemu", "nb[0-9]*")
 
 #: Tried in order for each phase when no series is chosen: the first with samples wins.
 AUTO_SERIES = (
@@ -153,6 +181,9 @@ class ReportInput:
     failures: Sequence[tuple[str, int, str]] = ()
     #: cell -> (platform, workload), for samples of cells without measurements.
     cells: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    #: platform name -> its stored definition (a scenario's ``scenario`` key gives
+    #: the CPU weights of the weights table).
+    platforms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def parse_series_choice(text: str) -> SeriesChoice:
@@ -170,16 +201,6 @@ def parse_series_choice(text: str) -> SeriesChoice:
 
 
 # -- ordering ------------------------------------------------------------------------------
-def phase_key(phase: str) -> tuple[int, int, str]:
-    """Profiles' phase order (write before read), web sizes by size, others by name."""
-    if phase in _KNOWN_PHASES:
-        return (1, _KNOWN_PHASES.index(phase), phase)
-    match = _SIZE_PHASE.match(phase)
-    if match:
-        return (2, int(match.group(1)), phase)
-    return (0 if phase == "boot" else 3, 0, phase)
-
-
 def _by_workload(stats: Iterable[PhaseStats]) -> dict[str, list[PhaseStats]]:
     out: dict[str, list[PhaseStats]] = defaultdict(list)
     for item in stats:
@@ -264,8 +285,7 @@ def _pct_values(phases: Sequence[PhaseStats], metric: str, native: str
 
 
 # -- tables --------------------------------------------------------------------------------
-def _fmt(value: float) -> str:
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+_fmt = fmt_value
 
 
 def _disk_metric(item: PhaseStats, suffix: str) -> str | None:
@@ -384,61 +404,111 @@ def series_figures(samples: Sequence[SampleLike], cells: Mapping[str, tuple[str,
     return out
 
 
-# -- propagation ---------------------------------------------------------------------------
-def _duration_metric(metrics: set[str]) -> str | None:
-    return next((m for m in ("duration_s", "phase_wall_s") if m in metrics), None)
-
-
-def propagation_workloads(rows: Sequence[Row]) -> list[str]:
-    """Workloads with at least two of :data:`PROPAGATION_PHASES` that carry a duration."""
-    phases: dict[str, set[str]] = defaultdict(set)
+# -- propagation and lifecycle -------------------------------------------------------------
+def phase_segments(rows: Sequence[Row], workloads: Sequence[str], phases: Sequence[str]
+                   ) -> tuple[list[str], list[str], dict[tuple[str, str], float]]:
+    """(bars = the cells of the workloads, segments = the phases present in order, mean
+    duration per (cell, phase)): the input of a stacked bar chart."""
+    values: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
+        lambda: defaultdict(list))
     for row in rows:
-        if row.phase in PROPAGATION_PHASES and row.metric in ("duration_s", "phase_wall_s"):
-            phases[row.workload].add(row.phase)
-    return [w for w, found in phases.items() if len(found) >= 2]
+        if row.workload in workloads and row.phase in phases:
+            values[(row.cell, row.phase)][row.metric].append(row.value)
+    bars, means = [], {}
+    for (cell, phase), metrics in values.items():
+        metric = duration_metric(set(metrics))
+        if metric:
+            means[(cell, phase)] = summarize(metrics[metric]).mean
+            bars.append(cell)
+    segments = [p for p in phases if any(k[1] == p for k in means)]
+    return list(dict.fromkeys(bars)), segments, means
 
 
 def propagation_segments(rows: Sequence[Row], workloads: Sequence[str]
                          ) -> tuple[list[str], list[str], dict[tuple[str, str], float]]:
-    """(bars = the cells of the workloads, segments = phases, mean duration per
-    (cell, phase))."""
-    values: dict[tuple[str, str], dict[str, list[float]]] = defaultdict(
-        lambda: defaultdict(list))
-    for row in rows:
-        if row.workload in workloads and row.phase in PROPAGATION_PHASES:
-            values[(row.cell, row.phase)][row.metric].append(row.value)
-    bars, means = [], {}
-    for (cell, phase), metrics in values.items():
-        metric = _duration_metric(set(metrics))
-        if metric:
-            means[(cell, phase)] = summarize(metrics[metric]).mean
-            bars.append(cell)
-    segments = [p for p in PROPAGATION_PHASES if any(k[1] == p for k in means)]
-    return list(dict.fromkeys(bars)), segments, means
+    """:func:`phase_segments` of :data:`PROPAGATION_PHASES` (seed 000 Fig. 4)."""
+    return phase_segments(rows, workloads, PROPAGATION_PHASES)
 
 
 def propagation_points(rows: Sequence[Row], workloads: Sequence[str]) -> list[TrendSeries]:
-    """Per platform: (size_bytes, total propagation duration) of every repetition of
-    the given workloads that stored a ``size_bytes``; platforms in order of appearance."""
-    sizes: dict[tuple[str, str, int], float] = {}
-    durations: dict[tuple[str, str, int], dict[str, dict[str, float]]] = defaultdict(
-        lambda: defaultdict(dict))
+    """:func:`~hvbench.trends.propagation_series` as trend series labelled ``platform
+    method``."""
+    return [_trend(s) for s in propagation_series(rows, workloads)]
+
+
+def _trend(series: SizeSeries) -> TrendSeries:
+    return TrendSeries(series.label, sorted(series.points))
+
+
+#: Metrics of the lifecycle's ``idle`` phase, in the table's order (others follow).
+IDLE_METRICS = ("guests", "idle_guests", "host_busy_pct", "host_cpu_pct", "qemu_cpu_pct",
+                "qemu_cpu_pct_per_guest", "qemu_vcpu_pct", "qemu_run_pct", "host_cpus",
+                "window_s")
+
+
+def lifecycle_idle_rows(rows: Sequence[Row], workloads: Sequence[str]
+                        ) -> tuple[list[str], list[list[str]]]:
+    """(headers, one row per cell) of the ``idle`` phase's metrics, mean ± 95 % CI."""
+    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        if row.workload not in workloads:
+        if row.workload in workloads and row.phase == "idle":
+            values[row.cell][row.metric].append(row.value)
+    present = {m for metrics in values.values() for m in metrics}
+    order = [m for m in IDLE_METRICS if m in present] + sorted(present - set(IDLE_METRICS))
+    out = [[cell, *(_mean_ci(metrics[m]) if m in metrics else "-" for m in order)]
+           for cell, metrics in values.items()]
+    return ["cell", *order], out
+
+
+def _mean_ci(values: Sequence[float]) -> str:
+    summary = summarize(values)
+    if summary.n < 2:
+        return _fmt(summary.mean)
+    return f"{_fmt(summary.mean)} ± {_fmt(summary.ci95_half_width)}"
+
+
+# -- scenarios -----------------------------------------------------------------------------
+def scenario_charts(items: Sequence[Degradation]) -> list[BarChart]:
+    """Per workload: each scenario's throughput in % of its base platform alone
+    (delta-method whiskers, dashed line at 100), phases as groups."""
+    by_workload: dict[str, dict[tuple[str, str], Interval]] = defaultdict(dict)
+    labels: dict[str, str] = {}
+    for d in items:
+        if d.alone is None or d.metric not in MAIN_LABELS or d.alone.mean == 0:
             continue
-        key = (row.platform, row.workload, row.repetition)
-        if row.metric == "size_bytes":
-            sizes[key] = row.value
-        elif row.phase in PROPAGATION_PHASES and row.metric in ("duration_s", "phase_wall_s"):
-            durations[key][row.phase][row.metric] = row.value
-    points: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    for key, size in sizes.items():
-        per_phase = durations.get(key, {})
-        total = sum(m.get("duration_s", m.get("phase_wall_s", 0.0))
-                    for m in per_phase.values())
-        if per_phase:
-            points[key[0]].append((size, total))
-    return [TrendSeries(platform, sorted(p)) for platform, p in points.items()]
+        interval = _pct_interval(d.other, d.alone)
+        if interval is not None:
+            by_workload[d.workload][(d.phase, f"{d.platform}@{d.scenario}")] = interval
+            labels[d.workload] = MAIN_LABELS[d.metric]
+    charts = []
+    for workload, values in by_workload.items():
+        phases = sorted({p for p, _ in values}, key=phase_key)
+        platforms = list(dict.fromkeys(p for _, p in values))
+        charts.append(_chart(f"{workload}: {labels[workload]} in % of alone", "% of alone",
+                             platforms, phases, values, reference=100.0))
+    return charts
+
+
+def ondemand_figures(series: Sequence[OnDemandSeries]
+                     ) -> list[tuple[str, str, list[Panel]]]:
+    """(workload, phase, one panel per cell with one line per repetition) of the
+    normalized throughput; dashed: a guest asked for, dotted: that guest ready."""
+    grouped: dict[tuple[str, str], dict[str, list[OnDemandSeries]]] = defaultdict(
+        lambda: defaultdict(list))
+    for item in series:
+        grouped[(item.workload, item.phase)][item.platform].append(item)
+    out = []
+    for (workload, phase), per_platform in sorted(
+            grouped.items(), key=lambda kv: (kv[0][0], phase_key(kv[0][1]))):
+        panels = []
+        for platform, reps in per_platform.items():
+            lines = [Line(f"rep {r.repetition + 1}", r.xs, r.ys) for r in reps]
+            marks = sorted({VLine(x) for r in reps for x in r.asked_at}
+                           | {VLine(x, dotted=True) for r in reps for x in r.ready_at},
+                           key=lambda v: (v.x, v.dotted))
+            panels.append(Panel(platform, lines, marks))
+        out.append((workload, phase, panels))
+    return out
 
 
 # -- HTML ----------------------------------------------------------------------------------
@@ -449,6 +519,7 @@ h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-to
 table{border-collapse:collapse;margin:.6em 0;font-size:.85em}
 td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}
 th{background:#f2f2f2}td.l,th.l{text-align:left}
+.tw{overflow-x:auto;max-width:100%}
 .banner{background:#c00;color:#fff;font-weight:bold;padding:.7em 1em;margin:1em 0;
 font-size:1.1em}
 .warn{background:#fff6d6;border-left:4px solid #e0a800;padding:.4em 1em}
@@ -457,6 +528,9 @@ figure{margin:1em 0}figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:1em;overflow:auto}
 nav a{margin-right:1em}details{display:inline}summary{cursor:pointer;color:#555}
 """
+
+
+_HEADER_BREAK = re.compile(r"([:.])(?=[A-Za-z_])")
 
 
 def _e(value: object) -> str:
@@ -473,12 +547,20 @@ def _figure(svg: str, alt: str, caption: str | None = None) -> str:
     return f"<figure>{_img(svg, alt)}{text}</figure>"
 
 
+def _header_cell(text: str) -> str:
+    """A header that may wrap after ``:`` and ``.`` inside a name (``qemu:<wbr>vcpu.<wbr>
+    blocked_pct``), as well as at spaces."""
+    return _HEADER_BREAK.sub(r"\1<wbr>", _e(text))
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
-    head = "".join(f'<th class="{"l" if i < left else ""}">{_e(h)}</th>'
+    head = "".join(f'<th class="{"l" if i < left else ""}">{_header_cell(h)}</th>'
                    for i, h in enumerate(headers))
     body = "".join("<tr>" + "".join(f'<td class="{"l" if i < left else ""}">{_e(c)}</td>'
                                     for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # A table wider than the page (the CoV's, one column per series) scrolls inside it.
+    return (f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+            "</table></div>")
 
 
 def _env_value(key: str, value: Any) -> str:
@@ -592,22 +674,87 @@ def _propagation_section(rows: Sequence[Row]) -> str:
     title = "time per propagation phase (mean over repetitions)"
     parts.append(_figure(stacked_bars(title, "s", bars, segments, values), title,
                          "One bar per cell, stacked from its phases' durations."))
-    series = propagation_points(rows, workloads)
+    series = propagation_series(rows, workloads)
     if any(s.points for s in series):
+        references = nic_lines(link_rates(rows, workloads))
         title = "total propagation time against size, with least-squares trends"
-        parts.append(_figure(trend_lines(title, "size (bytes)", "s", series), title,
-                             "Points: repetitions; solid: linear fit; dashed: quadratic fit."))
-        fits = [[s.label, kind, fit_equation(fit)] for s in series
-                for kind, fit in fits_for(s.points)]
-        parts.append(_table(["platform", "fit", "equation"], fits, left=3))
+        parts.append(_figure(
+            trend_lines(title, "image size (bytes)", "s", [_trend(s) for s in series],
+                        references), title,
+            "One series per platform and method; points: repetitions; solid: linear fit; "
+            "dashed: quadratic fit; grey dashes: the NIC at its line rate (size x 8 / "
+            "link_rate_bits)."))
+        parts.append(_table(FIT_HEADERS, fit_rows(series, references), left=3))
     return "\n".join(parts)
 
 
-def _nav(workloads: Iterable[str], series: bool, propagation: bool) -> str:
+def _lifecycle_section(rows: Sequence[Row]) -> str:
+    workloads = lifecycle_workloads(rows)
+    if not workloads:
+        return ""
+    parts = ['<h2 id="lifecycle">Lifecycle</h2>']
+    bars, segments, values = phase_segments(rows, workloads, LIFECYCLE_PHASES)
+    title = "time per lifecycle step (mean over repetitions)"
+    parts.append(_figure(stacked_bars(title, "s", bars, segments, values), title,
+                         "One bar per cell, stacked from create, qemu, kernel, agent, "
+                         "shutdown and exit."))
+    series = lifecycle_series(rows, workloads)
+    if any(fits_for(s.points) for s in series):
+        title = "create time against image size, with least-squares trends"
+        parts.append(_figure(trend_lines(title, "image size (bytes)", "s",
+                                         [_trend(s) for s in series]), title,
+                             "One series per platform and create method (seed 003 Fig. 13)."))
+        parts.append(_table((*FIT_HEADERS[:-1], "intercept: fixed cost s"), fit_rows(series),
+                            left=3))
+    headers, idle = lifecycle_idle_rows(rows, workloads)
+    if idle:
+        parts += ["<h3>Idle guests: host CPU they use</h3>", _table(headers, idle)]
+    return "\n".join(parts)
+
+
+def _text_table(table: TextTable) -> str:
+    note = f"<p><small>{_e(table.note)}</small></p>" if table.note else ""
+    return (f"<h3>{_e(table.title)}</h3>"
+            + _table(table.headers, table.rows, left=table.left) + note)
+
+
+_ONDEMAND_CAPTION = ("Normalized throughput: the target's traffic per 1 s bucket divided by "
+                     "dip.baseline (the median before the first start); one line per "
+                     "repetition; dashed: a guest asked for; dotted: that guest's agent "
+                     "answered.")
+
+
+def _scenario_section(data: ReportInput, report: ScenarioReport) -> str:
+    if not report.degradation and not report.ondemand and not report.weights:
+        return ""
+    parts = ['<h2 id="scenarios">Scenarios</h2>',
+             "<p>Each qemu platform measured alone and in each scenario "
+             "(<code>platform@scenario</code>).</p>"]
+    parts += [_figure(grouped_bars(chart), chart.title, "Bars: the scenario's mean in % of "
+                      "the platform alone; whiskers: delta-method 95 % interval; dashed: alone.")
+              for chart in scenario_charts(report.degradation)]
+    tables = scenario_tables(report, cov=True)
+    parts += [_text_table(t) for t in tables if not t.title.startswith("CoV")]
+    cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
+    for workload, phase, panels in ondemand_figures(ondemand_series(data.rows, data.samples,
+                                                                    cells)):
+        title = f"{workload} / {phase}: normalized throughput, guests started on demand"
+        # Few cells, each worth reading closely (seed 003 Fig. 14): larger panels.
+        parts.append(_figure(time_series_grid(
+            title, "throughput / baseline", panels, 2, xlabel="seconds since the window "
+            "started", reference=1.0, panel_size=(6.0, 2.8)), title, _ONDEMAND_CAPTION))
+    parts += [_text_table(t) for t in tables if t.title.startswith("CoV")]
+    return "\n".join(parts)
+
+
+def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
+    """Links to the environment, every workload and the optional sections present
+    (``sections``: anchor -> present)."""
+    titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
+              "propagation": "Propagation"}
     links = [("environment", "Environment"), ("warnings", "Warnings")]
     links += [(_anchor("w", w), f"Workload {w}") for w in workloads]
-    links += [("series", "Time series")] if series else []
-    links += [("propagation", "Propagation")] if propagation else []
+    links += [(anchor, titles[anchor]) for anchor, present in sections.items() if present]
     links.append(("study", "Study file"))
     return "<nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in links) + "</nav>"
 
@@ -621,10 +768,17 @@ def render_html(data: ReportInput) -> str:
         charts[workload].append(chart)
     sections = [_workload_section(w, items, charts[w], data.natives.get(w))
                 for w, items in by_workload.items()]
-    series = _series_section(data)
-    propagation = _propagation_section(data.rows)
-    body = [_header(data), _nav(by_workload, bool(series), bool(propagation)),
-            _problems(stats, data.failures), *sections, series, propagation,
+    cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
+    # The CoV of every sampled series is only shown for scenario runs: skip the work
+    # (a storage matrix has hundreds of thousands of samples) elsewhere.
+    scenario_run = any(split_platform(r.platform)[1] for r in data.rows)
+    extra = {"series": _series_section(data),
+             "scenarios": _scenario_section(data, build_scenario_report(
+                 data.rows, data.samples if scenario_run else (), cells, data.platforms)),
+             "lifecycle": _lifecycle_section(data.rows),
+             "propagation": _propagation_section(data.rows)}
+    body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
+            _problems(stats, data.failures), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",
             f"<p><small>hvbench {_e(data.env.get('hvbench_version', '?'))}, run "
             f"{_e(data.run_id)}</small></p>"]

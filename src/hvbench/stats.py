@@ -342,15 +342,28 @@ def one_second_buckets(rows: Iterable[tuple[float, float]]) -> list[tuple[int, f
 DIP_THRESHOLD = 0.9
 
 
+def steady_buckets(buckets: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """``buckets`` without the first and the last when at least 3 stay.
+
+    The measured window opens before the load generator sends (connection set-up, the
+    tool's start) and closes after it stopped, so those two seconds hold partly idle
+    samples: a first bucket near 0 would drag a median baseline down and make every
+    later second look like a gain; a last one would look like a dip."""
+    ordered = sorted(buckets)
+    return ordered[1:-1] if len(ordered) >= 5 else ordered
+
+
 def dip_metrics(buckets: Sequence[tuple[int, float]], event_s: float) -> dict[str, float]:
     """The dip that an event at ``event_s`` caused in a bucketed throughput series.
 
-    Baseline: the median of the buckets before the event (its whole seconds). Depth:
-    1 - lowest bucket after the event / baseline, in %. Length: the seconds from the
-    first bucket after the event below :data:`DIP_THRESHOLD` x baseline to the last one
-    (0 when none is). Empty when there is no baseline (the event came first)."""
-    before = sorted(v for t, v in buckets if t + 1 <= event_s)
-    after = [(t, v) for t, v in buckets if t + 1 > event_s]
+    Only the :func:`steady_buckets` count. Baseline: the median of those before the
+    event (its whole seconds). Depth: 1 - lowest bucket after the event / baseline, in
+    %. Length: the seconds from the first bucket after the event below
+    :data:`DIP_THRESHOLD` x baseline to the last one (0 when none is). Empty when there
+    is no baseline (the event came first)."""
+    steady = steady_buckets(buckets)
+    before = sorted(v for t, v in steady if t + 1 <= event_s)
+    after = [(t, v) for t, v in steady if t + 1 > event_s]
     if not before or not after:
         return {}
     baseline = _median(before)

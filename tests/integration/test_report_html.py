@@ -4,7 +4,10 @@
 Three pages: the report of a real run of ``examples/storage.toml`` cut down to the
 native platform and one TCG guest with small files; the full storage matrix (its 28
 platforms, from the real study file) with synthetic numbers and time series; and a
-scenario-shaped run (propagation phases, iperf3 series) with synthetic numbers.
+scenario-shaped run with synthetic numbers: web workloads alone and next to idle,
+co-located, weighted and on-demand guests (degradation, aggregated ratio, weights,
+CoV, the normalized throughput of seed 003 Fig. 14), lifecycle steps and propagation
+by method with its NIC line.
 
 How "requests nothing" is checked, three ways: the page carries a strict CSP and no
 URL (static); an instrumented copy records every resource the document loaded and
@@ -28,6 +31,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +65,7 @@ document.addEventListener('securitypolicyviolation', e => hvbViolations.push(e.b
 PROBE_BODY = """<script>window.addEventListener('load', () => {
   const items = [...document.querySelectorAll('img, svg')].map(e => {
     const r = e.getBoundingClientRect();
-    return {tag: e.tagName, width: r.width, height: r.height,
+    return {tag: e.tagName, alt: e.getAttribute('alt'), width: r.width, height: r.height,
             natural: e.tagName === 'IMG' ? (e.complete ? e.naturalWidth : 0) : -1};
   });
   const pre = document.createElement('pre');
@@ -254,6 +258,93 @@ def test_report_of_a_real_storage_run_renders(image: GuestImage, chromium: str,
     assert (red_banner_pixels(shot) > 5000) == tcg
 
 
+# -- a real scenario run -----------------------------------------------------------------------
+#: The smallest study with both kinds of scenario (seed 003): iperf3 from a guest to an
+#: external lab host, alone, next to one idle guest, and while one guest is started on
+#: demand 3 s into the window (the window lasts until that guest's agent answers).
+SCENARIO_STUDY = """
+[study]
+name = "scenario-report"
+repetitions = 1
+seed = 7
+
+[[lab.host]]
+name = "client"
+
+[[platform]]
+name = "vm"
+machine = "pc"
+memory_mib = 256
+nic = { model = "virtio-net", backend = "tap" }
+
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "client"
+duration_s = 10
+omit_s = 0
+
+[[scenario]]
+name = "idle1"
+neighbours = [{ role = "idle", count = 1, memory_mib = 256 }]
+
+[[scenario]]
+name = "ondemand"
+start = { count = 1, at_s = 3, memory_mib = 256 }
+"""
+#: The tables the Scenarios section of that run must show.
+REAL_SCENARIO_HEADINGS = ("<h3>Degradation against alone</h3>",
+                          "<h3>Guests started on demand (seed 003 Fig. 14)</h3>",
+                          "<h3>CoV % over the measured window (seed 003 §4.3)</h3>")
+ONDEMAND_FIGURE = "iperf3 / tx: normalized throughput, guests started on demand"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the net lab needs root")
+def test_report_of_a_real_scenario_run_renders(image: GuestImage, chromium: str,
+                                               tmp_path: Path) -> None:
+    study, db, page = tmp_path / "scenario.toml", tmp_path / "r.db", tmp_path / "report.html"
+    study.write_text(SCENARIO_STUDY)
+    parsed = parse_study(SCENARIO_STUDY, str(study), HOST_RAM)
+    assert [c.name for c in parsed.cells] == ["vm/iperf3", "vm@idle1/iperf3",
+                                              "vm@ondemand/iperf3"]
+    done = subprocess.run([HVBENCH, "run", str(study), "--db", str(db)],
+                          capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # `hvbench run` ends with the report, scenario tables included
+    assert "Degradation against alone" in done.stdout, done.stdout[-3000:]
+    assert "Guests started on demand" in done.stdout
+    done = subprocess.run([HVBENCH, "report", "--format", "html", "-o", str(page),
+                           "--db", str(db)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    text = page.read_text()
+    for heading in ('<h2 id="w-iperf3">Workload iperf3</h2>', '<h2 id="series">Time series</h2>',
+                    '<h2 id="scenarios">Scenarios</h2>', *REAL_SCENARIO_HEADINGS):
+        assert heading in text, heading
+    plain = text.replace("<wbr>", "")  # headers may wrap after ':' and '.'
+    for cell in ("vm@idle1", "vm@ondemand", "throughput:value"):  # cells of the tables
+        assert re.search(rf'<t[dh] class="l?">{re.escape(cell)}</t[dh]>', plain), cell
+    doc = json.loads(subprocess.run(
+        [HVBENCH, "report", "--format", "json", "--db", str(db)], capture_output=True,
+        text=True, check=True).stdout)
+    scenarios = doc["scenarios"]
+    assert {d["scenario"] for d in scenarios["degradation"]} == {"idle1", "ondemand"}
+    (started,) = scenarios["ondemand"]
+    assert started["starts"][0]["startup_s"]["mean"] > 0
+    assert any(c["monitor"] == "throughput" for c in scenarios["cov"])
+    work = tmp_path / "browser"
+    work.mkdir()
+    # iperf3 Mbit/s and boot bars; the iperf3 time series; % of alone; the on-demand dip
+    result = check_page(chromium, page, work, images=2 + 1 + 1 + 1)
+    shown = {item["alt"]: item for item in result["items"]}
+    for alt in (ONDEMAND_FIGURE, "iperf3: Mbit/s in % of alone"):
+        assert alt in shown, sorted(shown)
+        assert shown[alt]["width"] > 200 and shown[alt]["natural"] > 0, shown[alt]
+    shot = screenshot(chromium, page, work, height=4000)
+    check_not_blank(shot)
+    assert (red_banner_pixels(shot) > 5000) == (doc["run"]["env"]["accelerator"] == "tcg")
+
+
 # -- the full storage matrix and a scenario, synthetic numbers ---------------------------------
 def synthetic_rows(cells: list[tuple[str, str, str]], phases: dict[str, list[str]],
                    reps: int, seed: int) -> list[MeasurementRow]:
@@ -313,33 +404,181 @@ def test_report_of_the_full_storage_matrix_renders(chromium: str, tmp_path: Path
     check_not_blank(screenshot(chromium, page, work, height=2000))
 
 
-def test_report_of_a_scenario_run_renders(chromium: str, tmp_path: Path) -> None:
+def measurement(at: tuple[str, str, int], phase: str, metric: str, value: float
+                ) -> MeasurementRow:
+    """A row of (platform, workload, repetition) ``at``."""
+    platform, workload, rep = at
+    return MeasurementRow(0, f"{platform}/{workload}", platform, workload, rep, 0, phase,
+                          metric, value, "")
+
+
+def propagation_run(rng: random.Random) -> list[MeasurementRow]:
+    """scp and overlay (later repetitions are cache hits) at 1, 2 and 4 GiB on a native
+    node and a guest node, over a 1 Gbit/s link."""
     rows = []
     for platform, slope in (("native", 1.0), ("vm", 2.5)):
-        for gb in (1, 2, 4):
-            workload = f"migrate.{gb}G"
+        for method in ("scp", "overlay"):
+            for gb in (1, 2, 4):
+                workload = f"propagation.{method}-{gb}G"
+                for rep in range(3):
+                    hit = method == "overlay" and rep > 0
+                    jitter = rng.uniform(0.98, 1.02)
+                    transfer = 0.01 if hit else slope * 8.6 * gb * jitter
+                    values = (("initial", "duration_s", 0.4 * jitter),
+                              ("transfer", "duration_s", transfer),
+                              ("terminal", "duration_s", 1.2 * jitter),
+                              ("shutdown", "duration_s", 0.3),
+                              ("transfer", "size_bytes", 0.0 if hit else gb * float(1 << 30)),
+                              ("transfer", "link_rate_bits", 1e9),
+                              ("transfer", "mb_s", 0.0 if hit else gb * 1074 / transfer))
+                    rows += [measurement((platform, workload, rep), *v) for v in values]
+                    if method == "overlay":
+                        rows.append(measurement((platform, workload, rep), "transfer",
+                                                "cache_hit", float(hit)))
+    return rows
+
+
+def lifecycle_run(rng: random.Random) -> list[MeasurementRow]:
+    """Create, boot and stop a guest with a 256M, 512M and 1G image, and idle guests."""
+    rows = []
+    for mib in (256, 512, 1024):
+        workload = f"lifecycle.{mib}M-raw-copy" if mib < 1024 else "lifecycle.1G-raw-copy"
+        for rep in range(3):
+            create = 0.2 + mib / 300 * rng.uniform(0.95, 1.05)
+            steps = {"create": create, "qemu": 0.15, "kernel": rng.uniform(1.2, 1.6),
+                     "agent": rng.uniform(0.6, 0.9), "shutdown": 0.4, "exit": 0.05}
+            rows += [measurement(("vm", workload, rep), p, "duration_s", d)
+                     for p, d in steps.items()]
+            rows += [measurement(("vm", workload, rep), "create", "size_bytes", mib * 1048576.0),
+                     measurement(("vm", workload, rep), "create", "mb_s", mib * 1.048576 / create),
+                     measurement(("vm", workload, rep), "idle", "host_busy_pct",
+                                 rng.uniform(2, 4)),
+                     measurement(("vm", workload, rep), "idle", "guests", 4.0)]
+    return rows
+
+
+#: Scenario platforms of the web workloads: (workload, platforms measured).
+WEB_CELLS = {"max": ("vm", "vm@idle1", "vm@idle3"),
+             "fixed": ("vm", "vm@idle3", "vm@nb70k", "vm@w.0.5", "vm@w.1", "vm@w.2"),
+             "steady": ("vm", "vm@ondemand")}
+
+
+def web_metrics(platform: str, phase: str, rng: random.Random) -> dict[str, float]:
+    """A web phase's metrics in a scenario: seed 003's magnitudes, slower with company."""
+    best = {"1kB": 1070.0, "70kB": 165.0}[phase]
+    slow = {"vm": 1.0, "vm@idle1": 0.99, "vm@idle3": 0.94, "vm@nb70k": 0.62,
+            "vm@w.0.5": 0.67, "vm@w.1": 0.57, "vm@w.2": 0.5, "vm@ondemand": 0.9}[platform]
+    replies = best * slow * rng.uniform(0.98, 1.02)
+    out = {"replies_s": replies, "reply_ms": 1.0 / slow * rng.uniform(0.9, 1.1),
+           "transfer_ms": 2.0 / slow, "qemu.vcpu.cpu_pct": 60 * slow,
+           "qemu.main.cpu_pct": 20.0, "qemu.main.exec_per_s": 950 / slow,
+           "qemu.main.cpu_ms_per_exec": 0.3 * slow, "qemu.vcpu.wait_pct": 5 / slow}
+    if platform.startswith(("vm@idle", "vm@nb", "vm@w")):
+        out |= {"nb0.vcpu.cpu_pct": 1.0, "nb0.main.cpu_pct": 0.5}
+    if platform.startswith(("vm@nb", "vm@w")):
+        out |= {"nb0.load.replies_per_s": 112.0 * rng.uniform(0.97, 1.03),
+                "nb0.load.file_kb": 70.0}
+    return out
+
+
+def ondemand_metrics(rep: int) -> dict[str, float]:
+    return {"ondemand.0.asked_at_s": 4.0 + 0.05 * rep, "ondemand.0.startup_s": 6.0 + rep,
+            "ondemand.1.asked_at_s": 6.0 + 0.05 * rep, "ondemand.1.startup_s": 7.5 + rep,
+            "dip.baseline": 8.0, "dip.depth_pct": 45.0 + rep, "dip.length_s": 6.0,
+            "dip.min_normalized": 0.55 - 0.01 * rep}
+
+
+def web_samples(cell: str, rep: int, phase: str, rng: random.Random) -> list[SampleRow]:
+    """10 Hz thread, host CPU and NIC samples of one window."""
+    out = []
+    for i in range(1, 40):
+        t = 0.1 * i
+        out += [SampleRow(cell, rep, phase, "qemu", t, {"vcpu.cpu_pct": rng.uniform(40, 60),
+                                                        "vcpu.wait_pct": rng.uniform(1, 9)}),
+                SampleRow(cell, rep, phase, "host.cpu", t, {"busy_pct": rng.uniform(30, 70)}),
+                SampleRow(cell, rep, phase, "net", t,
+                          {"guest-tap0.rx_mbit_s": rng.uniform(8, 10),
+                           "guest-tap0.tx_mbit_s": rng.uniform(0.5, 1)})]
+    return out
+
+
+def dip_samples(cell: str, rep: int, rng: random.Random) -> list[SampleRow]:
+    """The target's 1 s throughput: steady, a dip while guests start, then back."""
+    return [SampleRow(cell, rep, "1kB", "throughput", float(t),
+                      {"value": 8.0 * (0.55 if 4 <= t < 10 else 1.0) * rng.uniform(0.97, 1.03)})
+            for t in range(16)]
+
+
+def web_run(rng: random.Random) -> tuple[list[MeasurementRow], list[SampleRow]]:
+    rows: list[MeasurementRow] = []
+    samples: list[SampleRow] = []
+    for workload, platforms in WEB_CELLS.items():
+        phases = ["1kB"] if workload == "steady" else ["1kB", "70kB"]
+        for platform in platforms:
+            cell = f"{platform}/{workload}"
             for rep in range(3):
-                jitter = 1.0 + 0.02 * rep
-                values = (("initial", "duration_s", 0.4 * jitter),
-                          ("transfer", "duration_s", slope * gb * jitter),
-                          ("terminal", "duration_s", 0.2 * jitter),
-                          ("transfer", "size_bytes", gb * 1e9),
-                          ("transfer", "mbit_s", 900.0 / slope * jitter))
-                rows += [MeasurementRow(0, f"{platform}/{workload}", platform, workload, rep,
-                                        0, phase, metric, value, "")
-                         for phase, metric, value in values]
-    samples = synthetic_samples([r for r in rows if r.phase == "transfer"], "iperf3",
-                                "mbit_s", seed=3)
+                for phase in phases:
+                    metrics = web_metrics(platform, phase, rng)
+                    if workload == "max":
+                        metrics["max_rate_rps"] = metrics["replies_s"]
+                    if platform == "vm@ondemand":
+                        metrics |= ondemand_metrics(rep)
+                        samples += dip_samples(cell, rep, rng)
+                    rows += [measurement((platform, workload, rep), phase, m, v)
+                             for m, v in metrics.items()]
+                    samples += web_samples(cell, rep, phase, rng)
+    return rows, samples
+
+
+def weights_definitions() -> dict[str, dict[str, Any]]:
+    return {f"vm@w.{io}": {"machine": "pc", "scenario": {
+        "name": "w", "weights": {"io": float(io), "target": 1.0, "neighbours": 1.0,
+                                 "cpus": "0", "target_quota_pct": None}}}
+        for io in ("0.5", "1", "2")}
+
+
+#: Figures the scenario page must show (their alt text), besides the workloads' bars.
+SCENARIO_FIGURES = (
+    "max: max sustained req/s in % of alone", "fixed: replies/s in % of alone",
+    "steady / 1kB: normalized throughput, guests started on demand",
+    "time per lifecycle step (mean over repetitions)",
+    "create time against image size, with least-squares trends",
+    "time per propagation phase (mean over repetitions)",
+    "total propagation time against size, with least-squares trends")
+SCENARIO_TABLES = ("Degradation against alone", "Aggregated throughput ratio",
+                   "Guests started on demand", "CPU weights io:target:neighbours, vm fixed/1kB",
+                   "CoV % over the measured window", "Idle guests: host CPU they use",
+                   "theoretical NIC 1000 Mbit/s", "intercept: the manager&#x27;s overhead s")
+
+
+def test_report_of_a_scenario_run_renders(chromium: str, tmp_path: Path) -> None:
+    rng = random.Random(4)
+    propagation, lifecycle = propagation_run(rng), lifecycle_run(rng)
+    web, samples = web_run(rng)
+    transfers = [r for r in propagation if r.phase == "transfer" and "scp" in r.workload]
+    samples += synthetic_samples(transfers, "iperf3", "mbit_s", seed=3)
+    rows = [*propagation, *lifecycle, *web]
+    moved = {r.workload for r in propagation}
+    natives: dict[str, str | None] = {r.workload: "native" if r.workload in moved else None
+                                      for r in rows}
+    data = report_input("scenario", rows, samples, natives, "")
     page = tmp_path / "scenario.html"
-    natives: dict[str, str | None] = {r.workload: "native" for r in rows}
-    page.write_text(render_html(report_input("scenario", rows, samples, natives, "")))
+    page.write_text(render_html(replace(data, platforms=weights_definitions())))
     text = page.read_text()
-    assert "Propagation" in text and "R² = " in text
+    for expected in ("Propagation", "Lifecycle", "Scenarios", ">R²</th>",
+                     *SCENARIO_TABLES):
+        assert expected in text, expected
     work = tmp_path / "browser"
     work.mkdir()
-    # 3 workloads x (Mbit/s bars, % of native), 3 iperf3 grids, the stacked
-    # propagation bars, the trend plot
-    check_page(chromium, page, work, images=3 * 2 + 3 + 1 + 1)
+    # 6 propagation workloads x (MB/s bars, % of native), 3 lifecycle and 3 web
+    # workloads x bars, 3 iperf3 grids (scp transfers) and 5 host CPU grids (web
+    # phases); propagation: stacked bars and trend; lifecycle: the same; scenarios: 3
+    # % of alone charts and the on-demand grid
+    result = check_page(chromium, page, work, images=6 * 2 + 3 + 3 + 3 + 5 + 2 + 2 + 3 + 1)
+    shown = {item["alt"]: item for item in result["items"]}
+    for alt in SCENARIO_FIGURES:
+        assert alt in shown, alt
+        assert shown[alt]["width"] > 200 and shown[alt]["natural"] > 0, shown[alt]
     check_not_blank(screenshot(chromium, page, work, height=2000))
 
 

@@ -14,9 +14,12 @@ from hvbench.plots import (
     Line,
     Panel,
     PlotError,
+    ReferenceLine,
     TrendSeries,
+    VLine,
     _use_log,
     fit_equation,
+    fit_polynomial,
     fits_for,
     grouped_bars,
     stacked_bars,
@@ -130,3 +133,28 @@ def test_no_global_matplotlib_state_changes() -> None:
     assert rc_params() == before
     # no pyplot: no figure registry, no backend selection
     assert "matplotlib.pyplot" not in sys.modules
+
+
+def test_time_series_with_markers_and_reference() -> None:
+    """Seed 003 Fig. 14's shape: normalized throughput, dashed lines where guests were
+    asked for, dotted where they were ready, a reference at 1."""
+    panel = Panel("vm@ondemand", [Line("rep 1", [float(t) for t in range(20)],
+                                       [1.0 if t < 5 else 0.6 for t in range(20)])],
+                  [VLine(5.0), VLine(9.5, dotted=True)])
+    plain = time_series_grid("t", "throughput / baseline", [panel], 2)
+    marked = time_series_grid("t", "throughput / baseline", [panel], 2, reference=1.0,
+                              xlabel="seconds since the window started",
+                              panel_size=(6.0, 2.8))
+    root = check_svg(marked)
+    assert float(root.attrib["width"].removesuffix("pt")) > 400  # the larger panel
+    assert marked != plain and "stroke-dasharray" in marked
+
+
+def test_fit_polynomial_and_reference_lines() -> None:
+    assert fit_polynomial((0.0, 8e-09)) == "y = 0 + 8e-09·x"
+    assert fit_polynomial((1.5, 2.0, -0.25)) == "y = 1.5 + 2·x - 0.25·x²"
+    series = [TrendSeries("vm scp", [(s, 1.5 + s * 1e-8) for s in (1e9, 2e9, 4e9)])]
+    with_nic = trend_lines("t", "bytes", "s", series,
+                           [ReferenceLine("theoretical NIC 1000 Mbit/s", 0.0, 8e-9)])
+    check_svg(with_nic)
+    assert with_nic != trend_lines("t", "bytes", "s", series)

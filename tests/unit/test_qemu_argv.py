@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, nic_cmdline
-from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
+from hvbench.model.spec import DiskSpec, Machine, NicSpec, VmSpec
 
 
 def plan(
@@ -126,7 +126,7 @@ def test_microvm_uses_mmio_devices() -> None:
     ],
 )
 def test_tsc_rate_reaches_only_tcg_microvm(
-    machine: str, accel: ResolvedAccel, khz: int | None, expected: str
+    machine: Machine, accel: ResolvedAccel, khz: int | None, expected: str
 ) -> None:
     p = LaunchPlan(**{**plan(VmSpec(machine=machine), accel).__dict__, "host_tsc_khz": khz})
     append = build_qemu_argv(p)[build_qemu_argv(p).index("-append") + 1]

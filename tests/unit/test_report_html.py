@@ -1,9 +1,11 @@
 """The HTML report: self-contained, escaped, with every section, on a stored real run
-and on synthetic rows (many platforms, time series, propagation)."""
+and on synthetic rows (many platforms, time series, propagation, lifecycle,
+scenarios)."""
 
 from __future__ import annotations
 
 import base64
+import html
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import SpecError
+from hvbench.model.study import LIFECYCLE_PHASES
 from hvbench.report import phase_stats
 from hvbench.report_html import (
     CSP,
@@ -20,16 +23,30 @@ from hvbench.report_html import (
     bar_charts,
     grouped_warnings,
     host_disk_rows,
+    lifecycle_idle_rows,
+    ondemand_figures,
     parse_series_choice,
     phase_key,
+    phase_segments,
     propagation_points,
     propagation_segments,
-    propagation_workloads,
     render_html,
+    scenario_charts,
     series_figures,
     summary_rows,
 )
 from hvbench.store.records import MeasurementRow, SampleRow
+from hvbench.trends import (
+    fit_rows,
+    lifecycle_series,
+    lifecycle_workloads,
+    link_rates,
+    nic_lines,
+    propagation_series,
+    propagation_workloads,
+    workload_method,
+    workload_size,
+)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ENV = {"hostname": "vm", "kernel": "6.1.0", "cpu_model": "EPYC", "cpus": 2,
@@ -243,6 +260,15 @@ def test_time_series_section_in_the_document() -> None:
 
 
 # -- propagation -----------------------------------------------------------------------------
+def table_rows(text: str, header: str) -> list[list[str]]:
+    """The body cells of the first table whose header row contains ``header``."""
+    start = text.index(header)
+    table = text[text.rindex("<table>", 0, start):text.index("</table>", start)]
+    body = table.split("<tbody>", 1)[1]
+    return [[html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in body.split("<tr>")[1:]]
+
+
 def propagation_rows() -> list[MeasurementRow]:
     """Two platforms, sizes 1-4 GB as workload variants; time = a + b * size (+ c size²)."""
     out = []
@@ -268,17 +294,253 @@ def test_propagation_detection_segments_and_points() -> None:
     assert len(propagation_segments(rows, workloads)[0]) == 8
     assert segments == ["initial", "transfer", "terminal"]
     assert values[("vm/prop.2G", "transfer")] == pytest.approx(5.0)
+    # one method ("prop", the variants only change the size): one series per platform
     series = {s.label: s.points for s in propagation_points(rows, workloads)}
-    assert series["native"][0][0] == 1e9
-    assert series["native"][0][1] == pytest.approx(1.75)
-    assert len(series["vm"]) == 8
+    assert series["native prop"][0][0] == 1e9
+    assert series["native prop"][0][1] == pytest.approx(1.75)
+    assert len(series["vm prop"]) == 8
 
 
 def test_propagation_section_with_fits() -> None:
     text = render_html(report(rows=propagation_rows(), natives={}))
+    doc = parse(text)
+    body = "".join(doc.text)
+    assert "Propagation" in body and "intercept: the manager's overhead s" in body
+    cells = table_rows(text, "intercept: the manager")
+    # native time is exactly linear in the size: R² = 1 for both fits; intercept 0.75 s
+    assert ["native", "prop", "linear", "y = 0.75 + 1e-09·x", "1.0000", "0.75"] in cells
+    assert any(r[:3] == ["vm", "prop", "quadratic"] and r[3].endswith("+ 2.5e-19·x²")
+               and r[4] == "1.0000" for r in cells)
+
+
+def method_rows() -> list[MeasurementRow]:
+    """scp and overlay at 1G and 2G on one platform; the overlay's later repetitions are
+    cache hits (nothing moved, size_bytes 0); a 1 Gbit/s link."""
+    out = []
+    for method, per_gb in (("scp", 8.0), ("overlay", 4.0)):
+        for gb in (1, 2):
+            workload = f"propagation.{method}-{gb}G"
+            for rep in range(3):
+                hit = method == "overlay" and rep > 0
+                size = 0.0 if hit else gb * float(1 << 30)
+                out += [row("vm", workload, "initial", "duration_s", 0.5, rep=rep),
+                        row("vm", workload, "transfer", "duration_s",
+                            0.01 if hit else per_gb * gb, rep=rep),
+                        row("vm", workload, "terminal", "duration_s", 1.0, rep=rep),
+                        row("vm", workload, "shutdown", "duration_s", 0.3, rep=rep),
+                        row("vm", workload, "transfer", "size_bytes", size, rep=rep),
+                        row("vm", workload, "transfer", "link_rate_bits", 1e9, rep=rep)]
+                if method == "overlay":
+                    out.append(row("vm", workload, "transfer", "cache_hit", float(hit),
+                                   rep=rep))
+    return out
+
+
+@pytest.mark.parametrize(("workload", "method", "size"), [
+    ("propagation.scp-128M", "scp", 128 << 20), ("propagation.overlay-1G", "overlay", 1 << 30),
+    ("propagation.http-zstd-256M", "http-zstd", 256 << 20), ("prop.2G", "prop", 2 << 30),
+    ("lifecycle.256M-qcow2-convert", "qcow2-convert", 256 << 20),
+    ("migrate", "migrate", None), ("lifecycle.1G-2G", "lifecycle", None)])
+def test_method_and_size_of_a_variant(workload: str, method: str, size: int | None) -> None:
+    assert workload_method(workload) == method
+    assert workload_size(workload) == (None if size is None else float(size))
+
+
+def test_propagation_series_per_platform_and_method() -> None:
+    rows = method_rows()
+    workloads = propagation_workloads(rows)
+    series = {(s.platform, s.method): s.points for s in propagation_series(rows, workloads)}
+    assert set(series) == {("vm", "scp"), ("vm", "overlay"), ("vm", "overlay (cache hit)")}
+    assert sorted(series[("vm", "scp")])[0] == pytest.approx((float(1 << 30), 9.5))
+    # cache hits moved nothing: x is the variant's size, the time has no transfer
+    hits = sorted(series[("vm", "overlay (cache hit)")])
+    assert [x for x, _ in hits] == [float(1 << 30)] * 2 + [float(2 << 30)] * 2
+    assert [y for _, y in hits] == pytest.approx([1.51] * 4)
+    # shutdown is not part of the propagation time (nor of the stacked bars)
+    assert propagation_segments(rows, workloads)[1] == ["initial", "transfer", "terminal"]
+
+
+def test_nic_line_and_fit_rows() -> None:
+    rows = method_rows()
+    workloads = propagation_workloads(rows)
+    assert link_rates(rows, workloads) == [1e9]
+    (nic,) = nic_lines([1e9])
+    assert nic.label == "theoretical NIC 1000 Mbit/s" and nic.slope == 8e-9
+    series = [s for s in propagation_series(rows, workloads) if s.method == "scp"]
+    fits = fit_rows(series, [nic])
+    assert [r[2] for r in fits] == ["linear", "line rate"]  # 2 sizes: no quadratic
+    assert fits[0][5] == "1.5"  # the intercept: initial + terminal, the manager's overhead
+    assert fits[1] == ["theoretical NIC 1000 Mbit/s", "-", "line rate", "y = 0 + 8e-09·x",
+                       "1", "0"]
+    text = render_html(report(rows=rows, natives={}))
+    cells = table_rows(text, "intercept: the manager")
+    assert [r[:3] for r in cells] == [["vm", "scp", "linear"], ["vm", "overlay", "linear"],
+                                      ["vm", "overlay (cache hit)", "linear"],
+                                      ["theoretical NIC 1000 Mbit/s", "-", "line rate"]]
+
+
+# -- lifecycle -------------------------------------------------------------------------------
+def lifecycle_rows() -> list[MeasurementRow]:
+    """copy at 256M, 512M and 1G (create time linear in the size) and an overlay."""
+    out = []
+    steps = {"qemu": 0.2, "kernel": 1.5, "agent": 0.8, "shutdown": 0.4, "exit": 0.1}
+    for mode, sizes in (("raw-copy", (256, 512, 1024)), ("qcow2-overlay", (256, 1024))):
+        for mib in sizes:
+            workload = f"lifecycle.{mib}M-{mode}" if mib < 1024 else f"lifecycle.1G-{mode}"
+            for rep in range(2):
+                create = 0.05 if mode == "qcow2-overlay" else 0.1 + mib / 256
+                written = 200e3 if mode == "qcow2-overlay" else mib * float(1 << 20)
+                out += [row("vm", workload, "create", "duration_s", create, rep=rep),
+                        row("vm", workload, "create", "size_bytes", written, rep=rep),
+                        row("vm", workload, "create", "mb_s", written / create / 1e6, rep=rep),
+                        *(row("vm", workload, p, "duration_s", d, rep=rep)
+                          for p, d in steps.items())]
+    out += [row("vm", "lifecycle.256M-raw-copy", "idle", metric, value, rep=rep)
+            for rep in range(2) for metric, value in (("host_busy_pct", 3.0 + rep),
+                                                      ("guests", 4.0), ("extra_metric", 1.0),
+                                                      ("qemu_cpu_pct", 2.0))]
+    return out
+
+
+def test_lifecycle_detection_segments_and_series() -> None:
+    rows = lifecycle_rows()
+    workloads = lifecycle_workloads(rows)
+    assert len(workloads) == 5 and propagation_workloads(rows) == []
+    assert lifecycle_workloads(propagation_rows()) == []
+    bars, segments, values = phase_segments(rows, workloads, LIFECYCLE_PHASES)
+    assert segments == ["create", "qemu", "kernel", "agent", "shutdown", "exit"]
+    assert values[("vm/lifecycle.512M-raw-copy", "create")] == pytest.approx(2.1)
+    assert len(bars) == 5
+    series = {s.method: sorted(s.points) for s in lifecycle_series(rows, workloads)}
+    assert series["raw-copy"][0] == pytest.approx((float(256 << 20), 1.1))
+    # an overlay's x is the image size (its file is 200 kB whatever the image)
+    assert [x for x, _ in series["qcow2-overlay"]] == [float(256 << 20)] * 2 + \
+        [float(1 << 30)] * 2
+
+
+def test_lifecycle_idle_table() -> None:
+    rows = lifecycle_rows()
+    headers, cells = lifecycle_idle_rows(rows, lifecycle_workloads(rows))
+    assert headers == ["cell", "guests", "host_busy_pct", "qemu_cpu_pct", "extra_metric"]
+    assert cells == [["vm/lifecycle.256M-raw-copy", "4 ± 0", "3.5 ± 6.35", "2 ± 0", "1 ± 0"]]
+
+
+def test_lifecycle_section_in_the_document() -> None:
+    text = render_html(report(rows=lifecycle_rows(), natives={}))
     body = "".join(parse(text).text)
-    assert "Propagation" in body
-    assert "native" in body and "linear" in body and "quadratic" in body
-    # native time is exactly linear in the size: R² = 1 for both fits
-    assert "y = 0.75 + 1e-09·x  (R² = 1.0000)" in body
-    assert "+ 2.5e-19·x²  (R² = 1.0000)" in body
+    assert '<a href="#lifecycle">Lifecycle</a>' in text
+    for expected in ("Lifecycle", "Idle guests: host CPU they use", "intercept: fixed cost s"):
+        assert expected in body, expected
+    cells = table_rows(text, "intercept: fixed cost s")
+    assert [r[:3] for r in cells] == [["vm", "raw-copy", "linear"],
+                                      ["vm", "raw-copy", "quadratic"],
+                                      ["vm", "qcow2-overlay", "linear"]]
+    assert cells[0][5] == "0.1" and cells[0][4] == "1.0000"
+
+
+def test_phase_order_of_lifecycle_and_propagation() -> None:
+    assert sorted(["exit", "idle", "shutdown", "agent", "create", "kernel", "qemu"],
+                  key=phase_key) == ["create", "qemu", "kernel", "agent", "shutdown", "exit",
+                                     "idle"]
+    assert sorted(["shutdown", "terminal", "transfer", "initial"], key=phase_key) == [
+        "initial", "transfer", "terminal", "shutdown"]
+
+
+# -- scenarios -------------------------------------------------------------------------------
+def scenario_rows() -> list[MeasurementRow]:
+    out = []
+    for rep in range(3):
+        out += [row("vm", "web", "1kB", "replies_s", 1000.0 + rep, rep=rep),
+                row("vm", "web", "70kB", "replies_s", 160.0 + rep, rep=rep),
+                row("vm@idle3", "web", "1kB", "replies_s", 900.0 + rep, rep=rep),
+                row("vm@idle3", "web", "70kB", "replies_s", 160.0 + rep, rep=rep),
+                row("vm@nb", "web", "1kB", "replies_s", 600.0 + rep, rep=rep),
+                row("vm@nb", "web", "1kB", "nb0.load.replies_per_s", 80.0, rep=rep),
+                row("vm@nb", "web", "1kB", "nb0.load.file_kb", 70.0, rep=rep),
+                row("vm@od", "steady", "1kB", "replies_s", 100.0, rep=rep),
+                row("vm@od", "steady", "1kB", "ondemand.0.asked_at_s", 4.0 + 0.1 * rep,
+                    rep=rep),
+                row("vm@od", "steady", "1kB", "ondemand.0.startup_s", 3.0, rep=rep),
+                row("vm@od", "steady", "1kB", "dip.baseline", 10.0, rep=rep),
+                row("vm@od", "steady", "1kB", "dip.depth_pct", 30.0 + rep, rep=rep),
+                row("vm@od", "steady", "1kB", "dip.length_s", 2.0, rep=rep)]
+    return out
+
+
+def throughput(cell: str, reps: int = 3) -> list[SampleRow]:
+    return [SampleRow(cell, rep, "1kB", "throughput", float(t), {"value": 10.0 - (t == 5)})
+            for rep in range(reps) for t in range(12)]
+
+
+def test_scenario_charts_in_percent_of_alone() -> None:
+    from hvbench.scenario_report import degradation_rows
+
+    (chart,) = scenario_charts(degradation_rows(scenario_rows()))
+    assert chart.title == "web: replies/s in % of alone" and chart.reference == 100.0
+    assert chart.groups == ["1kB", "70kB"] and chart.series == ["vm@idle3", "vm@nb"]
+    assert chart.values[("1kB", "vm@idle3")].value == pytest.approx(90.0, abs=0.01)
+    assert ("70kB", "vm@nb") not in chart.values
+
+
+def test_ondemand_figures() -> None:
+    from hvbench.scenario_report import ondemand_series
+
+    cells = {"vm@od/steady": ("vm@od", "steady")}
+    series = ondemand_series(scenario_rows(), throughput("vm@od/steady"), cells)
+    ((workload, phase, panels),) = ondemand_figures(series)
+    assert (workload, phase) == ("steady", "1kB")
+    (panel,) = panels
+    assert panel.title == "vm@od" and len(panel.lines) == 3
+    assert panel.lines[0].ys[5] == pytest.approx(0.9)
+    dashed = [v.x for v in panel.vlines if not v.dotted]
+    dotted = [v.x for v in panel.vlines if v.dotted]
+    assert dashed == pytest.approx([4.0, 4.1, 4.2]) and dotted == pytest.approx([7.0, 7.1, 7.2])
+
+
+def test_scenario_section_in_the_document() -> None:
+    samples = throughput("vm@od/steady")
+    text = render_html(report(rows=scenario_rows(), natives={}, samples=samples))
+    body = "".join(parse(text).text)
+    assert '<a href="#scenarios">Scenarios</a>' in text
+    for expected in ("Degradation against alone", "Aggregated throughput ratio",
+                     "Guests started on demand", "CoV % over the measured window",
+                     "Normalized throughput: the target's traffic per 1 s bucket"):
+        assert expected in body, expected
+    assert "CPU weights" not in body  # no stored platform definitions with weights
+    degradation = table_rows(text, "degradation % [95% CI]")
+    assert degradation[0][:7] == ["vm", "steady/1kB", "replies/s", "-", "od", "100 ± 0",
+                                  "no alone baseline"]
+    assert degradation[1][:5] == ["vm", "web/1kB", "replies/s", "1001 ± 2.48", "idle3"]
+    # web bars, the same in % of ... (no native: none), steady bars; % of alone bars;
+    # the on-demand grid
+    images = [a["alt"] for t, a in parse(text).tags if t == "img"]
+    assert "web: replies/s in % of alone" in images
+    assert "steady / 1kB: normalized throughput, guests started on demand" in images
+
+
+def test_wide_tables_scroll_and_long_headers_may_wrap() -> None:
+    series = throughput("vm@od/steady") + samples("vm@od/steady", "1kB", "qemu",
+                                                  "vcpu.cpu_pct")
+    text = render_html(report(rows=scenario_rows(), natives={}, samples=series))
+    assert text.count('<div class="tw"><table>') == text.count("<table>") > 0
+    # the CoV table's series: breaks after ':' and '.' inside a name, not before a digit
+    assert "throughput:<wbr>value" in text and "qemu:<wbr>vcpu.<wbr>cpu_pct" in text
+    assert "<wbr>" not in "".join(re.findall(r"<td[^>]*>.*?</td>", text))
+
+
+def test_weights_table_in_the_document() -> None:
+    rows = [row(f"vm@w.{io}", "web", "1kB", metric, value, rep=rep)
+            for io in (2, 1) for rep in range(2)
+            for metric, value in (("replies_s", 500.0 * io), ("qemu.main.cpu_pct", 10.0 * io))]
+    platforms = {f"vm@w.{io}": {"scenario": {"weights": {"io": io, "target": 1,
+                                                         "neighbours": 1}}} for io in (1, 2)}
+    text = render_html(report(rows=rows, natives={}, platforms=platforms))
+    assert "CPU weights io:target:neighbours, vm web/1kB (seed 003 Table 5)" in text
+    assert table_rows(text, "1:1:1 (w.1)")[1] == ["target QEMU main loop CPU %", "10 ± 0",
+                                                 "20 ± 0"]
+
+
+def test_no_scenario_lifecycle_sections_for_a_storage_run() -> None:
+    text = render_html(report())
+    for anchor in ("scenarios", "lifecycle", "propagation"):
+        assert f'id="{anchor}"' not in text

@@ -8,7 +8,7 @@ import pytest
 from hvbench.errors import SpecError
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec
 from hvbench.model.study import QemuPlatformSpec, parse_study
-from hvbench.stats import dip_metrics, one_second_buckets, series_cov_pct
+from hvbench.stats import dip_metrics, one_second_buckets, series_cov_pct, steady_buckets
 
 HOST_RAM = 24 << 30
 
@@ -135,13 +135,23 @@ def test_one_second_buckets_average_each_second() -> None:
 
 
 def test_dip_metrics_measure_depth_and_length_against_the_baseline() -> None:
-    buckets = [(0, 100.0), (1, 102.0), (2, 98.0), (3, 50.0), (4, 80.0), (5, 95.0), (6, 100.0)]
-    dip = dip_metrics(buckets, event_s=3.0)
+    # Second 0 is the load's start (near 0) and second 8 its end: neither counts.
+    buckets = [(0, 3.0), (1, 100.0), (2, 102.0), (3, 98.0), (4, 50.0), (5, 80.0),
+               (6, 95.0), (7, 100.0), (8, 10.0)]
+    dip = dip_metrics(buckets, event_s=4.0)
     assert dip["baseline"] == 100.0
     assert dip["depth_pct"] == pytest.approx(50.0)
-    assert dip["length_s"] == 2.0  # seconds 3 and 4 are below 90 %
+    assert dip["length_s"] == 2.0  # seconds 4 and 5 are below 90 %
+    assert dip["min_normalized"] == pytest.approx(0.5)
     assert dip_metrics(buckets, event_s=0.0) == {}
+    # Too short to trim: every bucket counts.
     assert dip_metrics([(0, 100.0), (1, 100.0)], event_s=1.0)["length_s"] == 0.0
+
+
+def test_steady_buckets_drop_the_edges_only_of_long_series() -> None:
+    assert steady_buckets([(2, 1.0), (0, 0.0), (1, 1.0), (3, 1.0), (4, 0.0)]) == [
+        (1, 1.0), (2, 1.0), (3, 1.0)]
+    assert steady_buckets([(0, 0.0), (1, 1.0), (2, 1.0)]) == [(0, 0.0), (1, 1.0), (2, 1.0)]
 
 
 def test_series_cov() -> None:

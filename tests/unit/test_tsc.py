@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import platform
 
 import pytest
@@ -20,7 +21,7 @@ def test_unknown_without_rdtsc(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_implausible_rate_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
     # A counter that does not move (or a broken clock) must not reach a guest's cmdline.
-    page = tsc.mmap.mmap(-1, tsc.mmap.PAGESIZE)
+    page = mmap.mmap(-1, mmap.PAGESIZE)
     monkeypatch.setattr(tsc, "_rdtsc_function", lambda: (lambda: 7, page))
     tsc.tsc_khz.cache_clear()
     try:

@@ -1,5 +1,7 @@
-"""``hvbench compare``, ``hvbench check``, and the export formats of ``hvbench report``
-(``csv``, ``json-rows``, ``parquet``, ``html``).
+"""``hvbench compare``, ``hvbench check``, the export formats of ``hvbench report``
+(``csv``, ``json-rows``, ``parquet``, ``html``), and what its ``table`` and ``json``
+formats add to the phase summaries: the propagation fits and the scenario tables
+(``hvbench report`` itself is :func:`hvbench.cli.study_cmds.cmd_report`).
 
 The table builders here are pure (rows in, a rich ``Table`` out) and golden-tested;
 the ``cmd_*`` functions read the store and the files, print, and return exit codes.
@@ -11,6 +13,7 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,27 +79,79 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
     choice = parse_series_choice(series) if series else None
     run = store.get_run(run_id)
     rows = store.measurements(run_id)
-    ok = {(r.cell, r.repetition) for r in rows}
-    samples = [s for monitor in _monitors_to_load(store.sample_monitors(run_id), choice)
-               for s in store.samples(run_id, monitor=monitor) if (s.cell, s.repetition) in ok]
+    stored = store.cells(run_id)
+    scenarios = any("@" in c.platform_name for c in stored)
+    monitors = _monitors_to_load(store.sample_monitors(run_id), choice, scenarios=scenarios)
     failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
                 for f in store.failures(run_id)]
-    cells = {c.name: (c.platform_name, c.workload_name) for c in store.cells(run_id)}
     return render_html(ReportInput(
         run_id=run_id, study_name=run.study_name, status=run.status,
         created_at=run.created_at, finished_at=run.finished_at, env=run.env,
         study_text=run.study_text, rows=rows, natives=_natives(store, run_id),
-        samples=samples, series=choice, failures=failures, cells=cells))
+        samples=_ok_samples(store, run_id, rows, monitors), series=choice,
+        failures=failures, cells={c.name: (c.platform_name, c.workload_name) for c in stored},
+        platforms={c.platform_name: c.platform for c in stored}))
 
 
-def _monitors_to_load(monitors: list[str], choice: Any) -> list[str]:
-    """Only the monitors a series choice (or the automatic ones) can draw."""
+def _ok_samples(store: Store, run_id: str, rows: list[Any], monitors: list[str]) -> list[Any]:
+    """The samples of ``monitors`` from repetitions that succeeded (have measurements)."""
+    ok = {(r.cell, r.repetition) for r in rows}
+    return [s for monitor in monitors for s in store.samples(run_id, monitor=monitor)
+            if (s.cell, s.repetition) in ok]
+
+
+def _monitors_to_load(monitors: list[str], choice: Any, *, scenarios: bool = False
+                      ) -> list[str]:
+    """Only the monitors a series choice (or the automatic ones) can draw, plus, for a
+    run with scenarios, those its Scenarios section reads."""
     import fnmatch
 
-    from hvbench.report_html import AUTO_SERIES
+    from hvbench.report_html import AUTO_SERIES, SCENARIO_MONITORS
 
     patterns = [choice.monitor] if choice else [c.monitor for c in AUTO_SERIES]
+    if scenarios:
+        patterns += SCENARIO_MONITORS
     return [m for m in monitors if any(fnmatch.fnmatchcase(m, p) for p in patterns)]
+
+
+# -- the extra tables and JSON of `hvbench report` (table and json formats) ------------------
+def extra_report_tables(rows: Sequence[Any], platforms: Mapping[str, Mapping[str, Any]]
+                        ) -> list[Table]:
+    """What the ``table`` format prints after the phase tables: the propagation fits,
+    then the scenario tables (degradation against alone, aggregated throughput ratio,
+    guests started on demand, CPU weights; no CoV, which would read every sample).
+    Pure: empty for a run with neither. ``platforms``: stored platform definitions by
+    name (the weights columns read them)."""
+    from hvbench.report import propagation_fit_table
+    from hvbench.scenario_report import build_scenario_report, rich_table, scenario_tables
+
+    tables = [t for t in (propagation_fit_table(rows),) if t is not None]
+    report = build_scenario_report(rows, platforms=platforms)
+    return tables + [rich_table(t) for t in scenario_tables(report)]
+
+
+def report_json(store: Store, run_id: str) -> str:
+    """``--format json``: every summary with its % of native, the run's environment,
+    and ``scenarios`` (empty lists for a run without them). For a run with scenarios
+    every CoV series is computed, so all its samples are read; other runs read none (a
+    storage matrix's would make the summaries slow for nothing)."""
+    from hvbench.cli.study_cmds import _natives
+    from hvbench.report import phase_stats, summary_json
+    from hvbench.scenario_report import build_scenario_report, scenario_json
+
+    run = store.get_run(run_id)
+    rows = store.measurements(run_id)
+    stored = store.cells(run_id)
+    monitors = (store.sample_monitors(run_id)
+                if any("@" in c.platform_name for c in stored) else [])
+    scenarios = build_scenario_report(
+        rows, _ok_samples(store, run_id, rows, monitors),
+        {c.name: (c.platform_name, c.workload_name) for c in stored},
+        {c.platform_name: c.platform for c in stored})
+    meta: dict[str, Any] = {"id": run_id, "study": run.study_name, "status": run.status,
+                            "env": run.env}
+    return summary_json(phase_stats(rows), _natives(store, run_id), meta,
+                        {"scenarios": scenario_json(scenarios)})
 
 
 # -- compare -------------------------------------------------------------------------------

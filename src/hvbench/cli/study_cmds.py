@@ -18,16 +18,16 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hvbench.cli.report_cmds import EXPORT_FORMATS, add_report_options, cmd_report_export
+from hvbench.cli.report_cmds import (
+    EXPORT_FORMATS,
+    add_report_options,
+    cmd_report_export,
+    extra_report_tables,
+    report_json,
+)
 from hvbench.errors import SpecError
 from hvbench.model.study import Study
-from hvbench.report import (
-    TCG_BANNER,
-    phase_stats,
-    phase_table,
-    summary_json,
-    warnings_for,
-)
+from hvbench.report import TCG_BANNER, phase_stats, phase_table, warnings_for
 from hvbench.runner import PlannedItem, load_study, remove_orphans, resume_study, run_study
 from hvbench.store.sqlite import Store
 
@@ -108,9 +108,14 @@ def _print_report(store: Store, run_id: str, out: Console, err: Console) -> None
     if env.get("accelerator") == "tcg":
         out.print(f"[bold white on red] {TCG_BANNER} [/]")
     natives = _natives(store, run_id)
-    stats = phase_stats(store.measurements(run_id))
+    rows = store.measurements(run_id)
+    stats = phase_stats(rows)
     for phase in stats:
         out.print(phase_table(phase, natives.get(phase.workload)))
+    # Propagation fits and scenario tables (degradation against alone, ...), if any.
+    platforms = {c.platform_name: c.platform for c in store.cells(run_id)}
+    for table in extra_report_tables(rows, platforms):
+        out.print(table)
     for warning in warnings_for(stats):
         # Warnings quote study text such as "[study]": never read them as rich markup.
         err.print(f"warning: {warning}", style="yellow", markup=False)
@@ -121,6 +126,9 @@ def _print_report(store: Store, run_id: str, out: Console, err: Console) -> None
 
 
 def cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """``hvbench report``: the tables (phase summaries, then propagation fits and
+    scenario tables when the run has them), ``json`` (the summaries and ``scenarios``),
+    or an export format (:func:`hvbench.cli.report_cmds.cmd_report_export`)."""
     if args.format in EXPORT_FORMATS:
         return cmd_report_export(args, out, err)
     store = Store(Path(args.db))
@@ -129,11 +137,7 @@ def cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
         if args.format == "table":
             _print_report(store, run_id, out, err)
             return 0
-        rows = store.measurements(run_id)
-        run = store.get_run(run_id)
-        meta: dict[str, Any] = {"id": run_id, "study": run.study_name,
-                                "status": run.status, "env": run.env}
-        text = summary_json(phase_stats(rows), _natives(store, run_id), meta)
+        text = report_json(store, run_id)
         if args.output:
             Path(args.output).write_text(text)
         else:

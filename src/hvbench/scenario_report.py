@@ -1,0 +1,854 @@
+"""What the scenario studies add to a report: degradation against alone, the aggregated
+throughput ratio of co-located web servers, guests started on demand, CPU weights, and
+the stability (CoV) of every sampled metric over the measured window.
+
+Pure: functions of stored rows and samples that return dataclasses, and
+:func:`*_table` functions that turn those into :class:`TextTable` (headers and cells as
+text) that the terminal (:func:`rich_table`) and the HTML report print alike.
+
+Conventions of a scenario run (see docs/reports.md):
+
+- a qemu platform ``vm`` is measured alone (platform ``vm``) and in each scenario
+  (platform ``vm@<scenario>``); the cells are ``vm/web`` and ``vm@idle3/web``;
+- a scenario cell's measurements are the workload's own metrics plus monitor summaries:
+  ``nb<i>.<class>.<metric>`` (a neighbour's QEMU threads), ``nb<i>.load.replies_per_s``
+  and ``nb<i>.load.file_kb`` (a web neighbour's load generator during the window),
+  ``nb<i>.load.goodput_mbit_s`` (an iperf3 neighbour), ``ondemand.<k>.asked_at_s`` and
+  ``ondemand.<k>.startup_s`` (guests started during the window), ``dip.*`` (the
+  target's throughput dip, :func:`hvbench.stats.dip_metrics`);
+- monitor ``throughput`` samples are the target's traffic in 1 s buckets
+  (``{"value": ...}``);
+- the stored platform definition of a scenario cell has a ``scenario`` key with the
+  scenario, including ``weights`` {io, target, neighbours, cpus, target_quota_pct}.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from rich.table import Table
+
+from hvbench.compare import metric_direction
+from hvbench.report import (
+    MAIN_LABELS,
+    THROUGHPUT_METRICS,
+    Row,
+    fmt_value,
+    mean_ci_text,
+    phase_key,
+)
+from hvbench.stats import Summary, percent_of_summary, series_cov_pct, summarize
+
+__all__ = [
+    "LATENCY_METRICS",
+    "AggregatedRatio",
+    "CovRow",
+    "Degradation",
+    "NeighbourRatio",
+    "OnDemandRow",
+    "OnDemandSeries",
+    "OnDemandStart",
+    "ScenarioReport",
+    "TextTable",
+    "WeightsTable",
+    "aggregated_ratio_table",
+    "aggregated_ratios",
+    "alone_baselines",
+    "build_scenario_report",
+    "cov_rows",
+    "cov_table",
+    "degradation_rows",
+    "degradation_table",
+    "higher_is_better",
+    "is_main_cov",
+    "ondemand_rows",
+    "ondemand_series",
+    "ondemand_table",
+    "rich_table",
+    "scenario_json",
+    "scenario_tables",
+    "split_platform",
+    "weights_label",
+    "weights_tables",
+    "weights_text_table",
+]
+
+SCENARIO_SEP = "@"
+#: Latency-like metrics compared with alone besides the throughput (seed 003 Table 3:
+#: reply and transfer time), when a phase has them.
+LATENCY_METRICS = ("reply_ms", "transfer_ms", "connect_ms", "lat_p99_ms")
+LATENCY_LABELS = {"reply_ms": "reply ms", "transfer_ms": "transfer ms",
+                  "connect_ms": "connect ms", "lat_p99_ms": "p99 latency ms"}
+_NB_LOAD = re.compile(r"^(nb\d+)\.load\.(replies_per_s|goodput_mbit_s)$")
+_ONDEMAND = re.compile(r"^ondemand\.(\d+)\.(asked_at_s|startup_s)$")
+_THREAD_MONITOR = re.compile(r"^(qemu|nb\d+)$")
+_TAP_KEY = re.compile(r"^[\w.-]+-tap\d+\.(rx|tx)_mbit_s$")
+#: Thread metrics whose CoV the main table shows: utilisation, run-queue wait and
+#: blocked time of the vCPUs (seed 003 Fig. 11's UT, WA and BL) and the main loop's CPU.
+_MAIN_THREAD_KEYS = ("vcpu.cpu_pct", "vcpu.wait_pct", "vcpu.blocked_pct", "main.cpu_pct")
+#: Rows of the weights table for each thread monitor: (class, metric, label).
+_WEIGHT_THREAD_ROWS = (
+    ("main", "cpu_pct", "main loop CPU %"), ("main", "wait_pct", "main loop wait %"),
+    ("main", "exec_per_s", "main loop exec/s"),
+    ("main", "cpu_ms_per_exec", "main loop CPU ms per exec"),
+    ("vcpu", "cpu_pct", "vCPU CPU %"), ("vcpu", "wait_pct", "vCPU wait %"),
+    ("vcpu", "exec_per_s", "vCPU exec/s"), ("vcpu", "cpu_ms_per_exec", "vCPU CPU ms per exec"),
+)
+MISSING_BASELINE = "no alone baseline"
+
+
+class SampleLike(Protocol):
+    """One stored time-series point (the store's SampleRow)."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def monitor(self) -> str: ...
+    @property
+    def t(self) -> float: ...
+    @property
+    def values(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """A table as text: what the terminal and the HTML report both print."""
+
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    #: How many leading columns are labels (left-aligned).
+    left: int = 1
+    note: str = ""
+
+
+# -- names and directions ------------------------------------------------------------------
+def split_platform(name: str) -> tuple[str, str | None]:
+    """``vm@idle3`` -> (``vm``, ``idle3``); ``vm`` -> (``vm``, None)."""
+    base, sep, scenario = name.partition(SCENARIO_SEP)
+    return (base, scenario) if sep and scenario else (name, None)
+
+
+def higher_is_better(metric: str) -> bool | None:
+    """True for throughputs, False for latencies and times, None without a direction:
+    :func:`hvbench.compare.metric_direction`, the rule ``hvbench compare`` applies."""
+    direction = metric_direction(metric)
+    return None if direction is None else direction == "higher"
+
+
+def _summary(values: Iterable[float]) -> Summary | None:
+    found = list(values)
+    return summarize(found) if found else None
+
+
+def _metric_summary(metrics: Mapping[str, Mapping[int, float]], metric: str
+                    ) -> Summary | None:
+    """The summary of one metric over the repetitions; None when it is absent."""
+    return _summary(metrics.get(metric, {}).values())
+
+
+def _by_rep(rows: Iterable[Row]) -> dict[tuple[str, str, str], dict[str, dict[int, float]]]:
+    """(platform, workload, phase) -> metric -> repetition -> value."""
+    out: dict[tuple[str, str, str], dict[str, dict[int, float]]] = defaultdict(
+        lambda: defaultdict(dict))
+    for row in rows:
+        out[(row.platform, row.workload, row.phase)][row.metric][row.repetition] = row.value
+    return out
+
+
+def _cell_names(rows: Iterable[Row]) -> dict[tuple[str, str], str]:
+    """(platform, workload) -> the cell's name."""
+    return {(r.platform, r.workload): r.cell for r in rows}
+
+
+# -- (a) degradation against alone -------------------------------------------------------
+@dataclass(frozen=True)
+class Degradation:
+    """One metric of one (workload, phase) in one scenario against the base platform
+    alone. ``pct`` > 0 means worse: (alone - scenario) / alone x 100 for metrics where
+    higher is better, (scenario - alone) / alone x 100 where lower is better."""
+
+    platform: str
+    scenario: str
+    workload: str
+    phase: str
+    metric: str
+    higher_is_better: bool
+    alone: Summary | None
+    other: Summary
+    pct: float | None
+    pct_low: float | None = None
+    pct_high: float | None = None
+
+    @property
+    def pct_of_alone(self) -> float | None:
+        """The scenario's mean in % of alone (100 = no change)."""
+        if self.alone is None or self.alone.mean == 0:
+            return None
+        return self.other.mean / self.alone.mean * 100.0
+
+
+def _compared_metrics(metrics: Iterable[str]) -> list[str]:
+    """The phase's throughput metric (not a boot time: the target boots before its
+    scenario starts) and the latency-like metrics it has, in that order."""
+    present = set(metrics)
+    main = next((m for m in THROUGHPUT_METRICS if m in present and m != "boot_s"), None)
+    return ([main] if main else []) + [m for m in LATENCY_METRICS if m in present]
+
+
+def _degradation(where: tuple[str, str, str, str], metric: str, alone: Summary | None,
+                 other: Summary) -> Degradation:
+    """``where``: (base platform, scenario, workload, phase)."""
+    higher = higher_is_better(metric) is not False
+    if alone is None or alone.mean == 0:
+        return Degradation(*where, metric, higher, alone, other, None)
+    pct, low, high = percent_of_summary(other, alone)
+    if higher:
+        # Worse = less than alone: 100 - % of alone; the interval flips with the sign.
+        return Degradation(*where, metric, higher, alone, other, 100.0 - pct,
+                           None if high is None else 100.0 - high,
+                           None if low is None else 100.0 - low)
+    return Degradation(*where, metric, higher, alone, other, pct - 100.0,
+                       None if low is None else low - 100.0,
+                       None if high is None else high - 100.0)
+
+
+def degradation_rows(rows: Iterable[Row]) -> list[Degradation]:
+    """Every scenario platform's (workload, phase, metric) against its base platform
+    alone, ordered by base platform, workload, phase, metric and scenario (as they
+    appear). A missing alone measurement gives ``alone`` = None and no percentage."""
+    values = _by_rep(rows)
+    # Platforms in order of appearance; a base platform where it or a scenario of it
+    # appears first (its alone cells may be missing).
+    order = {p: i for i, p in enumerate(dict.fromkeys(k[0] for k in values))}
+    bases = {b: i for i, b in enumerate(dict.fromkeys(split_platform(p)[0] for p in order))}
+    out: list[Degradation] = []
+    for (platform, workload, phase), metrics in values.items():
+        base, scenario = split_platform(platform)
+        if scenario is None:
+            continue
+        alone = values.get((base, workload, phase), {})
+        for metric in _compared_metrics(metrics):
+            other = summarize(list(metrics[metric].values()))
+            out.append(_degradation((base, scenario, workload, phase), metric,
+                                    _metric_summary(alone, metric), other))
+    metric_order = [*THROUGHPUT_METRICS, *LATENCY_METRICS]
+    return sorted(out, key=lambda d: (bases[d.platform], d.workload,
+                                      phase_key(d.phase), metric_order.index(d.metric),
+                                      order[f"{d.platform}{SCENARIO_SEP}{d.scenario}"]))
+
+
+def _metric_label(metric: str) -> str:
+    return MAIN_LABELS.get(metric) or LATENCY_LABELS.get(metric, metric)
+
+
+def _pct_text(item: Degradation) -> str:
+    value, low, high = item.pct, item.pct_low, item.pct_high
+    if item.alone is None:
+        return MISSING_BASELINE
+    if value is None:
+        return "- (alone is 0)"
+    if low is None or high is None:
+        return f"{value:+.1f}"
+    return f"{value:+.1f} [{low:+.1f}, {high:+.1f}]"
+
+
+def degradation_table(items: Sequence[Degradation]) -> TextTable:
+    """One row per (platform, workload/phase, metric, scenario)."""
+    rows = tuple(
+        (d.platform, f"{d.workload}/{d.phase}", _metric_label(d.metric),
+         "-" if d.alone is None else mean_ci_text(d.alone), d.scenario,
+         mean_ci_text(d.other), _pct_text(d),
+         f"{d.alone.n if d.alone else 0}/{d.other.n}")
+        for d in items)
+    return TextTable(
+        "Degradation against alone", ("platform", "workload/phase", "metric",
+                                      "alone mean ± 95% CI", "scenario",
+                                      "in scenario", "degradation % [95% CI]", "n alone/sc."),
+        rows, left=3,
+        note="degradation: (alone - scenario) / alone for throughputs, (scenario - alone) / "
+             "alone for times; positive = worse. Interval: delta method (none with a "
+             "single repetition).")
+
+
+# -- (b) aggregated throughput ratio -------------------------------------------------------
+@dataclass(frozen=True)
+class NeighbourRatio:
+    """A web neighbour's load during the target's window against its alone baseline."""
+
+    label: str
+    file_kb: float | None
+    rate: Summary
+    baseline: float | None
+    ratio: Summary | None
+
+
+@dataclass(frozen=True)
+class AggregatedRatio:
+    """Seed 003 Fig. 20: target replies/s / its alone best + each web neighbour's
+    replies/s / the alone best for its file size, per repetition, then summarised."""
+
+    cell: str
+    platform: str
+    workload: str
+    phase: str
+    target: Summary | None
+    target_baseline: float | None
+    target_ratio: Summary | None
+    neighbours: tuple[NeighbourRatio, ...]
+    aggregated: Summary | None
+    missing: tuple[str, ...] = ()
+
+
+def alone_baselines(rows: Iterable[Row]) -> dict[tuple[str, str], float]:
+    """(platform alone, phase) -> the highest mean ``replies_s`` over the web workloads
+    measured alone (seed 003 uses each file size's maximum single-VM throughput)."""
+    values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for row in rows:
+        if row.metric == "replies_s" and split_platform(row.platform)[1] is None:
+            values[(row.platform, row.workload, row.phase)].append(row.value)
+    out: dict[tuple[str, str], float] = {}
+    for (platform, _, phase), found in values.items():
+        mean = sum(found) / len(found)
+        out[(platform, phase)] = max(out.get((platform, phase), mean), mean)
+    return out
+
+
+def _file_phase(file_kb: float) -> str:
+    return f"{file_kb:g}kB"
+
+
+def _neighbour_ratio(label: str, metrics: Mapping[str, Mapping[int, float]], base: str,
+                     baselines: Mapping[tuple[str, str], float]
+                     ) -> tuple[NeighbourRatio, dict[int, float] | None]:
+    """The neighbour's summary and its per-repetition ratio (None: a repetition's file
+    size has no baseline). Each repetition is divided by the baseline of the file size
+    it stored (a study always serves one size; nothing is assumed)."""
+    rates = metrics[f"{label}.load.replies_per_s"]
+    sizes = metrics.get(f"{label}.load.file_kb", {})
+    file_kb = next(iter(sizes.values()), None)
+    found = {r: baselines.get((base, _file_phase(sizes[r]))) if r in sizes else None
+             for r in rates}
+    per_rep = ({r: v / b for r, v in rates.items() if (b := found[r])}
+               if all(found.values()) else None)
+    baseline = found.get(min(rates)) if per_rep else None
+    summary = _summary(per_rep.values()) if per_rep else None
+    return (NeighbourRatio(label, file_kb, summarize(list(rates.values())), baseline,
+                           summary), per_rep)
+
+
+def _missing_text(what: str, base: str, phase: str) -> str:
+    return f"{MISSING_BASELINE} for {what}: no replies_s of {base} alone in phase {phase}"
+
+
+def _web_neighbours(metrics: Iterable[str]) -> list[str]:
+    """``nb<i>`` labels of the web neighbours (those with a replies/s load), in order."""
+    return sorted({m.group(1) for m in map(_NB_LOAD.match, metrics)
+                   if m and m.group(2) == "replies_per_s"}, key=_nb_index)
+
+
+def _sum_per_rep(parts: Sequence[Mapping[int, float]]) -> Summary | None:
+    """The per-repetition sum of the parts, over the repetitions they all have."""
+    if not parts:
+        return None
+    reps = set.intersection(*(set(p) for p in parts))
+    return _summary(sum(p[r] for p in parts) for r in sorted(reps))
+
+
+def _aggregate(cell: str, key: tuple[str, str, str],
+               metrics: Mapping[str, Mapping[int, float]],
+               baselines: Mapping[tuple[str, str], float]) -> AggregatedRatio:
+    platform, workload, phase = key
+    base = split_platform(platform)[0]
+    target = metrics.get("replies_s", {})
+    target_baseline = baselines.get((base, phase))
+    target_ratio = ({r: v / target_baseline for r, v in target.items()}
+                    if target and target_baseline else None)
+    missing: list[str] = []
+    if target_ratio is None:
+        missing.append(_missing_text("the target", base, phase) if target
+                       else "the target has no replies_s")
+    parts = [target_ratio] if target_ratio else []
+    neighbours = []
+    for label in _web_neighbours(metrics):
+        nb, per_rep = _neighbour_ratio(label, metrics, base, baselines)
+        neighbours.append(nb)
+        if per_rep is None:
+            where = _file_phase(nb.file_kb) if nb.file_kb is not None else "(no file_kb)"
+            missing.append(_missing_text(label, base, where))
+        else:
+            parts.append(per_rep)
+    # Without every baseline a sum would silently leave a side out: no aggregate then.
+    aggregated = None if missing else _sum_per_rep(parts)
+    return AggregatedRatio(cell, platform, workload, phase, _summary(target.values()),
+                           target_baseline,
+                           _summary(target_ratio.values()) if target_ratio else None,
+                           tuple(neighbours), aggregated, tuple(missing))
+
+
+def _nb_index(label: str) -> int:
+    return int(label.removeprefix("nb"))
+
+
+def aggregated_ratios(rows: Sequence[Row]) -> list[AggregatedRatio]:
+    """One entry per (cell, phase) with a web neighbour (``nb<i>.load.replies_per_s``)."""
+    baselines = alone_baselines(rows)
+    cells = _cell_names(rows)
+    out = []
+    for key, metrics in _by_rep(rows).items():
+        if _web_neighbours(metrics):
+            cell = cells.get(key[:2], f"{key[0]}/{key[1]}")
+            out.append(_aggregate(cell, key, metrics, baselines))
+    return sorted(out, key=lambda a: (a.workload, phase_key(a.phase), a.platform))
+
+
+def _ratio_text(summary: Summary | None) -> str:
+    return "-" if summary is None else mean_ci_text(summary)
+
+
+def _neighbour_text(nb: NeighbourRatio) -> str:
+    size = "?" if nb.file_kb is None else _file_phase(nb.file_kb)
+    ratio = MISSING_BASELINE if nb.ratio is None else mean_ci_text(nb.ratio)
+    base = "" if nb.baseline is None else f" / {fmt_value(nb.baseline)}"
+    return f"{nb.label} {size}: {fmt_value(nb.rate.mean)}{base} = {ratio}"
+
+
+def aggregated_ratio_table(items: Sequence[AggregatedRatio]) -> TextTable:
+    """One row per (cell, phase): each side's ratio and their sum."""
+    rows = tuple(
+        (a.platform, f"{a.workload}/{a.phase}",
+         "-" if a.target is None else fmt_value(a.target.mean),
+         MISSING_BASELINE if a.target_baseline is None else fmt_value(a.target_baseline),
+         MISSING_BASELINE if a.target_ratio is None else mean_ci_text(a.target_ratio),
+         "; ".join(_neighbour_text(nb) for nb in a.neighbours),
+         ("; ".join(a.missing) if a.aggregated is None else mean_ci_text(a.aggregated)),
+         str(a.aggregated.n if a.aggregated else 0))
+        for a in items)
+    return TextTable(
+        "Aggregated throughput ratio (seed 003 Fig. 20)",
+        ("platform", "workload/phase", "target replies/s", "alone best",
+         "target ratio", "neighbours: replies/s / alone best = ratio",
+         "aggregated ratio ± 95% CI", "n"), rows, left=2,
+        note="alone best: the highest mean replies/s of the base platform alone over "
+             "any web workload, for the same file size; ratios per repetition, then "
+             "mean ± 95% CI (the baselines are taken as exact).")
+
+
+# -- (c) guests started on demand ----------------------------------------------------------
+@dataclass(frozen=True)
+class OnDemandStart:
+    """The k-th guest started on demand: when it was asked for and its start-up time."""
+
+    index: int
+    asked_at: Summary | None
+    startup: Summary
+
+
+@dataclass(frozen=True)
+class OnDemandRow:
+    """Start-up times and the target's dip of one (cell, phase) over its repetitions."""
+
+    cell: str
+    platform: str
+    workload: str
+    phase: str
+    starts: tuple[OnDemandStart, ...]
+    depth_pct: Summary | None
+    length_s: Summary | None
+    min_normalized: Summary | None
+    baseline: Summary | None
+    n: int
+
+
+def _start_indexes(metrics: Iterable[str]) -> list[int]:
+    """The k of every ``ondemand.<k>.*`` metric, in order."""
+    return sorted({int(m.group(1)) for m in map(_ONDEMAND.match, metrics) if m})
+
+
+def ondemand_rows(rows: Sequence[Row]) -> list[OnDemandRow]:
+    """Every (cell, phase) whose window started guests (``ondemand.<k>.startup_s``)."""
+    cells = _cell_names(rows)
+    out = []
+    for (platform, workload, phase), metrics in _by_rep(rows).items():
+        starts = _start_indexes(metrics)
+        if not starts:
+            continue
+        items = tuple(OnDemandStart(k, _metric_summary(metrics, f"ondemand.{k}.asked_at_s"),
+                                    startup) for k in starts
+                      if (startup := _metric_summary(metrics, f"ondemand.{k}.startup_s")))
+        reps = {r for m, v in metrics.items() if _ONDEMAND.match(m) for r in v}
+        out.append(OnDemandRow(
+            cells.get((platform, workload), f"{platform}/{workload}"), platform, workload,
+            phase, items, _metric_summary(metrics, "dip.depth_pct"),
+            _metric_summary(metrics, "dip.length_s"),
+            _metric_summary(metrics, "dip.min_normalized"),
+            _metric_summary(metrics, "dip.baseline"), len(reps)))
+    return sorted(out, key=lambda o: (o.workload, phase_key(o.phase), o.platform))
+
+
+def _start_text(start: OnDemandStart) -> str:
+    at = "" if start.asked_at is None else f" (asked at {fmt_value(start.asked_at.mean)} s)"
+    return mean_ci_text(start.startup) + at
+
+
+def ondemand_table(items: Sequence[OnDemandRow]) -> TextTable:
+    """One row per (cell, phase): each started guest's start-up time and the dip."""
+    most = max((len(o.starts) for o in items), default=0)
+    rows = []
+    for o in items:
+        starts = [_start_text(s) for s in o.starts] + ["-"] * (most - len(o.starts))
+        rows.append((o.platform, f"{o.workload}/{o.phase}", *starts,
+                     "-" if o.depth_pct is None else mean_ci_text(o.depth_pct),
+                     "-" if o.length_s is None else mean_ci_text(o.length_s),
+                     "-" if o.min_normalized is None else mean_ci_text(o.min_normalized),
+                     str(o.n)))
+    headers = ("platform", "workload/phase",
+               *(f"guest {k + 1} start-up s" for k in range(most)),
+               "dip depth %", "dip length s", "lowest normalized", "n")
+    return TextTable("Guests started on demand (seed 003 Fig. 14)", headers, tuple(rows),
+                     left=2, note="start-up: create -> agent ready; dip: the target's 1 s "
+                     "throughput buckets against the median before the first start.")
+
+
+@dataclass(frozen=True)
+class OnDemandSeries:
+    """One repetition's normalized 1 s throughput of a window with on-demand starts."""
+
+    cell: str
+    platform: str
+    workload: str
+    phase: str
+    repetition: int
+    xs: tuple[float, ...]
+    ys: tuple[float, ...]
+    asked_at: tuple[float, ...]
+    ready_at: tuple[float, ...]
+
+
+def ondemand_series(rows: Sequence[Row], samples: Iterable[SampleLike],
+                    cells: Mapping[str, tuple[str, str]]) -> list[OnDemandSeries]:
+    """Monitor ``throughput`` samples divided by the repetition's ``dip.baseline`` (seed
+    003 Fig. 14's normalized throughput), with when each guest was asked for and was
+    ready. Repetitions without a baseline are left out (nothing to normalize by)."""
+    per_rep: dict[tuple[str, int, str], dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        if row.metric == "dip.baseline" or _ONDEMAND.match(row.metric):
+            per_rep[(row.cell, row.repetition, row.phase)][row.metric] = row.value
+    points: dict[tuple[str, int, str], list[tuple[float, float]]] = defaultdict(list)
+    for s in samples:
+        if s.monitor == "throughput" and "value" in s.values and s.cell in cells:
+            points[(s.cell, s.repetition, s.phase)].append((s.t, float(s.values["value"])))
+    out = []
+    for key, found in sorted(points.items()):
+        metrics = per_rep.get(key, {})
+        baseline = metrics.get("dip.baseline")
+        if not baseline:
+            continue
+        found.sort()
+        asked = {k: metrics[f"ondemand.{k}.asked_at_s"] for k in _start_indexes(metrics)
+                 if f"ondemand.{k}.asked_at_s" in metrics}
+        ready = [a + metrics[f"ondemand.{k}.startup_s"] for k, a in asked.items()
+                 if f"ondemand.{k}.startup_s" in metrics]
+        cell, rep, phase = key
+        out.append(OnDemandSeries(cell, *cells[cell], phase, rep,
+                                  tuple(t for t, _ in found),
+                                  tuple(v / baseline for _, v in found),
+                                  tuple(asked.values()), tuple(ready)))
+    return out
+
+
+# -- (d) CoV over the measured window --------------------------------------------------------
+@dataclass(frozen=True)
+class CovRow:
+    """CoV (sd / mean, %) of one sampled key over each repetition's window, and their
+    summary over the repetitions (seed 003 §4.3, Figs. 11-12)."""
+
+    cell: str
+    platform: str
+    workload: str
+    phase: str
+    monitor: str
+    key: str
+    per_repetition: tuple[float, ...]
+    summary: Summary
+    points: int
+
+
+def cov_rows(samples: Iterable[SampleLike], cells: Mapping[str, tuple[str, str]]
+             ) -> list[CovRow]:
+    """Every numeric (cell, phase, monitor, key) series of the samples. A repetition
+    whose series has fewer than 2 points or a zero mean has no CoV and is left out."""
+    series: dict[tuple[str, str, str, str], dict[int, list[float]]] = defaultdict(
+        lambda: defaultdict(list))
+    for s in samples:
+        if s.cell not in cells:
+            continue
+        for key, value in s.values.items():
+            if isinstance(value, int | float) and not isinstance(value, bool) \
+                    and math.isfinite(value):
+                series[(s.cell, s.phase, s.monitor, key)][s.repetition].append(float(value))
+    out = []
+    for (cell, phase, monitor, key), reps in series.items():
+        covs = [c for _, values in sorted(reps.items())
+                if (c := series_cov_pct(values)) is not None]
+        if covs:
+            out.append(CovRow(cell, *cells[cell], phase, monitor, key, tuple(covs),
+                              summarize(covs), sum(len(v) for v in reps.values())))
+    return sorted(out, key=lambda c: (c.workload, phase_key(c.phase), c.platform,
+                                      c.monitor, c.key))
+
+
+def is_main_cov(row: CovRow) -> bool:
+    """The series the CoV table shows: the target's 1 s throughput, every tap's
+    Mbit/s, host CPU busy, and the QEMU (``qemu``, ``nb<i>``) thread metrics of
+    :data:`_MAIN_THREAD_KEYS`."""
+    if row.monitor == "throughput":
+        return True
+    if row.monitor == "net":
+        return bool(_TAP_KEY.match(row.key))
+    if row.monitor == "host.cpu":
+        return row.key == "busy_pct"
+    return bool(_THREAD_MONITOR.match(row.monitor)) and row.key in _MAIN_THREAD_KEYS
+
+
+def _series_order(name: str) -> tuple[int, str]:
+    """Throughput first, then NICs, host CPU and the thread monitors (qemu, nb<i>)."""
+    monitor = name.split(":", 1)[0]
+    rank = {"throughput": 0, "net": 1, "host.cpu": 2, "qemu": 3}.get(monitor, 4)
+    return rank, name
+
+
+def cov_table(items: Sequence[CovRow]) -> TextTable:
+    """The main series' CoV (mean over the repetitions ± 95 % CI): one row per (cell,
+    phase), one column per series, so scenarios read side by side (seed 003 Fig. 11)."""
+    main = [c for c in items if is_main_cov(c)]
+    columns = sorted({f"{c.monitor}:{c.key}" for c in main}, key=_series_order)
+    grouped: dict[tuple[str, str, str], dict[str, CovRow]] = defaultdict(dict)
+    for c in main:
+        grouped[(c.platform, c.workload, c.phase)][f"{c.monitor}:{c.key}"] = c
+    rows = []
+    for (platform, workload, phase), found in grouped.items():
+        reps = max(c.summary.n for c in found.values())
+        rows.append((platform, f"{workload}/{phase}",
+                     *(mean_ci_text(found[n].summary) if n in found else "-"
+                       for n in columns), str(reps)))
+    return TextTable("CoV % over the measured window (seed 003 §4.3)",
+                     ("platform", "workload/phase", *columns, "n"), tuple(rows), left=2,
+                     note="CoV = sd / mean of one repetition's samples, then mean ± 95% CI "
+                          "over the repetitions; every series is in `hvbench report "
+                          "--format json`.")
+
+
+# -- CPU weights (seed 003 Table 5) ----------------------------------------------------------
+def weights_label(definition: Mapping[str, Any]) -> str | None:
+    """``io:target:neighbours`` (``0.5:1:1``) of a stored platform definition whose
+    scenario sets weights; None otherwise."""
+    scenario = definition.get("scenario")
+    weights = scenario.get("weights") if isinstance(scenario, Mapping) else None
+    if not isinstance(weights, Mapping):
+        return None
+    return ":".join(f"{float(weights.get(k) or 1.0):g}" for k in ("io", "target", "neighbours"))
+
+
+def _weights_key(label: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in label.split(":"))
+
+
+@dataclass(frozen=True)
+class WeightsTable:
+    """One (base platform, workload, phase): metrics as rows, one column per weights
+    variant (ordered by io, target, neighbours weight), as seed 003 Table 5."""
+
+    platform: str
+    workload: str
+    phase: str
+    columns: tuple[tuple[str, str], ...]
+    rows: tuple[tuple[str, tuple[Summary | None, ...]], ...]
+
+
+_LOAD_LABELS = {"replies_per_s": "load replies/s", "goodput_mbit_s": "load goodput Mbit/s"}
+
+
+def _thread_rows(present: set[str]) -> list[tuple[str, str]]:
+    """(metric, label) of the target's (``qemu``) then each neighbour's thread metrics."""
+    monitors = sorted({m.split(".")[0] for m in present
+                       if _THREAD_MONITOR.match(m.split(".")[0])},
+                      key=lambda n: -1 if n == "qemu" else _nb_index(n))
+    rows = []
+    for monitor in monitors:
+        who = "target QEMU" if monitor == "qemu" else monitor
+        rows += [(f"{monitor}.{cls}.{metric}", f"{who} {label}")
+                 for cls, metric, label in _WEIGHT_THREAD_ROWS
+                 if f"{monitor}.{cls}.{metric}" in present]
+    return rows
+
+
+def _weight_rows(metrics_per_column: Sequence[Mapping[str, Mapping[int, float]]]
+                 ) -> list[tuple[str, str]]:
+    """(metric, label) rows present in any column, in the table's order: throughputs
+    (the target's, each neighbour's load, their sum), NICs, host CPU, threads."""
+    present: set[str] = set().union(*(set(m) for m in metrics_per_column))
+    rows: list[tuple[str, str]] = []
+    main = next((m for m in THROUGHPUT_METRICS if m in present and m != "boot_s"), None)
+    if main:
+        rows.append((main, f"target {MAIN_LABELS[main]}"))
+    loads = sorted((m for m in present if _NB_LOAD.match(m)),
+                   key=lambda m: (_nb_index(m.split(".")[0]), m))
+    rows += [(m, f"{m.split('.')[0]} {_LOAD_LABELS[m.rsplit('.', 1)[1]]}") for m in loads]
+    if main == "replies_s" and any(m.endswith("replies_per_s") for m in loads):
+        rows.append(("aggregate", "aggregated replies/s"))
+    rows += [(m, f"tap {m.removeprefix('net.')}") for m in sorted(present)
+             if m.startswith("net.") and _TAP_KEY.match(m.removeprefix("net."))]
+    if "host.cpu.busy_pct" in present:
+        rows.append(("host.cpu.busy_pct", "host CPU busy %"))
+    return rows + _thread_rows(present)
+
+
+def _weights_cell(metrics: Mapping[str, Mapping[int, float]], metric: str
+                  ) -> Summary | None:
+    """One cell of the weights table; ``aggregate`` is the target's replies/s plus every
+    web neighbour's, per repetition (seed 003's aggregated throughput)."""
+    if metric != "aggregate":
+        return _metric_summary(metrics, metric)
+    if "replies_s" not in metrics:
+        return None
+    return _sum_per_rep([metrics["replies_s"], *(
+        metrics[f"{nb}.load.replies_per_s"] for nb in _web_neighbours(metrics))])
+
+
+def weights_tables(rows: Sequence[Row], platforms: Mapping[str, Mapping[str, Any]]
+                   ) -> list[WeightsTable]:
+    """For every (base platform, workload, phase) measured in scenarios with weights."""
+    labels = {p: label for p, d in platforms.items() if (label := weights_label(d))}
+    grouped: dict[tuple[str, str, str], list[tuple[str, Mapping[str, Mapping[int, float]]]]]
+    grouped = defaultdict(list)
+    for (platform, workload, phase), metrics in _by_rep(rows).items():
+        if platform in labels:
+            grouped[(split_platform(platform)[0], workload, phase)].append((platform, metrics))
+    out = []
+    for (base, workload, phase), found in grouped.items():
+        found.sort(key=lambda item: (_weights_key(labels[item[0]]), item[0]))
+        table_rows = []
+        for metric, label in _weight_rows([m for _, m in found]):
+            table_rows.append((label, tuple(_weights_cell(m, metric) for _, m in found)))
+        if not table_rows:
+            continue  # a phase without any weight-relevant metric (e.g. boot)
+        out.append(WeightsTable(base, workload, phase,
+                                tuple((labels[p], split_platform(p)[1] or p) for p, _ in found),
+                                tuple(table_rows)))
+    return sorted(out, key=lambda w: (w.platform, w.workload, phase_key(w.phase)))
+
+
+def weights_text_table(table: WeightsTable) -> TextTable:
+    """Metrics as rows, weights variants (``io:target:neighbours``) as columns."""
+    headers = ("metric", *(f"{label} ({name})" for label, name in table.columns))
+    rows = tuple((label, *("-" if s is None else mean_ci_text(s) for s in cells))
+                 for label, cells in table.rows)
+    return TextTable(f"CPU weights io:target:neighbours, {table.platform} "
+                     f"{table.workload}/{table.phase} (seed 003 Table 5)", headers, rows)
+
+
+# -- everything together ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScenarioReport:
+    """All scenario tables of one run (empty lists when the run has none)."""
+
+    degradation: list[Degradation] = field(default_factory=list)
+    ratios: list[AggregatedRatio] = field(default_factory=list)
+    ondemand: list[OnDemandRow] = field(default_factory=list)
+    weights: list[WeightsTable] = field(default_factory=list)
+    cov: list[CovRow] = field(default_factory=list)
+
+
+def build_scenario_report(rows: Sequence[Row], samples: Sequence[SampleLike] = (),
+                          cells: Mapping[str, tuple[str, str]] | None = None,
+                          platforms: Mapping[str, Mapping[str, Any]] | None = None
+                          ) -> ScenarioReport:
+    """Every scenario table of the rows; the CoV needs samples and ``cells`` (cell ->
+    (platform, workload); default: from the rows), the weights the stored platform
+    definitions."""
+    known = dict(cells) if cells else {r.cell: (r.platform, r.workload) for r in rows}
+    return ScenarioReport(degradation_rows(rows), aggregated_ratios(rows), ondemand_rows(rows),
+                          weights_tables(rows, platforms or {}), cov_rows(samples, known))
+
+
+def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTable]:
+    """The tables present, in the order the reports print them (the CoV table only on
+    request: the terminal report does not load samples)."""
+    tables = []
+    if report.degradation:
+        tables.append(degradation_table(report.degradation))
+    if report.ratios:
+        tables.append(aggregated_ratio_table(report.ratios))
+    if report.ondemand:
+        tables.append(ondemand_table(report.ondemand))
+    tables += [weights_text_table(w) for w in report.weights]
+    if cov and any(is_main_cov(c) for c in report.cov):
+        tables.append(cov_table(report.cov))
+    return tables
+
+
+def rich_table(table: TextTable) -> Table:
+    """A :class:`TextTable` for the terminal."""
+    out = Table(title=table.title, title_justify="left", caption=table.note or None,
+                caption_justify="left")
+    for index, header in enumerate(table.headers):
+        out.add_column(header, justify="left" if index < table.left else "right",
+                       overflow="fold")
+    for row in table.rows:
+        out.add_row(*row)
+    return out
+
+
+def _s(summary: Summary | None) -> dict[str, Any] | None:
+    return None if summary is None else asdict(summary)
+
+
+def scenario_json(report: ScenarioReport) -> dict[str, Any]:
+    """The scenario tables as plain data (``--format json``), every CoV series included."""
+    return {
+        "degradation": [
+            {"platform": d.platform, "scenario": d.scenario, "workload": d.workload,
+             "phase": d.phase, "metric": d.metric, "higher_is_better": d.higher_is_better,
+             "alone": _s(d.alone), "in_scenario": _s(d.other), "degradation_pct": d.pct,
+             "degradation_pct_ci95": [d.pct_low, d.pct_high], "pct_of_alone": d.pct_of_alone}
+            for d in report.degradation],
+        "aggregated_ratio": [
+            {"cell": a.cell, "platform": a.platform, "workload": a.workload,
+             "phase": a.phase, "target_replies_s": _s(a.target),
+             "target_baseline": a.target_baseline, "target_ratio": _s(a.target_ratio),
+             "neighbours": [{"label": n.label, "file_kb": n.file_kb,
+                             "replies_per_s": _s(n.rate), "baseline": n.baseline,
+                             "ratio": _s(n.ratio)} for n in a.neighbours],
+             "aggregated": _s(a.aggregated), "missing": list(a.missing)}
+            for a in report.ratios],
+        "ondemand": [
+            {"cell": o.cell, "platform": o.platform, "workload": o.workload, "phase": o.phase,
+             "starts": [{"index": s.index, "asked_at_s": _s(s.asked_at),
+                         "startup_s": _s(s.startup)} for s in o.starts],
+             "dip_depth_pct": _s(o.depth_pct), "dip_length_s": _s(o.length_s),
+             "dip_min_normalized": _s(o.min_normalized), "dip_baseline": _s(o.baseline),
+             "n": o.n}
+            for o in report.ondemand],
+        "weights": [
+            {"platform": w.platform, "workload": w.workload, "phase": w.phase,
+             "columns": [{"weights": label, "scenario": name} for label, name in w.columns],
+             "rows": [{"metric": label, "values": [_s(s) for s in cells]}
+                      for label, cells in w.rows]}
+            for w in report.weights],
+        "cov": [
+            {"cell": c.cell, "platform": c.platform, "workload": c.workload, "phase": c.phase,
+             "monitor": c.monitor, "key": c.key, "cov_pct_per_repetition":
+             list(c.per_repetition), "cov_pct": _s(c.summary), "points": c.points,
+             "main": is_main_cov(c)}
+            for c in report.cov],
+    }

@@ -1,0 +1,275 @@
+"""Time against size: the propagation and lifecycle conventions and their least-squares
+trends, as data both reports print (the terminal's tables, the HTML report's figures
+and tables).
+
+Pure: functions of stored rows (and numbers) that return series, fits and text rows;
+no matplotlib here, so the terminal report stays quick to start.
+
+Propagation convention (seed 000 §5.1). A workload whose phases include at least two
+of ``initial``, ``transfer`` and ``terminal`` with a duration (``duration_s``, else
+``phase_wall_s``) is a propagation workload. Per repetition, y is the sum of those
+phases' durations and x the image size: its ``size_bytes`` metric (any phase), or when
+that is 0 or missing (a cache hit moves nothing) the variant's size token. One series
+per (platform, method): the method is the variant name without its size tokens
+(``propagation.scp-128M`` -> ``scp``); repetitions with ``cache_hit`` = 1 form their
+own series (``overlay (cache hit)``). Each stored ``link_rate_bits`` gives the line of
+a NIC at that rate, y = x·8 / rate (seed 000 Fig. 3b's theoretical NIC).
+
+Lifecycle convention (seed 003 Fig. 13). A workload with at least two of ``create``
+... ``exit`` carrying a duration; x is the variant's size token (an overlay's own file
+is a few hundred kB whatever the image), else ``create``'s ``size_bytes``; y is
+``create``'s duration.
+
+A linear fit needs 2 distinct sizes, a quadratic one 3. The intercept (the time at
+size 0) is what is spent besides moving bytes: the manager's overhead for propagation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from hvbench.model.spec import parse_size
+from hvbench.model.study import LIFECYCLE_PHASES
+from hvbench.stats import Fit, linear_fit, poly2_fit
+
+__all__ = [
+    "DURATION_METRICS",
+    "FIT_HEADERS",
+    "PROPAGATION_STEPS",
+    "ReferenceLine",
+    "SizeSeries",
+    "fit_equation",
+    "fit_polynomial",
+    "fit_rows",
+    "fits_for",
+    "lifecycle_series",
+    "lifecycle_workloads",
+    "link_rates",
+    "nic_lines",
+    "propagation_fit_rows",
+    "propagation_series",
+    "propagation_workloads",
+    "workload_method",
+    "workload_size",
+]
+
+#: The phases whose durations add up to a propagation (``shutdown`` is not part of it).
+PROPAGATION_STEPS = ("initial", "transfer", "terminal")
+#: A phase's duration: its ``duration_s``, else the runner's ``phase_wall_s``.
+DURATION_METRICS = ("duration_s", "phase_wall_s")
+FIT_HEADERS = ("platform", "method", "fit", "equation (x in bytes, y in s)", "R²",
+               "intercept: the manager's overhead s")
+_SIZE_TOKEN = re.compile(r"^\d+(?:\.\d+)?[KMGT]$")
+
+
+class Row(Protocol):
+    """The fields of a stored measurement these functions read."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def platform(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def value(self) -> float: ...
+
+
+# -- fits ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ReferenceLine:
+    """A known line drawn dashed grey across the trend plot, e.g. the time a NIC needs
+    at its line rate (seed 000 Fig. 3b's "theoretical NIC"): ``y = c0 + c1·x``."""
+
+    label: str
+    intercept: float
+    slope: float
+
+
+def _number(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def fit_polynomial(coefficients: Sequence[float]) -> str:
+    """``y = c0 + c1·x [+ c2·x²]`` with 4 significant digits (ascending powers)."""
+    terms = [_number(coefficients[0])]
+    for power, coefficient in enumerate(coefficients[1:], start=1):
+        sign = "-" if coefficient < 0 else "+"
+        x = "x" if power == 1 else "x²"
+        terms.append(f"{sign} {_number(abs(coefficient))}·{x}")
+    return f"y = {' '.join(terms)}"
+
+
+def fit_equation(fit: Fit) -> str:
+    """``y = c0 + c1·x [+ c2·x²]`` with 4 significant digits, then ``R² = ...``."""
+    return f"{fit_polynomial(fit.coefficients)}  (R² = {fit.r_squared:.4f})"
+
+
+def fits_for(points: Sequence[tuple[float, float]]) -> list[tuple[str, Fit]]:
+    """The linear and quadratic least-squares fits the points allow (2 and 3 distinct x)."""
+    xs = [p[0] for p in points]
+    ys = [p[1] for p in points]
+    distinct = len(set(xs))
+    out: list[tuple[str, Fit]] = []
+    if distinct >= 2:
+        out.append(("linear", linear_fit(xs, ys)))
+    if distinct >= 3:
+        out.append(("quadratic", poly2_fit(xs, ys)))
+    return out
+
+
+# -- which workloads, which method and size --------------------------------------------------
+def duration_metric(metrics: set[str]) -> str | None:
+    """The metric that holds a phase's duration, of those present."""
+    return next((m for m in DURATION_METRICS if m in metrics), None)
+
+
+def _workloads_with(rows: Sequence[Row], phases: Sequence[str]) -> list[str]:
+    """Workloads with at least two of ``phases`` that carry a duration."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        if row.phase in phases and row.metric in DURATION_METRICS:
+            found[row.workload].add(row.phase)
+    return [w for w, seen in found.items() if len(seen) >= 2]
+
+
+def propagation_workloads(rows: Sequence[Row]) -> list[str]:
+    """Workloads with at least two of :data:`PROPAGATION_STEPS` that carry a duration."""
+    return _workloads_with(rows, PROPAGATION_STEPS)
+
+
+def lifecycle_workloads(rows: Sequence[Row]) -> list[str]:
+    """Workloads with at least two of the lifecycle's phases (``create`` ... ``exit``)
+    that carry a duration."""
+    return _workloads_with(rows, LIFECYCLE_PHASES)
+
+
+def workload_method(workload: str) -> str:
+    """What a propagation or lifecycle variant does, without its size: the variant
+    part of the name minus size tokens (``propagation.scp-128M`` -> ``scp``,
+    ``lifecycle.256M-qcow2-convert`` -> ``qcow2-convert``), else the base name
+    (``migrate.2G`` -> ``migrate``)."""
+    base, _, variant = workload.partition(".")
+    kept = [t for t in variant.split("-") if t and not _SIZE_TOKEN.match(t)]
+    return "-".join(kept) or base
+
+
+def workload_size(workload: str) -> float | None:
+    """The bytes of the variant's one size token (``lifecycle.256M-raw-copy`` ->
+    268435456.0); None without exactly one."""
+    _, _, variant = workload.partition(".")
+    sizes = [t for t in variant.split("-") if _SIZE_TOKEN.match(t)]
+    return float(parse_size(sizes[0])) if len(sizes) == 1 else None
+
+
+# -- series ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SizeSeries:
+    """Points (size in bytes, seconds) of one (platform, method) for a trend."""
+
+    platform: str
+    method: str
+    points: list[tuple[float, float]]
+
+    @property
+    def label(self) -> str:
+        return f"{self.platform} {self.method}"
+
+
+def _per_repetition(rows: Sequence[Row], workloads: Sequence[str]
+                    ) -> dict[tuple[str, str, int], dict[tuple[str, str], float]]:
+    """(platform, workload, repetition) -> (phase, metric) -> value."""
+    out: dict[tuple[str, str, int], dict[tuple[str, str], float]] = defaultdict(dict)
+    for row in rows:
+        if row.workload in workloads:
+            out[(row.platform, row.workload, row.repetition)][(row.phase, row.metric)] = \
+                row.value
+    return out
+
+
+def _duration(values: Mapping[tuple[str, str], float], phase: str) -> float | None:
+    return next((values[(phase, m)] for m in DURATION_METRICS if (phase, m) in values), None)
+
+
+def _size_series(points: Mapping[tuple[str, str], list[tuple[float, float]]]
+                 ) -> list[SizeSeries]:
+    return [SizeSeries(platform, method, found) for (platform, method), found in points.items()]
+
+
+def propagation_series(rows: Sequence[Row], workloads: Sequence[str]) -> list[SizeSeries]:
+    """Per (platform, method): (image size, initial + transfer + terminal seconds) of
+    every repetition. The size is the ``size_bytes`` moved, or on a cache hit (nothing
+    moved) the variant's size token; cache hits form their own series (``overlay
+    (cache hit)``): they do not move the image, so they are a different trend.
+    Repetitions without any size are left out."""
+    points: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for (platform, workload, _), values in _per_repetition(rows, workloads).items():
+        moved = next((v for (_, m), v in values.items() if m == "size_bytes"), None)
+        size = moved if moved else workload_size(workload)
+        durations = [d for p in PROPAGATION_STEPS if (d := _duration(values, p)) is not None]
+        if size is None or not durations:
+            continue
+        hit = any(m == "cache_hit" and v >= 1 for (_, m), v in values.items())
+        method = workload_method(workload) + (" (cache hit)" if hit else "")
+        points[(platform, method)].append((size, sum(durations)))
+    return _size_series(points)
+
+
+def lifecycle_series(rows: Sequence[Row], workloads: Sequence[str]) -> list[SizeSeries]:
+    """Per (platform, method): (image size, ``create`` seconds) of every repetition
+    (seed 003 Fig. 13). The size is the variant's size token (an overlay's file is a
+    few hundred kB whatever the image), else the ``create`` phase's ``size_bytes``."""
+    points: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for (platform, workload, _), values in _per_repetition(rows, workloads).items():
+        size = workload_size(workload) or values.get(("create", "size_bytes"))
+        seconds = _duration(values, "create")
+        if size and seconds is not None:
+            points[(platform, workload_method(workload))].append((size, seconds))
+    return _size_series(points)
+
+
+def link_rates(rows: Sequence[Row], workloads: Sequence[str]) -> list[float]:
+    """The distinct ``link_rate_bits`` (bit/s) the workloads' transfers stored."""
+    return sorted({r.value for r in rows if r.workload in workloads
+                   and r.metric == "link_rate_bits" and r.value > 0})
+
+
+def nic_lines(rates: Sequence[float]) -> list[ReferenceLine]:
+    """The time a NIC at each line rate needs for x bytes: x·8 / rate (seed 000 Fig.
+    3b's theoretical NIC; no protocol reaches it)."""
+    return [ReferenceLine(f"theoretical NIC {rate / 1e6:g} Mbit/s", 0.0, 8.0 / rate)
+            for rate in rates]
+
+
+def fit_rows(series: Sequence[SizeSeries], references: Sequence[ReferenceLine] = ()
+             ) -> list[list[str]]:
+    """Each series' linear and quadratic fits (:data:`FIT_HEADERS`): equation, R², and
+    the intercept, which is the time at size 0, i.e. what the manager spends besides
+    moving bytes (seed 000 §5.1 reads it as the IaaS manager's overhead); then one row
+    per reference line (``line rate``)."""
+    rows = [[s.platform, s.method, kind, fit_polynomial(fit.coefficients),
+             f"{fit.r_squared:.4f}", f"{fit.coefficients[0]:.4g}"]
+            for s in series for kind, fit in fits_for(s.points)]
+    rows += [[ref.label, "-", "line rate", fit_polynomial((ref.intercept, ref.slope)), "1",
+              f"{ref.intercept:.4g}"] for ref in references]
+    return rows
+
+
+def propagation_fit_rows(rows: Sequence[Row]) -> list[list[str]]:
+    """:func:`fit_rows` of every propagation series of the run, then its NIC lines, as
+    the HTML report's table (empty when the run has no propagation point)."""
+    workloads = propagation_workloads(rows)
+    series = propagation_series(rows, workloads)
+    if not any(s.points for s in series):
+        return []
+    return fit_rows(series, nic_lines(link_rates(rows, workloads)))
