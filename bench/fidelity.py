@@ -36,11 +36,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from hvbench.analysis.stats import median_ratio_ci95
 from hvbench.host.caches import drop_host_caches
 from hvbench.host.paths import work_dir
 from hvbench.model.study import DiskWorkloadSpec, parse_study
-from hvbench.runner import run_study
-from hvbench.stats import median_ratio_ci95
+from hvbench.run.runner import run_study
 from hvbench.store.sqlite import Store
 from hvbench.workloads.disk import DiskTarget, phase_job
 from hvbench.workloads.fio import parse_fio_json

@@ -24,11 +24,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from hvbench.analysis.stats import median_ratio_ci95
 from hvbench.model.lab import LabHostSpec, LabSpec
 from hvbench.netlab import NetLab, names
 from hvbench.netlab.lab import used_networks
 from hvbench.platforms.process import BackgroundProcess, tcp_port_open
-from hvbench.stats import median_ratio_ci95
 
 PORT = 5201
 

@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from hvbench.runner import load_study, run_study
+from hvbench.run.runner import load_study, run_study
 from hvbench.store.sqlite import Store
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,17 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hvbench.host.cgroups import CpuCgroups, GroupSettings, detect_cpu_cgroups
+from hvbench.host.cgroups import CgroupSupport, CpuCgroups, GroupSettings, detect_cpu_cgroups
 
 WEIGHT_SETS = ((0.5, 1.0, 1.0), (1.0, 1.0, 1.0), (2.0, 1.0, 1.0))
 NAMES = ("dom0", "vm1", "vm2")
 SETTLE_S = 0.3
 
 
-def _measure(weights: tuple[float, ...], cpus: str, seconds: float) -> dict[str, Any]:
+def _measure(weights: tuple[float, ...], cpus: str, seconds: float,
+             support: CgroupSupport) -> dict[str, Any]:
     procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in weights]
     try:
-        with CpuCgroups(f"bench{os.getpid()}") as groups:
+        with CpuCgroups(f"bench{os.getpid()}", support=support) as groups:
             for name, weight, proc in zip(NAMES, weights, procs, strict=True):
                 groups.add_group(name, GroupSettings(weight=weight, cpus=cpus))
                 groups.move_threads(name, [proc.pid])
@@ -60,7 +61,7 @@ def main() -> None:
     if support.version is None:
         raise SystemExit(f"no CPU cgroups: {support.reason}")
     print(support.reason)
-    results = [_measure(w, args.cpus, args.seconds) for w in WEIGHT_SETS]
+    results = [_measure(w, args.cpus, args.seconds, support) for w in WEIGHT_SETS]
     worst = 0.0
     for r in results:
         pairs = [f"{n} {a:5.1f}%->{g:5.1f}%"

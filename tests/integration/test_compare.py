@@ -25,7 +25,7 @@ import pytest
 
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
-from hvbench.runner import run_study
+from hvbench.run.runner import run_study
 from hvbench.store.sqlite import Store
 
 pytestmark = pytest.mark.integration

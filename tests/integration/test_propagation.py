@@ -22,7 +22,7 @@ from hvbench.model.spec import VmSpec
 from hvbench.model.study import PROPAGATION_PHASES, PropagationWorkloadSpec, parse_study
 from hvbench.netlab.lab import NetLab
 from hvbench.platforms.registry import REGISTRY
-from hvbench.runner import run_study
+from hvbench.run.runner import run_study
 from hvbench.store.sqlite import Store
 from hvbench.workloads.endpoints import NetPhaseOutcome
 from hvbench.workloads.propagation import MARKS, RAW_KIND, run_propagation
@@ -285,7 +285,7 @@ def test_ctrl_c_during_a_propagation_study_leaves_nothing(
         seen["dirs"] = [repo.root, node_dir]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("hvbench.lab_session.run_propagation", interrupted)
+    monkeypatch.setattr("hvbench.run.lab_session.run_propagation", interrupted)
     text = STUDY.replace("repetitions = 2", "repetitions = 1")
     study = parse_study(text, str(tmp_path / "propagation.toml"), 24 << 30)
     with Store(tmp_path / "r.db") as store:

@@ -40,7 +40,7 @@ from PIL import Image
 
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
-from hvbench.report_html import CSP, ReportInput, render_html
+from hvbench.report.html import CSP, ReportInput, render_html
 from hvbench.store.records import MeasurementRow, SampleRow
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,7 @@ import pytest
 from hvbench.host.cgroups import detect_cpu_cgroups
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
-from hvbench.runner import run_study
+from hvbench.run.runner import run_study
 from hvbench.store.sqlite import MeasurementRow, Store
 
 pytestmark = [

@@ -17,7 +17,7 @@ from hvbench.errors import HostError
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.runner import RunLock, run_study
+from hvbench.run.runner import RunLock, run_study
 from hvbench.store.sqlite import Store
 from hvbench.workloads import disk
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from hvbench.bounds import Bound, BoundsFile, evaluate, failed, parse_bounds
+from hvbench.analysis.bounds import Bound, BoundsFile, evaluate, failed, parse_bounds
 from hvbench.cli.main import main
 from hvbench.cli.report_cmds import bounds_summary, bounds_table
 from hvbench.errors import SpecError

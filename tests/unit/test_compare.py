@@ -12,9 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from hvbench.cli.main import main
-from hvbench.cli.report_cmds import comparison_footer, comparison_header, comparison_table
-from hvbench.compare import (
+from hvbench.analysis.compare import (
     ComparisonRefused,
     Side,
     compare_sides,
@@ -26,6 +24,8 @@ from hvbench.compare import (
     select_keys,
     side_values,
 )
+from hvbench.cli.main import main
+from hvbench.cli.report_cmds import comparison_footer, comparison_header, comparison_table
 from hvbench.errors import SpecError
 from hvbench.store.records import CellRecord, MeasurementRecord, MeasurementRow
 from hvbench.store.sqlite import Store

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from hvbench.export import (
+from hvbench.report.export import (
     BASE_COLUMNS,
     ExportError,
     flatten,

@@ -8,7 +8,8 @@ import xml.etree.ElementTree as ET
 import matplotlib
 import pytest
 
-from hvbench.plots import (
+from hvbench.analysis.stats import Fit
+from hvbench.report.plots import (
     BarChart,
     Interval,
     Line,
@@ -26,7 +27,6 @@ from hvbench.plots import (
     time_series_grid,
     trend_lines,
 )
-from hvbench.stats import Fit
 
 SVG = "{http://www.w3.org/2000/svg}"
 

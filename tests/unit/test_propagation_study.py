@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import SpecError
-from hvbench.lab_session import LabSession, MeasuredPhase
 from hvbench.model.study import (
     PROPAGATION_PHASES,
     SELF_BOOTING_KINDS,
@@ -18,7 +17,8 @@ from hvbench.model.study import (
     parse_study,
 )
 from hvbench.monitors.sampler import MonitorResult
-from hvbench.runner import propagation_cell_result
+from hvbench.run.lab_session import LabSession, MeasuredPhase
+from hvbench.run.runner import propagation_cell_result
 from hvbench.workloads.endpoints import NetPhaseOutcome
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"

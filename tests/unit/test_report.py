@@ -12,7 +12,9 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.report import (
+from hvbench.analysis.stats import summarize
+from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
+from hvbench.report.tables import (
     mean_ci_text,
     phase_stats,
     phase_table,
@@ -21,9 +23,7 @@ from hvbench.report import (
     summary_json,
     warnings_for,
 )
-from hvbench.stats import summarize
 from hvbench.store.records import MeasurementRow
-from hvbench.trends import FIT_HEADERS, propagation_fit_rows
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -14,10 +14,20 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.analysis.trends import (
+    fit_rows,
+    lifecycle_series,
+    lifecycle_workloads,
+    link_rates,
+    nic_lines,
+    propagation_series,
+    propagation_workloads,
+    workload_method,
+    workload_size,
+)
 from hvbench.errors import SpecError
 from hvbench.model.study import LIFECYCLE_PHASES
-from hvbench.report import phase_stats
-from hvbench.report_html import (
+from hvbench.report.html import (
     CSP,
     ReportInput,
     bar_charts,
@@ -35,18 +45,8 @@ from hvbench.report_html import (
     series_figures,
     summary_rows,
 )
+from hvbench.report.tables import phase_stats
 from hvbench.store.records import MeasurementRow, SampleRow
-from hvbench.trends import (
-    fit_rows,
-    lifecycle_series,
-    lifecycle_workloads,
-    link_rates,
-    nic_lines,
-    propagation_series,
-    propagation_workloads,
-    workload_method,
-    workload_size,
-)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ENV = {"hostname": "vm", "kernel": "6.1.0", "cpu_model": "EPYC", "cpus": 2,
@@ -473,7 +473,7 @@ def throughput(cell: str, reps: int = 3) -> list[SampleRow]:
 
 
 def test_scenario_charts_in_percent_of_alone() -> None:
-    from hvbench.scenario_report import degradation_rows
+    from hvbench.analysis.scenarios import degradation_rows
 
     (chart,) = scenario_charts(degradation_rows(scenario_rows()))
     assert chart.title == "web: replies/s in % of alone" and chart.reference == 100.0
@@ -483,7 +483,7 @@ def test_scenario_charts_in_percent_of_alone() -> None:
 
 
 def test_ondemand_figures() -> None:
-    from hvbench.scenario_report import ondemand_series
+    from hvbench.analysis.scenarios import ondemand_series
 
     cells = {"vm@od/steady": ("vm@od", "steady")}
     series = ondemand_series(scenario_rows(), throughput("vm@od/steady"), cells)

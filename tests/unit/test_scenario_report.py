@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from hvbench.cli.main import main
-from hvbench.scenario_report import (
+from hvbench.analysis.scenarios import (
     MISSING_BASELINE,
     aggregated_ratio_table,
     aggregated_ratios,
@@ -36,6 +35,7 @@ from hvbench.scenario_report import (
     weights_tables,
     weights_text_table,
 )
+from hvbench.cli.main import main
 from hvbench.store.records import (
     CellRecord,
     MeasurementRecord,
@@ -88,7 +88,7 @@ def test_directions_follow_compare() -> None:
 
 
 def test_compare_direction_change_and_delta_are_public() -> None:
-    from hvbench.compare import change_label, delta_pct, metric_direction
+    from hvbench.analysis.compare import change_label, delta_pct, metric_direction
 
     assert [metric_direction(m) for m in ("mb_s", "host.disk.vda.iops", "reply_ms",
                                           "phase_wall_s", "error_pct", "cpu_pct")] == \

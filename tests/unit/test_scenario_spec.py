@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from hvbench.analysis.stats import dip_metrics, one_second_buckets, series_cov_pct, steady_buckets
 from hvbench.errors import SpecError
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec
 from hvbench.model.study import QemuPlatformSpec, parse_study
-from hvbench.stats import dip_metrics, one_second_buckets, series_cov_pct, steady_buckets
 
 HOST_RAM = 24 << 30
 

@@ -1,4 +1,4 @@
-"""hvbench.stats against hand-computed values (t quantiles from standard tables)."""
+"""hvbench.analysis.stats against hand-computed values (t quantiles from standard tables)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from hvbench.stats import (
+from hvbench.analysis.stats import (
     Summary,
     linear_fit,
     percent_of,
@@ -208,7 +208,7 @@ def test_poly2_needs_three_distinct_x() -> None:
 
 
 def test_median_ratio_ci95_brackets_the_ratio_and_is_deterministic() -> None:
-    from hvbench.stats import median_ratio_ci95
+    from hvbench.analysis.stats import median_ratio_ci95
 
     a, b = [10.0, 11.0, 9.0, 10.5, 9.5], [5.0, 5.5, 4.5, 5.2, 4.8]
     low, high = median_ratio_ci95(a, b)

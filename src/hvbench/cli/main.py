@@ -27,7 +27,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def _warn_tcg(accel: str | None) -> None:
-    from hvbench.doctor import TCG_WARNING
+    from hvbench.platforms.doctor import TCG_WARNING
 
     if accel == "tcg":
         err.print(f"[bold red]WARNING: {TCG_WARNING}[/]")
@@ -35,7 +35,7 @@ def _warn_tcg(accel: str | None) -> None:
 
 # -- doctor ----------------------------------------------------------------------------
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from hvbench.doctor import collect, render
+    from hvbench.platforms.doctor import collect, render
 
     report = collect(refresh=args.refresh, timeout=args.timeout)
     if args.json:

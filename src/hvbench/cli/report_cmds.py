@@ -64,7 +64,7 @@ def cmd_report_export(args: argparse.Namespace, out: Console, err: Console) -> i
 def _export_bytes(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
     if args.format == "html":
         return _html(store, run_id, args.series).encode()
-    from hvbench.export import measurement_table, to_csv, to_json, to_parquet
+    from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
 
     definitions = {c.name: (c.platform, c.workload) for c in store.cells(run_id)}
     table = measurement_table(store.measurements(run_id), run_id, definitions)
@@ -73,14 +73,15 @@ def _export_bytes(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
 
 
 def _html(store: Store, run_id: str, series: str | None) -> str:
+    from hvbench.analysis.scenarios import split_platform
     from hvbench.cli.study_cmds import _natives
-    from hvbench.report_html import ReportInput, parse_series_choice, render_html
+    from hvbench.report.html import ReportInput, parse_series_choice, render_html
 
     choice = parse_series_choice(series) if series else None
     run = store.get_run(run_id)
     rows = store.measurements(run_id)
     stored = store.cells(run_id)
-    scenarios = any("@" in c.platform_name for c in stored)
+    scenarios = any(split_platform(c.platform_name)[1] for c in stored)
     monitors = _monitors_to_load(store.sample_monitors(run_id), choice, scenarios=scenarios)
     failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
                 for f in store.failures(run_id)]
@@ -106,7 +107,7 @@ def _monitors_to_load(monitors: list[str], choice: Any, *, scenarios: bool = Fal
     run with scenarios, those its Scenarios section reads."""
     import fnmatch
 
-    from hvbench.report_html import AUTO_SERIES, SCENARIO_MONITORS
+    from hvbench.report.html import AUTO_SERIES, SCENARIO_MONITORS
 
     patterns = [choice.monitor] if choice else [c.monitor for c in AUTO_SERIES]
     if scenarios:
@@ -122,8 +123,8 @@ def extra_report_tables(rows: Sequence[Any], platforms: Mapping[str, Mapping[str
     guests started on demand, CPU weights; no CoV, which would read every sample).
     Pure: empty for a run with neither. ``platforms``: stored platform definitions by
     name (the weights columns read them)."""
-    from hvbench.report import propagation_fit_table
-    from hvbench.scenario_report import build_scenario_report, rich_table, scenario_tables
+    from hvbench.analysis.scenarios import build_scenario_report, rich_table, scenario_tables
+    from hvbench.report.tables import propagation_fit_table
 
     tables = [t for t in (propagation_fit_table(rows),) if t is not None]
     report = build_scenario_report(rows, platforms=platforms)
@@ -135,15 +136,15 @@ def report_json(store: Store, run_id: str) -> str:
     and ``scenarios`` (empty lists for a run without them). For a run with scenarios
     every CoV series is computed, so all its samples are read; other runs read none (a
     storage matrix's would make the summaries slow for nothing)."""
+    from hvbench.analysis.scenarios import build_scenario_report, scenario_json, split_platform
     from hvbench.cli.study_cmds import _natives
-    from hvbench.report import phase_stats, summary_json
-    from hvbench.scenario_report import build_scenario_report, scenario_json
+    from hvbench.report.tables import phase_stats, summary_json
 
     run = store.get_run(run_id)
     rows = store.measurements(run_id)
     stored = store.cells(run_id)
     monitors = (store.sample_monitors(run_id)
-                if any("@" in c.platform_name for c in stored) else [])
+                if any(split_platform(c.platform_name)[1] for c in stored) else [])
     scenarios = build_scenario_report(
         rows, _ok_samples(store, run_id, rows, monitors),
         {c.name: (c.platform_name, c.workload_name) for c in stored},
@@ -193,7 +194,7 @@ def _label(run: str, platform: str | None) -> str:
 def _check_comparable(store: Store, a: tuple[str, str | None], b: tuple[str, str | None],
                       force: bool) -> list[str]:
     """Refusals (as notes when forced) about differing environments and definitions."""
-    from hvbench.compare import ComparisonRefused, definition_differences, env_differences
+    from hvbench.analysis.compare import ComparisonRefused, definition_differences, env_differences
 
     problems = []
     if a[0] != b[0]:
@@ -218,7 +219,7 @@ def _definitions(store: Store, run: str, platform: str | None) -> dict[str, Any]
 
 
 def _side(store: Store, run: str, platform: str | None) -> Any:
-    from hvbench.compare import Side, side_values
+    from hvbench.analysis.compare import Side, side_values
 
     rows = store.measurements(run)
     if platform is not None and not any(r.platform == platform for r in rows):
@@ -230,7 +231,7 @@ def _side(store: Store, run: str, platform: str | None) -> Any:
 
 def cmd_compare(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench compare A B``: exit 0 whatever the verdicts (2 on bad input or refusal)."""
-    from hvbench.compare import compare_sides
+    from hvbench.analysis.compare import compare_sides
 
     store = Store(Path(args.db), create=False)
     try:
@@ -321,7 +322,7 @@ def comparison_json(result: Any, label_a: str, label_b: str, alpha: float,
 # -- check ---------------------------------------------------------------------------------
 def cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench check [RUN] --bounds FILE``: exit 1 when a bound fails, else 0."""
-    from hvbench.bounds import evaluate, failed, parse_bounds
+    from hvbench.analysis.bounds import evaluate, failed, parse_bounds
     from hvbench.cli.study_cmds import _latest, _natives
 
     path = Path(args.bounds)
@@ -376,7 +377,7 @@ def bounds_summary(results: Any) -> str:
 # -- registration --------------------------------------------------------------------------
 def add_report_commands(sub: Any) -> None:
     """Register ``compare`` and ``check`` on the top-level subparsers."""
-    from hvbench.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
+    from hvbench.analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
 
     compare = sub.add_parser(
         "compare", help="is B different from A? permutation test per cell and metric",

@@ -27,8 +27,8 @@ from hvbench.cli.report_cmds import (
 )
 from hvbench.errors import SpecError
 from hvbench.model.study import Study
-from hvbench.report import TCG_BANNER, phase_stats, phase_table, warnings_for
-from hvbench.runner import PlannedItem, load_study, remove_orphans, resume_study, run_study
+from hvbench.report.tables import TCG_BANNER, phase_stats, phase_table, warnings_for
+from hvbench.run.runner import PlannedItem, load_study, remove_orphans, resume_study, run_study
 from hvbench.store.sqlite import Store
 
 QUICK_STUDY = "quick.toml"

@@ -215,10 +215,9 @@ def _check_name(kind: str, name: str) -> None:
 
 
 # -- QEMU threads --------------------------------------------------------------------
-def _is_vcpu_name(comm: str) -> bool:
-    """``CPU <n>/<accel>`` (``CPU 0/KVM``, ``CPU 1/TCG``): QEMU's vCPU threads with
-    ``debug-threads=on``. The same test as ``hvbench.monitors.cpu`` (which the host
-    layer may not import)."""
+def is_vcpu_name(comm: str) -> bool:
+    """``CPU <n>/<accel>`` (``CPU 0/KVM``, ``CPU 12/TCG``): QEMU's vCPU threads with
+    ``debug-threads=on`` (also the CPU sampler's test)."""
     head, slash, _ = comm.partition("/")
     return bool(slash) and head.startswith("CPU ") and head[4:].isdigit()
 
@@ -242,7 +241,7 @@ def qemu_thread_groups(pid: int, vcpu_tids: Iterable[int]) -> tuple[list[int], l
         comm = facts.read_text(f"/proc/{pid}/task/{tid}/comm")
         if comm is None:
             continue  # it exited meanwhile
-        (vcpus if tid in known or _is_vcpu_name(comm.strip()) else others).append(tid)
+        (vcpus if tid in known or is_vcpu_name(comm.strip()) else others).append(tid)
     return vcpus, others
 
 

@@ -23,6 +23,14 @@ PACKAGES = {
     "dpkg-deb": "dpkg",
     "depmod": "kmod",
     "cpio": "cpio",
+    "dropbear": "dropbear-bin",
+    "dropbearkey": "dropbear-bin",
+    "scp": "openssh-client",
+    "ssh-keygen": "openssh-client",
+    "rsync": "rsync",
+    "curl": "curl",
+    "zstd": "zstd",
+    "unshare": "util-linux",
 }
 
 

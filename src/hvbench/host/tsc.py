@@ -18,7 +18,6 @@ usual.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import mmap
@@ -78,11 +77,7 @@ def tsc_khz() -> int | None:
     try:
         rates = [_one_rate(rdtsc, MEASURE_S) for _ in range(ROUNDS)]
     finally:
-        del rdtsc
-        # A live ctypes view of the page would make close() fail; then it stays
-        # mapped (one page) until the process exits.
-        with contextlib.suppress(BufferError):
-            page.close()
+        page.close()  # rdtsc must not be called after this
     khz = round(statistics.median(rates))
     # A non-invariant TSC or a broken clock gives nonsense: trust only a plausible rate.
     return khz if 100_000 <= khz <= 10_000_000 else None

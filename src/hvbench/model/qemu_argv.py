@@ -239,15 +239,20 @@ def nic_cmdline(nics: Sequence[NicSpec], macs: Sequence[str]) -> str:
     return "".join(f" {w}" for w in words)
 
 
-def tsc_cmdline(plan: LaunchPlan) -> str:
-    """`` tsc_early_khz=N`` for a ``microvm`` guest under TCG when the host rate is known.
+def wants_host_tsc(spec: VmSpec, accel: ResolvedAccel) -> bool:
+    """Whether the guest needs the host's TSC rate on its command line.
 
     Under TCG the guest's TSC runs at the host's rate. ``microvm`` has no HPET and no
     ACPI PM timer, so when the guest's PIT-based TSC calibration fails (it races the
     host scheduler under TCG) its boot stops; with the rate given there is no
     calibration. Under KVM the kvmclock gives the rate, and q35/pc have fallbacks.
     """
-    if plan.spec.machine != "microvm" or plan.accel != "tcg" or plan.host_tsc_khz is None:
+    return spec.machine == "microvm" and accel == "tcg"
+
+
+def tsc_cmdline(plan: LaunchPlan) -> str:
+    """`` tsc_early_khz=N`` when :func:`wants_host_tsc` and the host rate is known."""
+    if not wants_host_tsc(plan.spec, plan.accel) or plan.host_tsc_khz is None:
         return ""
     return f" tsc_early_khz={plan.host_tsc_khz}"
 

@@ -60,6 +60,8 @@ import os
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from hvbench.host.cgroups import is_vcpu_name
+
 #: Clock ticks per second of the utime/stime/starttime fields (USER_HZ, 100 on Linux).
 CLK_TCK: int = os.sysconf("SC_CLK_TCK")
 CLASSES = ("vcpu", "iothread", "worker", "vhost", "main", "other")
@@ -140,15 +142,9 @@ def parse_task(tid: int, stat_text: str, schedstat_text: str) -> TaskSample:
     return TaskSample(tid, comm, start, ticks, run, wait, slices)
 
 
-def _is_vcpu_name(comm: str) -> bool:
-    """``CPU <n>/<accel>``, e.g. ``CPU 0/KVM`` or ``CPU 12/TCG``."""
-    head, slash, _ = comm.partition("/")
-    return bool(slash) and head.startswith("CPU ") and head[4:].isdigit()
-
-
 def classify(tid: int, pid: int, comm: str, vcpu_tids: Collection[int] = ()) -> str:
     """The class of one QEMU thread (see the module docstring)."""
-    if tid in vcpu_tids or _is_vcpu_name(comm):
+    if tid in vcpu_tids or is_vcpu_name(comm):
         return "vcpu"
     if tid == pid:
         return "main"

@@ -39,7 +39,13 @@ from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.tsc import tsc_khz
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage, find_image
-from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, disk_serial
+from hvbench.model.qemu_argv import (
+    LaunchPlan,
+    ResolvedAccel,
+    build_qemu_argv,
+    disk_serial,
+    wants_host_tsc,
+)
 from hvbench.model.spec import VmSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
@@ -199,7 +205,7 @@ class QemuPlatform:
             disk_images=images, tap_names=taps, macs=macs,
             vhost=facts.vhost_net_available(), qemu_binary=QEMU_BINARY,
             root_disk=self._root_disk_path(image), root_format=self._root_format,
-            host_tsc_khz=tsc_khz() if self.spec.machine == "microvm" else None,
+            host_tsc_khz=tsc_khz() if wants_host_tsc(self.spec, self.accel) else None,
         )
 
     def _root_disk_path(self, image: GuestImage) -> str | None:

@@ -82,11 +82,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import FileIO
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
-from hvbench.errors import GuestBootError, GuestError, GuestTimeoutError, HostError, ImageError
+from hvbench.errors import GuestBootError, GuestError, HostError, ImageError
 from hvbench.host.paths import make_owned_dir
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import (
@@ -102,6 +101,7 @@ from hvbench.monitors.base import SeriesRow
 from hvbench.monitors.readers import HostCpuSampler, ThreadCpuSampler
 from hvbench.monitors.sampler import MonitorResult, MonitorSet
 from hvbench.platforms.qemu import QemuPlatform
+from hvbench.workloads import marks as timing
 from hvbench.workloads.endpoints import NetPhaseOutcome
 
 RAW_KIND = "lifecycle-json"
@@ -172,21 +172,14 @@ def shutdown_marks(requested_at: float, timings: Mapping[str, float]) -> dict[st
 def check_order(marks: Mapping[str, float]) -> None:
     """Raise ValueError unless every mark of :data:`MARKS` is present and none comes
     before the one listed ahead of it."""
-    missing = [m for m in MARKS if m not in marks]
-    if missing:
-        raise ValueError(f"marks missing: {', '.join(missing)}")
-    for earlier, later in pairwise(MARKS):
-        if marks[later] < marks[earlier]:
-            raise ValueError(f"{later} ({marks[later]:.6f}) comes before {earlier} "
-                             f"({marks[earlier]:.6f})")
+    timing.check_order(marks, MARKS)
 
 
 def split_phases(marks: Mapping[str, float]) -> dict[str, float]:
     """Each lifecycle phase's duration in seconds, in :data:`LIFECYCLE_PHASES` order.
     Raises ValueError when marks are missing or out of order (see :func:`check_order`)."""
     check_order(marks)
-    return {phase: marks[PHASE_BOUNDS[phase][1]] - marks[PHASE_BOUNDS[phase][0]]
-            for phase in LIFECYCLE_PHASES}
+    return timing.phase_durations(marks, PHASE_BOUNDS, LIFECYCLE_PHASES)
 
 
 def gaps(marks: Mapping[str, float]) -> dict[str, float]:
@@ -448,21 +441,11 @@ class IdleRecord:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-class _Deadline:
-    """The workload's ``timeout_s``, shared by its steps."""
+class _Deadline(timing.Deadline):
+    """The lifecycle workload's ``timeout_s``, shared by its steps."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.at = time.monotonic() + seconds
-
-    def left(self, what: str, need: float = 0.0) -> float:
-        """Seconds left; raises :class:`GuestTimeoutError` naming ``what`` if no more
-        than ``need`` remain."""
-        left = self.at - time.monotonic()
-        if left <= max(need, 0.0):
-            raise GuestTimeoutError(f"lifecycle workload: no time left for {what} within "
-                                    f"timeout_s = {self.seconds:g} s")
-        return left
+        super().__init__(seconds, "lifecycle")
 
 
 def _guest_name(name: str) -> str:

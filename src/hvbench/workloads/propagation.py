@@ -65,7 +65,6 @@ whether it succeeds or fails.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import shutil
@@ -78,7 +77,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from hvbench.errors import CommandError, GuestTimeoutError, HostError, ImageError
+from hvbench.errors import CommandError, HostError, ImageError
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
 from hvbench.image.builder import GuestImage, find_image
@@ -87,6 +86,7 @@ from hvbench.model.spec import VmSpec
 from hvbench.model.study import PropagationWorkloadSpec
 from hvbench.platforms.process import die_with_parent
 from hvbench.platforms.qemu import QemuPlatform
+from hvbench.workloads import marks as timing
 from hvbench.workloads.endpoints import NetPhaseOutcome
 from hvbench.workloads.repository import (
     HttpServer,
@@ -160,19 +160,13 @@ def zstd_argv(dest: str) -> list[str]:
 
 def split_phases(marks: Mapping[str, float]) -> dict[str, float]:
     """Each phase's duration from the marks (see :data:`PHASE_BOUNDS`)."""
-    return {p: marks[end] - marks[start] for p, (start, end) in PHASE_BOUNDS.items()}
+    return timing.phase_durations(marks, PHASE_BOUNDS)
 
 
 def check_order(marks: Mapping[str, float]) -> None:
     """Raise ValueError unless every mark of :data:`MARKS` is present and none comes
     before the previous one."""
-    missing = [m for m in MARKS if m not in marks]
-    if missing:
-        raise ValueError(f"marks missing: {', '.join(missing)}")
-    for before, after in itertools.pairwise(MARKS):
-        if marks[after] < marks[before]:
-            raise ValueError(f"{after} ({marks[after]:.6f}) before {before} "
-                             f"({marks[before]:.6f})")
+    timing.check_order(marks, MARKS)
 
 
 def first_arrival(samples: Sequence[tuple[float, int]]) -> float | None:
@@ -355,8 +349,9 @@ def directory_bytes(directory: Path) -> int:
 
 class ArrivalWatch:
     """Samples :func:`directory_bytes` of ``directory`` every ``interval`` seconds in a
-    thread, keeping (time, bytes) whenever the byte count changed (and the first
-    sample). A context manager; :meth:`stop` takes a last sample and is safe twice."""
+    thread until the first byte is there, then every :data:`SERIES_S`, keeping (time,
+    bytes) whenever the byte count changed (and the first sample). A context manager;
+    :meth:`stop` takes a last sample and is safe twice."""
 
     def __init__(self, directory: Path, interval: float = POLL_S) -> None:
         self.directory = directory
@@ -383,7 +378,10 @@ class ArrivalWatch:
     def _loop(self) -> None:
         while not self._stop.is_set():
             self._sample()
-            self._stop.wait(self.interval)
+            # The fast poll only times the first byte; after it, the progress series
+            # keeps a point per SERIES_S, so polling faster would only cost syscalls.
+            arrived = bool(self.samples) and self.samples[-1][1] > 0
+            self._stop.wait(max(self.interval, SERIES_S) if arrived else self.interval)
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name="hvbench-arrival",
@@ -415,20 +413,6 @@ def link_bytes(veth: str) -> tuple[int, int]:
 
 
 # -- one propagation -------------------------------------------------------------------
-class _Deadline:
-    """The workload's ``timeout_s``, shared by its steps."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.at = time.monotonic() + seconds
-
-    def left(self, what: str) -> float:
-        """Seconds left; :class:`GuestTimeoutError` naming ``what`` if none are."""
-        left = self.at - time.monotonic()
-        if left <= 0:
-            raise GuestTimeoutError(f"propagation workload: no time left for {what} "
-                                    f"within timeout_s = {self.seconds:g} s")
-        return left
 
 
 @dataclass
@@ -483,7 +467,7 @@ class _Propagation:
                  window: contextlib.AbstractContextManager[Any] | None) -> None:
         self.spec, self.vm, self.repo, self.tmp = spec, vm, repo, tmp
         self.name, self.image, self.window = name, image, window
-        self.deadline = _Deadline(spec.timeout_s)
+        self.deadline = timing.Deadline(spec.timeout_s, "propagation")
         self.incoming = tmp / "incoming"
         self.logs = tmp / "logs"
         self.incoming.mkdir()

@@ -50,7 +50,6 @@ from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import check_free_disk, write_raw_image
-from hvbench.model.spec import format_size
 from hvbench.netlab.lab import LabHost
 from hvbench.workloads.endpoints import ServerHandle, lab_endpoint, start_server
 from hvbench.workloads.web import lighttpd_config
@@ -172,14 +171,6 @@ class RepoServer:
         self._handle: ServerHandle | None = None
         self.argv: list[str] = []
 
-    def __enter__(self) -> RepoServer:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
-
     @property
     def address(self) -> str:
         return self.host.address
@@ -209,9 +200,6 @@ class RepoServer:
         handle, self._handle = self._handle, None
         if handle is not None:
             handle.stop()
-
-    def log_tail(self) -> str:
-        return self._handle.log_tail() if self._handle is not None else ""
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "argv": self.argv, "address": self.address,
@@ -509,7 +497,6 @@ class ImageRepository:
         if guest is None:
             raise ImageError("no guest image is built yet: run `hvbench image build`")
         dest = self.images_dir / image_name(size)
-        check_free_disk(dest.parent, size, f"the repository's {format_size(size)} image")
         started = time.monotonic()
         try:
             digest = write_raw_image(guest, size, dest)

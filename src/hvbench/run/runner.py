@@ -29,14 +29,6 @@ from hvbench.errors import GuestError, HostError, HvbenchError, SpecError
 from hvbench.host import facts
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
-from hvbench.lab_session import (
-    LabSession,
-    MeasuredPhase,
-    run_network_cell,
-    run_propagation_cell,
-    run_web_cell,
-    web_ports,
-)
 from hvbench.model.study import (
     SELF_BOOTING_KINDS,
     Cell,
@@ -54,7 +46,15 @@ from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.scenario_run import ScenarioRun
+from hvbench.run.lab_session import (
+    LabSession,
+    MeasuredPhase,
+    run_network_cell,
+    run_propagation_cell,
+    run_web_cell,
+    web_ports,
+)
+from hvbench.run.scenario import ScenarioRun
 from hvbench.store.sqlite import (
     CellRecord,
     MeasurementRecord,

@@ -15,7 +15,7 @@ Conventions of a scenario run (see docs/reports.md):
   and ``nb<i>.load.file_kb`` (a web neighbour's load generator during the window),
   ``nb<i>.load.goodput_mbit_s`` (an iperf3 neighbour), ``ondemand.<k>.asked_at_s`` and
   ``ondemand.<k>.startup_s`` (guests started during the window), ``dip.*`` (the
-  target's throughput dip, :func:`hvbench.stats.dip_metrics`);
+  target's throughput dip, :func:`hvbench.analysis.stats.dip_metrics`);
 - monitor ``throughput`` samples are the target's traffic in 1 s buckets
   (``{"value": ...}``);
 - the stored platform definition of a scenario cell has a ``scenario`` key with the
@@ -33,8 +33,9 @@ from typing import Any, Protocol
 
 from rich.table import Table
 
-from hvbench.compare import metric_direction
-from hvbench.report import (
+from hvbench.analysis.compare import metric_direction
+from hvbench.analysis.stats import Summary, percent_of_summary, series_cov_pct, summarize
+from hvbench.report.tables import (
     MAIN_LABELS,
     THROUGHPUT_METRICS,
     Row,
@@ -42,7 +43,6 @@ from hvbench.report import (
     mean_ci_text,
     phase_key,
 )
-from hvbench.stats import Summary, percent_of_summary, series_cov_pct, summarize
 
 __all__ = [
     "LATENCY_METRICS",
@@ -62,6 +62,7 @@ __all__ = [
     "build_scenario_report",
     "cov_rows",
     "cov_table",
+    "cov_tables",
     "degradation_rows",
     "degradation_table",
     "higher_is_better",
@@ -140,7 +141,7 @@ def split_platform(name: str) -> tuple[str, str | None]:
 
 def higher_is_better(metric: str) -> bool | None:
     """True for throughputs, False for latencies and times, None without a direction:
-    :func:`hvbench.compare.metric_direction`, the rule ``hvbench compare`` applies."""
+    :func:`hvbench.analysis.compare.metric_direction`, the rule ``hvbench compare`` applies."""
     direction = metric_direction(metric)
     return None if direction is None else direction == "higher"
 
@@ -792,9 +793,12 @@ def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTa
     if report.ondemand:
         tables.append(ondemand_table(report.ondemand))
     tables += [weights_text_table(w) for w in report.weights]
-    if cov and any(is_main_cov(c) for c in report.cov):
-        tables.append(cov_table(report.cov))
-    return tables
+    return tables + cov_tables(report) if cov else tables
+
+
+def cov_tables(report: ScenarioReport) -> list[TextTable]:
+    """The CoV table, when a main series has one (else nothing)."""
+    return [cov_table(report.cov)] if any(is_main_cov(c) for c in report.cov) else []
 
 
 def rich_table(table: TextTable) -> Table:

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from hvbench.errors import SpecError
-from hvbench.report import RELATIVE_METRICS, THROUGHPUT_METRICS, Row
+from hvbench.report.tables import RELATIVE_METRICS, THROUGHPUT_METRICS, Row
 
 __all__ = [
     "DEFAULT_ALPHA",

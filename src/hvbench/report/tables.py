@@ -20,10 +20,10 @@ from typing import Any, Protocol
 from rich import box
 from rich.table import Table
 
+from hvbench.analysis.stats import Summary, percent_of_summary, stability_warnings, summarize
+from hvbench.analysis.trends import Row as FitRow
+from hvbench.analysis.trends import propagation_fit_rows
 from hvbench.model.study import LIFECYCLE_PHASES, PROFILE_PHASES, PROPAGATION_PHASES
-from hvbench.stats import Summary, percent_of_summary, stability_warnings, summarize
-from hvbench.trends import Row as FitRow
-from hvbench.trends import propagation_fit_rows
 
 MAX_COLUMNS = 5
 THROUGHPUT_METRICS = ("mb_s", "ops_s", "mbit_s", "max_rate_rps", "replies_s", "boot_s")
@@ -144,7 +144,6 @@ def fmt_value(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
-_fmt = fmt_value
 
 
 def mean_ci_text(summary: Summary, unit: str = "") -> str:
@@ -167,7 +166,7 @@ def _cells(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]
     if main:
         per = stats.metrics[main]
         rows.append((f"{MAIN_LABELS[main]} mean ± 95% CI", [
-            f"{_fmt(per[p].mean)} ± {_fmt(per[p].ci95_half_width)}" if p in per else "-"
+            f"{fmt_value(per[p].mean)} ± {fmt_value(per[p].ci95_half_width)}" if p in per else "-"
             for p in stats.platforms]))
         if native and native in per and main in RELATIVE_METRICS:
             rows.append(("% of native", [_pct(per, p, native) for p in stats.platforms]))
@@ -176,7 +175,7 @@ def _cells(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]
         metric = _find_metric(stats, suffix)
         if metric:
             per = stats.metrics[metric]
-            rows.append((label, [_fmt(per[p].mean) if p in per else "-"
+            rows.append((label, [fmt_value(per[p].mean) if p in per else "-"
                                  for p in stats.platforms]))
     if main:
         rows.append(("n", [str(stats.metrics[main][p].n) if p in stats.metrics[main] else "0"
@@ -227,7 +226,7 @@ def phase_table(stats: PhaseStats, native: str | None) -> Table:
 
 PROPAGATION_FIT_TITLE = ("propagation: total time against image size, least-squares fits "
                          "(seed 000 Fig. 3)")
-#: The columns of :func:`hvbench.trends.fit_rows`, short enough for an 80-column terminal.
+#: The columns of :func:`hvbench.analysis.trends.fit_rows`, short enough for an 80-column terminal.
 PROPAGATION_FIT_HEADERS = ("platform", "method", "fit", "equation (y s, x bytes)", "R²",
                            "overhead s")
 PROPAGATION_FIT_NOTE = ("y = initial + transfer + terminal seconds of a repetition, x = the "
@@ -240,7 +239,7 @@ PROPAGATION_FIT_NOTE = ("y = initial + transfer + terminal seconds of a repetiti
 def propagation_fit_table(rows: Sequence[Row]) -> Table | None:
     """The propagation fits for the terminal, as the HTML report's table: per
     (platform, method) the linear and quadratic least-squares equation, R² and
-    intercept (:func:`hvbench.trends.fit_rows`), then the theoretical NIC line of each
+    intercept (:func:`hvbench.analysis.trends.fit_rows`), then the theoretical NIC line of each
     stored ``link_rate_bits``; None when the run has no propagation workload."""
     found = propagation_fit_rows(rows)
     if not found:

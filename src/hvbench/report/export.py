@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hvbench.errors import HostError
-from hvbench.report import Row
+from hvbench.report.tables import Row
 
 __all__ = [
     "BASE_COLUMNS",

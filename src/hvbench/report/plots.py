@@ -8,7 +8,7 @@ state. Text is drawn as paths (``svg.fonttype = "path"``): the SVG needs no font
 fetches nothing. Ids are salted with a constant and the date left out, so the same
 numbers give the same bytes.
 
-The trend plot's fits, equations and reference lines are :mod:`hvbench.trends`'s
+The trend plot's fits, equations and reference lines are :mod:`hvbench.analysis.trends`'s
 (re-exported here), so the terminal report prints the same equations without matplotlib.
 
 Invalid input (no bars, mismatched lengths) raises :class:`PlotError`, a ``SpecError``:
@@ -28,8 +28,8 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from hvbench.analysis.trends import ReferenceLine, fit_equation, fit_polynomial, fits_for
 from hvbench.errors import SpecError
-from hvbench.trends import ReferenceLine, fit_equation, fit_polynomial, fits_for
 
 __all__ = [
     "BarChart",

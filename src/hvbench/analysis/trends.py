@@ -32,9 +32,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from hvbench.analysis.stats import Fit, linear_fit, poly2_fit
 from hvbench.model.spec import parse_size
 from hvbench.model.study import LIFECYCLE_PHASES
-from hvbench.stats import Fit, linear_fit, poly2_fit
 
 __all__ = [
     "DURATION_METRICS",

@@ -2,7 +2,7 @@
 
 Pure: :func:`render_html` takes a :class:`ReportInput` (what the store holds about one
 run) and returns the document as text; the CLI reads the store and writes the file.
-Every figure is an SVG made by :mod:`hvbench.plots`, embedded as a ``data:`` image; a
+Every figure is an SVG made by :mod:`hvbench.report.plots`, embedded as a ``data:`` image; a
 Content-Security-Policy meta tag forbids every other source, so opening the file
 requests nothing, offline or not.
 
@@ -11,7 +11,7 @@ banner when guests ran under TCG; stability warnings and failed repetitions; per
 workload, grouped bars of the throughput metric (platforms x phases, 95 % CI error bars,
 seed 000 Figs. 5-10), the same as % of native, a summary table and the host disk table
 (iostat -x columns, seed 001 Tables 1-2); time series from the monitors, one panel per
-cell and phase; the scenarios (:mod:`hvbench.scenario_report`: % of alone, degradation,
+cell and phase; the scenarios (:mod:`hvbench.analysis.scenarios`: % of alone, degradation,
 aggregated throughput ratio, guests started on demand with seed 003 Fig. 14's
 normalized throughput, CPU weights, CoV); the lifecycle; propagation; the study file.
 
@@ -25,7 +25,7 @@ method): the method is the variant name without its size tokens
 their own. The size is ``size_bytes`` (any phase), or the variant's size token when
 nothing moved. A dashed line shows a NIC at each stored ``link_rate_bits``; the fit
 table reads each intercept as the manager's overhead. The series, fits and the table's
-rows are :mod:`hvbench.trends`'s, which the terminal report prints too.
+rows are :mod:`hvbench.analysis.trends`'s, which the terminal report prints too.
 
 Lifecycle convention. A workload with at least two of ``create`` ... ``exit`` carrying a
 duration: its steps are stacked per cell, ``create``'s duration against the image size
@@ -43,45 +43,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hvbench.errors import SpecError
-from hvbench.model.study import LIFECYCLE_PHASES
-from hvbench.plots import (
-    BarChart,
-    Interval,
-    Line,
-    Panel,
-    TrendSeries,
-    VLine,
-    grouped_bars,
-    stacked_bars,
-    time_series_grid,
-    trend_lines,
-)
-from hvbench.report import (
-    MAIN_LABELS,
-    MAX_COLUMNS,
-    RELATIVE_METRICS,
-    TCG_BANNER,
-    PhaseStats,
-    Row,
-    fmt_value,
-    phase_key,
-    phase_stats,
-    warnings_for,
-)
-from hvbench.scenario_report import (
+from hvbench.analysis.scenarios import (
+    SCENARIO_SEP,
     Degradation,
     OnDemandSeries,
     SampleLike,
     ScenarioReport,
     TextTable,
     build_scenario_report,
+    cov_tables,
     ondemand_series,
     scenario_tables,
     split_platform,
 )
-from hvbench.stats import Summary, percent_of_summary, summarize
-from hvbench.trends import (
+from hvbench.analysis.stats import Summary, percent_of_summary, summarize
+from hvbench.analysis.trends import (
     FIT_HEADERS,
     PROPAGATION_STEPS,
     SizeSeries,
@@ -95,12 +71,38 @@ from hvbench.trends import (
     propagation_series,
     propagation_workloads,
 )
+from hvbench.errors import SpecError
+from hvbench.model.study import LIFECYCLE_PHASES
+from hvbench.report.plots import (
+    BarChart,
+    Interval,
+    Line,
+    Panel,
+    TrendSeries,
+    VLine,
+    grouped_bars,
+    stacked_bars,
+    time_series_grid,
+    trend_lines,
+)
+from hvbench.report.tables import (
+    MAIN_LABELS,
+    MAX_COLUMNS,
+    RELATIVE_METRICS,
+    TCG_BANNER,
+    PhaseStats,
+    Row,
+    fmt_value,
+    mean_ci_text,
+    phase_key,
+    phase_stats,
+    warnings_for,
+)
 
 __all__ = [
     "AUTO_SERIES",
     "CSP",
     "HOST_DISK_COLUMNS",
-    "PROPAGATION_PHASES",
     "SCENARIO_MONITORS",
     "ReportInput",
     "SeriesChoice",
@@ -121,8 +123,6 @@ __all__ = [
 
 #: The only sources the page may use: inline styles and data: images.
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-#: The propagation phases stacked per cell (``shutdown`` is not part of propagation).
-PROPAGATION_PHASES = PROPAGATION_STEPS
 #: Host disk columns (iostat -x names) of the disk table: (metric suffix, header).
 HOST_DISK_COLUMNS = (
     ("r_s", "r/s"), ("w_s", "w/s"), ("r_mb_s", "rMB/s"), ("w_mb_s", "wMB/s"),
@@ -136,7 +136,6 @@ ENV_FIELDS = (
     ("accelerator", "accelerator"), ("hvbench_version", "hvbench"),
     ("git_commit", "git commit"), ("work_dir", "work directory"), ("vhost_net", "vhost-net"),
 )
-#: A workload variant's size token (``128M``, ``1G``): what format_size writes.
 
 
 @dataclass(frozen=True)
@@ -285,7 +284,6 @@ def _pct_values(phases: Sequence[PhaseStats], metric: str, native: str
 
 
 # -- tables --------------------------------------------------------------------------------
-_fmt = fmt_value
 
 
 def _disk_metric(item: PhaseStats, suffix: str) -> str | None:
@@ -307,7 +305,7 @@ def host_disk_rows(items: Sequence[PhaseStats], native: str | None = None
             cells = [item.phase, platform]
             for metric in metrics:
                 per = item.metrics.get(metric or "", {})
-                cells.append(_fmt(per[platform].mean) if platform in per else "-")
+                cells.append(fmt_value(per[platform].mean) if platform in per else "-")
             rows.append(cells)
     return rows
 
@@ -329,7 +327,8 @@ def summary_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[s
                 continue
             s = per[platform]
             rows.append([item.phase, platform,
-                         f"{_fmt(s.mean)} ± {_fmt(s.ci95_half_width)} {MAIN_LABELS[metric]}",
+                         f"{fmt_value(s.mean)} ± {fmt_value(s.ci95_half_width)} "
+                         f"{MAIN_LABELS[metric]}",
                          _pct_text(per, platform, native, metric),
                          "-" if s.cov_pct is None else f"{s.cov_pct:.1f}", str(s.n),
                          *(_mean_text(item, m, platform)
@@ -351,7 +350,7 @@ def _pct_text(per: Mapping[str, Summary], platform: str, native: str | None,
 
 def _mean_text(item: PhaseStats, metric: str, platform: str) -> str:
     per = item.metrics.get(metric, {})
-    return _fmt(per[platform].mean) if platform in per else "-"
+    return fmt_value(per[platform].mean) if platform in per else "-"
 
 
 # -- time series ---------------------------------------------------------------------------
@@ -426,12 +425,13 @@ def phase_segments(rows: Sequence[Row], workloads: Sequence[str], phases: Sequen
 
 def propagation_segments(rows: Sequence[Row], workloads: Sequence[str]
                          ) -> tuple[list[str], list[str], dict[tuple[str, str], float]]:
-    """:func:`phase_segments` of :data:`PROPAGATION_PHASES` (seed 000 Fig. 4)."""
-    return phase_segments(rows, workloads, PROPAGATION_PHASES)
+    """:func:`phase_segments` of :data:`~hvbench.analysis.trends.PROPAGATION_STEPS`
+    (seed 000 Fig. 4)."""
+    return phase_segments(rows, workloads, PROPAGATION_STEPS)
 
 
 def propagation_points(rows: Sequence[Row], workloads: Sequence[str]) -> list[TrendSeries]:
-    """:func:`~hvbench.trends.propagation_series` as trend series labelled ``platform
+    """:func:`~hvbench.analysis.trends.propagation_series` as trend series labelled ``platform
     method``."""
     return [_trend(s) for s in propagation_series(rows, workloads)]
 
@@ -455,16 +455,9 @@ def lifecycle_idle_rows(rows: Sequence[Row], workloads: Sequence[str]
             values[row.cell][row.metric].append(row.value)
     present = {m for metrics in values.values() for m in metrics}
     order = [m for m in IDLE_METRICS if m in present] + sorted(present - set(IDLE_METRICS))
-    out = [[cell, *(_mean_ci(metrics[m]) if m in metrics else "-" for m in order)]
+    out = [[cell, *(mean_ci_text(summarize(metrics[m])) if m in metrics else "-" for m in order)]
            for cell, metrics in values.items()]
     return ["cell", *order], out
-
-
-def _mean_ci(values: Sequence[float]) -> str:
-    summary = summarize(values)
-    if summary.n < 2:
-        return _fmt(summary.mean)
-    return f"{_fmt(summary.mean)} ± {_fmt(summary.ci95_half_width)}"
 
 
 # -- scenarios -----------------------------------------------------------------------------
@@ -478,7 +471,7 @@ def scenario_charts(items: Sequence[Degradation]) -> list[BarChart]:
             continue
         interval = _pct_interval(d.other, d.alone)
         if interval is not None:
-            by_workload[d.workload][(d.phase, f"{d.platform}@{d.scenario}")] = interval
+            by_workload[d.workload][(d.phase, f"{d.platform}{SCENARIO_SEP}{d.scenario}")] = interval
             labels[d.workload] = MAIN_LABELS[d.metric]
     charts = []
     for workload, values in by_workload.items():
@@ -649,8 +642,7 @@ def _anchor(prefix: str, name: str) -> str:
     return f"{prefix}-" + re.sub(r"[^A-Za-z0-9_-]+", "-", name)
 
 
-def _series_section(data: ReportInput) -> str:
-    cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
+def _series_section(data: ReportInput, cells: Mapping[str, tuple[str, str]]) -> str:
     figures = series_figures(data.samples, cells, data.series)
     if not figures:
         return ""
@@ -724,7 +716,8 @@ _ONDEMAND_CAPTION = ("Normalized throughput: the target's traffic per 1 s bucket
                      "answered.")
 
 
-def _scenario_section(data: ReportInput, report: ScenarioReport) -> str:
+def _scenario_section(data: ReportInput, report: ScenarioReport,
+                      cells: Mapping[str, tuple[str, str]]) -> str:
     if not report.degradation and not report.ondemand and not report.weights:
         return ""
     parts = ['<h2 id="scenarios">Scenarios</h2>',
@@ -733,9 +726,7 @@ def _scenario_section(data: ReportInput, report: ScenarioReport) -> str:
     parts += [_figure(grouped_bars(chart), chart.title, "Bars: the scenario's mean in % of "
                       "the platform alone; whiskers: delta-method 95 % interval; dashed: alone.")
               for chart in scenario_charts(report.degradation)]
-    tables = scenario_tables(report, cov=True)
-    parts += [_text_table(t) for t in tables if not t.title.startswith("CoV")]
-    cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
+    parts += [_text_table(t) for t in scenario_tables(report)]
     for workload, phase, panels in ondemand_figures(ondemand_series(data.rows, data.samples,
                                                                     cells)):
         title = f"{workload} / {phase}: normalized throughput, guests started on demand"
@@ -743,7 +734,7 @@ def _scenario_section(data: ReportInput, report: ScenarioReport) -> str:
         parts.append(_figure(time_series_grid(
             title, "throughput / baseline", panels, 2, xlabel="seconds since the window "
             "started", reference=1.0, panel_size=(6.0, 2.8)), title, _ONDEMAND_CAPTION))
-    parts += [_text_table(t) for t in tables if t.title.startswith("CoV")]
+    parts += [_text_table(t) for t in cov_tables(report)]
     return "\n".join(parts)
 
 
@@ -772,9 +763,10 @@ def render_html(data: ReportInput) -> str:
     # The CoV of every sampled series is only shown for scenario runs: skip the work
     # (a storage matrix has hundreds of thousands of samples) elsewhere.
     scenario_run = any(split_platform(r.platform)[1] for r in data.rows)
-    extra = {"series": _series_section(data),
+    extra = {"series": _series_section(data, cells),
              "scenarios": _scenario_section(data, build_scenario_report(
-                 data.rows, data.samples if scenario_run else (), cells, data.platforms)),
+                 data.rows, data.samples if scenario_run else (), cells, data.platforms),
+                 cells),
              "lifecycle": _lifecycle_section(data.rows),
              "propagation": _propagation_section(data.rows)}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),

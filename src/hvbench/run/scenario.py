@@ -27,18 +27,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hvbench.analysis.stats import dip_metrics, one_second_buckets
 from hvbench.errors import CommandError, HostError, HvbenchError
 from hvbench.host.cgroups import CpuCgroups, GroupSettings, qemu_thread_groups
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.image.builder import find_image
 from hvbench.image.system_image import write_raw_image
-from hvbench.lab_session import LabSession, lab_guest_endpoint
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec, StartOnDemandSpec
 from hvbench.model.study import NetworkWorkloadSpec, WebWorkloadSpec
 from hvbench.monitors.sampler import Monitor, MonitorResult, ThreadCpuSampler
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.stats import dip_metrics, one_second_buckets
+from hvbench.run.lab_session import LabSession, lab_guest_endpoint
 from hvbench.workloads import iperf3, web
 from hvbench.workloads.endpoints import Endpoint, ServerHandle, start_server
 
@@ -271,12 +271,13 @@ class ScenarioRun:
                 nb.guest.stop()
         finally:
             self.neighbours.clear()
-            if self.cgroups is not None:
-                self.cgroups.stop()
-                self.cgroups = None
+            # The scratch copies go first: a cgroup that stays busy raises below.
             if self._scratch is not None:
                 shutil.rmtree(self._scratch, ignore_errors=True)
                 self._scratch = self._ondemand_image = None
+            cgroups, self.cgroups = self.cgroups, None
+            if cgroups is not None:
+                cgroups.stop()
 
     def describe(self) -> dict[str, Any]:
         """What was set up, for the stored result."""

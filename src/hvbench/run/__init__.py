@@ -1,0 +1,1 @@
+"""Running studies: the runner, the lab session, scenarios and the cell kinds."""
