@@ -56,6 +56,7 @@ image: deps
 lint: deps
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy --strict
+	$(BIN)/lint-imports
 
 unit: deps
 	$(BIN)/pytest -q tests/unit
