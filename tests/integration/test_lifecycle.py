@@ -12,7 +12,6 @@ from hvbench.errors import GuestBootError, GuestTimeoutError, ImageError
 from hvbench.image.builder import GuestImage
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import LIFECYCLE_PHASES, LifecycleWorkloadSpec
-from hvbench.workloads.endpoints import NetPhaseOutcome
 from hvbench.workloads.lifecycle import (
     RAW_KIND,
     RepositoryCache,
@@ -20,6 +19,7 @@ from hvbench.workloads.lifecycle import (
     run_lifecycle,
     write_repository,
 )
+from hvbench.workloads.outcome import PhaseOutcome
 
 pytestmark = pytest.mark.integration
 
@@ -28,11 +28,11 @@ SIZE = 128 << 20
 VM = VmSpec(accel="tcg")
 
 
-def values(outcome: NetPhaseOutcome) -> dict[str, float]:
+def values(outcome: PhaseOutcome) -> dict[str, float]:
     return {name: value for name, (value, _) in outcome.metrics.items()}
 
 
-def check_life(outcomes: list[NetPhaseOutcome], spec: LifecycleWorkloadSpec,
+def check_life(outcomes: list[PhaseOutcome], spec: LifecycleWorkloadSpec,
                wall: float) -> dict[str, float]:
     """Every phase positive, the phases summing to about the run's wall time."""
     assert [o.phase for o in outcomes] == list(spec.phase_list())
@@ -75,7 +75,7 @@ def test_lifecycle_phases(image: GuestImage, no_leaks: Path, create: str, fmt: s
 
 
 def run(spec: LifecycleWorkloadSpec, image: GuestImage, scratch: Path,
-        cache: RepositoryCache | None = None) -> list[NetPhaseOutcome]:
+        cache: RepositoryCache | None = None) -> list[PhaseOutcome]:
     return run_lifecycle(spec, VM, name="qemu/lifecycle", scratch=scratch, image=image,
                          source_cache=cache)
 

@@ -24,7 +24,7 @@ from hvbench.netlab.lab import NetLab
 from hvbench.platforms.registry import REGISTRY
 from hvbench.run.runner import run_study
 from hvbench.store.sqlite import Store
-from hvbench.workloads.endpoints import NetPhaseOutcome
+from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.propagation import MARKS, RAW_KIND, run_propagation
 from hvbench.workloads.repository import ImageRepository
 
@@ -78,17 +78,17 @@ def my_processes() -> list[str]:
     return found
 
 
-def raw(outcomes: list[NetPhaseOutcome]) -> dict[str, Any]:
+def raw(outcomes: list[PhaseOutcome]) -> dict[str, Any]:
     assert {o.raw_kind for o in outcomes} == {RAW_KIND}
     document: dict[str, Any] = json.loads(outcomes[0].raw)
     return document
 
 
-def metrics(outcomes: list[NetPhaseOutcome]) -> dict[str, dict[str, float]]:
+def metrics(outcomes: list[PhaseOutcome]) -> dict[str, dict[str, float]]:
     return {o.phase: {k: v for k, (v, _) in o.metrics.items()} for o in outcomes}
 
 
-def check_common(outcomes: list[NetPhaseOutcome], repo: ImageRepository,
+def check_common(outcomes: list[PhaseOutcome], repo: ImageRepository,
                  method: str) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """What every propagation must show: the four phases, increasing marks, the
     repository's image, a guest whose agent answered from that image."""
@@ -279,7 +279,7 @@ def test_ctrl_c_during_a_propagation_study_leaves_nothing(
     seen: dict[str, Any] = {}
 
     def interrupted(spec: PropagationWorkloadSpec, vm: VmSpec, *, repo: ImageRepository,
-                    node_dir: Path, **kwargs: Any) -> list[NetPhaseOutcome]:
+                    node_dir: Path, **kwargs: Any) -> list[PhaseOutcome]:
         repo.ensure_image(spec.image_size, image)
         seen["servers"] = sorted(k for k, s in repo.servers.items() if s.is_running())
         seen["dirs"] = [repo.root, node_dir]

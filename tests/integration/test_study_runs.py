@@ -20,6 +20,7 @@ from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.runner import RunLock, run_study
 from hvbench.store.sqlite import Store
 from hvbench.workloads import disk
+from hvbench.workloads.outcome import PhaseOutcome
 
 pytestmark = pytest.mark.integration
 HVBENCH = str(Path(sys.executable).parent / "hvbench")
@@ -192,7 +193,7 @@ def test_guest_crash_marks_cell_failed_and_study_goes_on(
     real = disk.run_phase
     crashed: list[int] = []
 
-    def crash_once(platform: object, *args: object, **kw: object) -> disk.PhaseOutcome:
+    def crash_once(platform: object, *args: object, **kw: object) -> PhaseOutcome:
         if isinstance(platform, QemuPlatform) and not crashed and platform.pid:
             crashed.append(platform.pid)
             os.kill(platform.pid, signal.SIGKILL)  # the guest dies mid-workload

@@ -19,7 +19,7 @@ from hvbench.model.study import (
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.run.lab_session import LabSession, MeasuredPhase
 from hvbench.run.runner import propagation_cell_result
-from hvbench.workloads.endpoints import NetPhaseOutcome
+from hvbench.workloads.outcome import PhaseOutcome
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 HOST_RAM = 24 << 30
@@ -138,7 +138,7 @@ def _phases(raw: str) -> list[MeasuredPhase]:
             monitors = MonitorResult(summary={"net.headnode.rx_mbit_s": 900.0},
                                      series={"net": [(0.1, {"headnode.rx_mbit_s": 900.0})]})
             wall = 0.7
-        out.append(MeasuredPhase(NetPhaseOutcome(phase=phase, metrics=metrics, raw=raw,
+        out.append(MeasuredPhase(PhaseOutcome(phase=phase, metrics=metrics, raw=raw,
                                                  raw_kind="propagation-json",
                                                  series=series), wall, monitors))
     return out

@@ -53,11 +53,11 @@ from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads.endpoints import (
     Endpoint,
-    NetPhaseOutcome,
     host_endpoint,
     lab_endpoint,
 )
 from hvbench.workloads.iperf3 import run_iperf3
+from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.propagation import run_propagation
 from hvbench.workloads.repository import ImageRepository
 from hvbench.workloads.web import run_web_phase, serve_web
@@ -70,7 +70,7 @@ ANY_ADDRESS = "0.0.0.0"  # noqa: S104 - inside a guest or a lab namespace only
 class MeasuredPhase:
     """One measured phase of a network or web cell, ready for the store."""
 
-    outcome: NetPhaseOutcome
+    outcome: PhaseOutcome
     wall_s: float
     monitors: MonitorResult
 

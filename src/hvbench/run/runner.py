@@ -63,7 +63,7 @@ from hvbench.store.sqlite import (
     Store,
 )
 from hvbench.workloads import disk, lifecycle
-from hvbench.workloads.endpoints import NetPhaseOutcome
+from hvbench.workloads.outcome import PhaseOutcome
 
 LOCK_NAME = "hvbench-run.lock"
 
@@ -268,7 +268,7 @@ def run_disk_cell(platform: Platform, cell: Cell, study: Study,
     return out
 
 
-def _store_phase(out: CellResult, outcomes: list[disk.PhaseOutcome], wall: float,
+def _store_phase(out: CellResult, outcomes: list[PhaseOutcome], wall: float,
                  monitors: PhaseMonitors, raw_phase: str) -> None:
     """Add the phases' metrics, the monitors' summary and series, and the raw output
     (stored once under ``raw_phase``: a job file's phases share one fio document)."""
@@ -566,7 +566,7 @@ class StudyRunner:
         self.progress(item, "failed")
 
 
-def self_booting_result(outcomes: Sequence[NetPhaseOutcome]) -> CellResult:
+def self_booting_result(outcomes: Sequence[PhaseOutcome]) -> CellResult:
     """The store's records of a lifecycle cell: each phase's metrics, its series, and
     the raw document once (every phase carries the same one)."""
     out = CellResult()

@@ -27,7 +27,7 @@ conv=fdatasync`` do):
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from hvbench.errors import CommandError, HvbenchError, SpecError
@@ -36,6 +36,7 @@ from hvbench.model.study import DiskWorkloadSpec
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads.fio import FioJob, FioResult, FioRw, parse_fio_json
+from hvbench.workloads.outcome import PhaseOutcome
 
 GUEST_MOUNT = "/mnt/hvbench"
 #: Phases that must not find the data in any page cache.
@@ -58,14 +59,6 @@ class DiskTarget:
     raw: bool = False
 
 
-@dataclass
-class PhaseOutcome:
-    """One phase's numbers and the raw output they came from."""
-
-    phase: str
-    metrics: dict[str, tuple[float, str]] = field(default_factory=dict)
-    raw: str = ""
-    caches_dropped: dict[str, bool] = field(default_factory=dict)
 
 
 def _check(result: ExecResult, what: str) -> ExecResult:
@@ -205,7 +198,7 @@ def run_phase(platform: Platform, spec: DiskWorkloadSpec, phase: str,
     job = phase_job(spec, phase, target)
     result = _check(platform.exec(job.argv(), timeout=spec.timeout_s), f"fio phase {phase}")
     text = result.text()
-    return PhaseOutcome(phase, metrics_of(parse_fio_json(text), phase), text)
+    return PhaseOutcome(phase, metrics_of(parse_fio_json(text), phase), text, "fio-json")
 
 
 def run_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
@@ -219,7 +212,7 @@ def run_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
     outcomes: dict[str, list[FioResult]] = {}
     for result in parse_fio_json(text):
         outcomes.setdefault(result.job, []).append(result)
-    return [PhaseOutcome(name, metrics_of(results, name), text)
+    return [PhaseOutcome(name, metrics_of(results, name), text, "fio-json")
             for name, results in outcomes.items()]
 
 

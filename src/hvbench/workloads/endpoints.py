@@ -102,16 +102,6 @@ class Endpoint:
         return "127.0.0.1" if unspecified else self.bind_address
 
 
-@dataclass
-class NetPhaseOutcome:
-    """One network phase's numbers and the raw tool output they came from."""
-
-    phase: str
-    metrics: dict[str, tuple[float, str]]
-    raw: str
-    raw_kind: str
-    series: list[tuple[float, dict[str, float]]] = field(default_factory=list)
-
 
 # -- servers ---------------------------------------------------------------------------
 class ServerHandle:

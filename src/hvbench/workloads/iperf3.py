@@ -20,7 +20,8 @@ from typing import Any
 
 from hvbench.errors import CommandError, HvbenchError, SpecError
 from hvbench.model.study import NetworkWorkloadSpec
-from hvbench.workloads.endpoints import Endpoint, NetPhaseOutcome, start_server
+from hvbench.workloads.endpoints import Endpoint, start_server
+from hvbench.workloads.outcome import PhaseOutcome
 
 #: iperf3 --connect-timeout, milliseconds.
 CONNECT_TIMEOUT_MS = 5000
@@ -161,7 +162,7 @@ def iperf3_metrics(result: Iperf3Result) -> dict[str, tuple[float, str]]:
 
 
 def run_iperf3(spec: NetworkWorkloadSpec, client: Endpoint, server: Endpoint, *,
-               window: AbstractContextManager[object] | None = None) -> NetPhaseOutcome:
+               window: AbstractContextManager[object] | None = None) -> PhaseOutcome:
     """One iperf3 test: the server on ``server`` (bound to its ``bind_address`` and
     ``spec.port``), the client (the platform under test) on ``client``. ``window`` is
     entered just around the client's run (host monitors sample exactly the transfer,
@@ -189,5 +190,5 @@ def run_iperf3(spec: NetworkWorkloadSpec, client: Endpoint, server: Endpoint, *,
                                f"iperf3 client on {client.name}") from exc
     finally:
         handle.stop()
-    return NetPhaseOutcome(phase=spec.direction, metrics=iperf3_metrics(result), raw=text,
+    return PhaseOutcome(phase=spec.direction, metrics=iperf3_metrics(result), raw=text,
                            raw_kind="iperf3-json", series=result.intervals)

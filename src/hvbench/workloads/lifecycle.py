@@ -102,7 +102,7 @@ from hvbench.monitors.readers import HostCpuSampler, ThreadCpuSampler
 from hvbench.monitors.sampler import MonitorResult, MonitorSet
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads import marks as timing
-from hvbench.workloads.endpoints import NetPhaseOutcome
+from hvbench.workloads.outcome import PhaseOutcome
 
 RAW_KIND = "lifecycle-json"
 #: How often the console watcher reads the console log, seconds: the resolution of the
@@ -658,7 +658,7 @@ def _raw_document(spec: LifecycleWorkloadSpec, vm: VmSpec, life: LifeRecord,
 
 
 def lifecycle_outcomes(spec: LifecycleWorkloadSpec, life: LifeRecord, raw: str,
-                       idle: IdleRecord | None) -> list[NetPhaseOutcome]:
+                       idle: IdleRecord | None) -> list[PhaseOutcome]:
     """One outcome per phase of ``spec.phase_list()``, each with ``raw``."""
     durations = split_phases(life.marks)
     extra: dict[str, dict[str, tuple[float, str]]] = {
@@ -668,17 +668,17 @@ def lifecycle_outcomes(spec: LifecycleWorkloadSpec, life: LifeRecord, raw: str,
         "kernel": {"guest_uptime_s": (guest_uptime(life.init_line) or 0.0, "s")},
         "shutdown": {"qmp_event": (1.0 if life.qmp_event else 0.0, "flag")},
     }
-    out = [NetPhaseOutcome(phase=p, metrics={"duration_s": (d, "s")} | extra.get(p, {}),
+    out = [PhaseOutcome(phase=p, metrics={"duration_s": (d, "s")} | extra.get(p, {}),
                            raw=raw, raw_kind=RAW_KIND) for p, d in durations.items()]
     if idle is not None:
-        out.append(NetPhaseOutcome(phase="idle", metrics=idle.metrics, raw=raw,
+        out.append(PhaseOutcome(phase="idle", metrics=idle.metrics, raw=raw,
                                    raw_kind=RAW_KIND, series=idle.series))
     return out
 
 
 def run_lifecycle(spec: LifecycleWorkloadSpec, vm: VmSpec, *, name: str, scratch: Path,
                   image: GuestImage | None = None,
-                  source_cache: RepositoryCache | None = None) -> list[NetPhaseOutcome]:
+                  source_cache: RepositoryCache | None = None) -> list[PhaseOutcome]:
     """Run one lifecycle measurement (see the module docstring): one outcome per phase
     of ``spec.phase_list()``.
 

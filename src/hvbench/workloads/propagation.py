@@ -87,7 +87,7 @@ from hvbench.model.study import PropagationWorkloadSpec
 from hvbench.platforms.process import die_with_parent
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads import marks as timing
-from hvbench.workloads.endpoints import NetPhaseOutcome
+from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.repository import (
     HttpServer,
     ImageRepository,
@@ -603,7 +603,7 @@ def _raw_document(run: _Propagation, record: PropagationRecord) -> str:
 
 
 def propagation_outcomes(record: PropagationRecord, rate_bits: int | None,
-                         raw: str) -> list[NetPhaseOutcome]:
+                         raw: str) -> list[PhaseOutcome]:
     """One outcome per phase (:data:`PHASE_BOUNDS`), each with ``raw``."""
     marks, fetch, terminal = record.marks, record.fetch, record.terminal
     durations = split_phases(marks)
@@ -616,7 +616,7 @@ def propagation_outcomes(record: PropagationRecord, rate_bits: int | None,
                      for k in ("verify_s", "setup_s", "boot_s")},
     }
     series = progress_series(fetch.samples, marks["first_byte"])
-    return [NetPhaseOutcome(phase=p, metrics={"duration_s": (d, "s")} | extra.get(p, {}),
+    return [PhaseOutcome(phase=p, metrics={"duration_s": (d, "s")} | extra.get(p, {}),
                             raw=raw, raw_kind=RAW_KIND,
                             series=series if p == "transfer" else [])
             for p, d in durations.items()]
@@ -625,7 +625,7 @@ def propagation_outcomes(record: PropagationRecord, rate_bits: int | None,
 def run_propagation(spec: PropagationWorkloadSpec, vm: VmSpec, *, repo: ImageRepository,
                     node_dir: Path, image: GuestImage | None = None,
                     window: contextlib.AbstractContextManager[Any] | None = None,
-                    name: str = "hvbench-propagation") -> list[NetPhaseOutcome]:
+                    name: str = "hvbench-propagation") -> list[PhaseOutcome]:
     """Propagate one image of ``spec.image_size`` from ``repo`` to the node (this host),
     boot it as ``vm`` and shut it down; one outcome per phase of ``spec.phase_list()``
     (see the module docstring).

@@ -32,10 +32,10 @@ from hvbench.model.study import WebWorkloadSpec
 from hvbench.workloads.endpoints import (
     Endpoint,
     FileWriter,
-    NetPhaseOutcome,
     ServerHandle,
     start_server,
 )
+from hvbench.workloads.outcome import PhaseOutcome
 
 #: Where a guest's site lives (the guest root is a tmpfs overlay).
 GUEST_WWW = "/tmp/hvbench-www"
@@ -547,7 +547,7 @@ class _Httperf:
 
 
 def run_web_phase(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
-                  server: Endpoint) -> NetPhaseOutcome:
+                  server: Endpoint) -> PhaseOutcome:
     """The ``{file_kb}kB`` phase: httperf on ``client`` against the lighttpd that
     :func:`serve_web` runs on ``server``.
 
@@ -572,5 +572,5 @@ def run_web_phase(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
         metrics = web_metrics(chosen.result, chosen.rate)
         metrics["max_rate_rps"] = (outcome.max_rate * spec.calls_per_conn, "req/s")
         metrics["steps"] = (float(len(outcome.steps)), "count")
-    return NetPhaseOutcome(phase=f"{file_kb}kB", metrics=metrics,
+    return PhaseOutcome(phase=f"{file_kb}kB", metrics=metrics,
                            raw="\n".join(run.reports), raw_kind="httperf-text")
