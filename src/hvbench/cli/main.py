@@ -13,9 +13,9 @@ from types import FrameType
 from rich.console import Console
 from rich.table import Table
 
-from hvbench import __version__
 from hvbench.cli.report_cmds import add_report_commands
 from hvbench.cli.study_cmds import add_study_commands
+from hvbench.cli.version import VersionAction
 from hvbench.cli.vmopts import add_vm_options, vm_spec_from_args
 from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.platforms.registry import REGISTRY
@@ -121,7 +121,7 @@ def cmd_fio_compare(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hvbench", description="Measure what virtualization costs I/O.")
-    parser.add_argument("--version", action="version", version=f"hvbench {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     doctor = sub.add_parser("doctor", help="what this host can do (KVM, QEMU, tools, cgroups)")
