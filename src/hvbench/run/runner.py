@@ -20,7 +20,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,15 +156,14 @@ ProgressHook = Callable[[PlannedItem, str], None]
 
 
 def make_platform(cell: Cell, session: LabSession | None = None,
-                  web_ports: list[int] | None = None) -> Platform:
+                  web_ports: Sequence[int] = ()) -> Platform:
     """The platform of ``cell``, not started; a guest's NICs are wired into the lab, if
     any, with ``web_ports`` forwarded on a user-mode NIC. May run the KVM probe (see
     :func:`hvbench.platforms.accel.choose_accel`)."""
     spec = cell.platform.spec
     kind = platform_kind(spec)
-    ports = web_ports or []
     wire = (None if session is None
-            else lambda vm: session.guest_spec(vm, cell.platform.name, ports))
+            else lambda vm: session.guest_spec(vm, cell.platform.name, web_ports))
     return kind.build(spec, name=kind.instance_name(cell.platform.name, cell.platform_name),
                       wire=wire)
 
