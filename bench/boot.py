@@ -22,11 +22,13 @@ import time
 from hvbench.errors import GuestBootError
 from hvbench.image.builder import build_image
 from hvbench.model.spec import VmSpec
+from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.qemu import QemuPlatform
 
 
 def one_boot(spec: VmSpec, boot_timeout: float) -> dict[str, float]:
-    guest = QemuPlatform(spec, name="hvbench-bootbench", boot_timeout=boot_timeout)
+    guest = QemuPlatform(spec, name="hvbench-bootbench", boot_timeout=boot_timeout,
+                         accel_choice=choose_accel(spec))
     started = time.monotonic()
     try:
         guest.launch()

@@ -285,7 +285,7 @@ def test_ctrl_c_during_a_propagation_study_leaves_nothing(
         seen["dirs"] = [repo.root, node_dir]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("hvbench.run.lab_session.run_propagation", interrupted)
+    monkeypatch.setattr("hvbench.run.cells.propagation.run_propagation", interrupted)
     text = STUDY.replace("repetitions = 2", "repetitions = 1")
     study = parse_study(text, str(tmp_path / "propagation.toml"), 24 << 30)
     with Store(tmp_path / "r.db") as store:

@@ -17,8 +17,9 @@ from hvbench.model.study import (
     parse_study,
 )
 from hvbench.monitors.sampler import MonitorResult
-from hvbench.run.lab_session import LabSession, MeasuredPhase
-from hvbench.run.runner import propagation_cell_result
+from hvbench.run.cells.base import MeasuredWindow, cell_result
+from hvbench.run.cells.propagation import repository_methods
+from hvbench.run.cells.registry import kind_of
 from hvbench.workloads.outcome import PhaseOutcome
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
@@ -50,6 +51,8 @@ neighbours = [{ role = "idle", count = 1 }]
 def test_propagation_is_a_registered_self_booting_kind() -> None:
     assert WORKLOAD_KINDS["propagation"] is PropagationWorkloadSpec
     assert "propagation" in SELF_BOOTING_KINDS
+    kind = kind_of("propagation")
+    assert not kind.boots_platform and kind.needs_lab
 
 
 def test_a_propagation_study_expands_into_method_x_size_cells_on_guests_only() -> None:
@@ -87,10 +90,9 @@ kind = "native\"""").replace('image_size = ["128M", "1G"]',
         "vm/propagation.scp-headnode", "vm/propagation.scp-repo2",
         "vm/propagation.overlay-headnode", "vm/propagation.overlay-repo2"]
     # A session starts, on each repository host, the servers of every method used there.
-    session = LabSession(study)
-    assert session.repository_methods("headnode") == ["overlay", "scp"]
-    assert session.repository_methods("repo2") == ["overlay", "scp"]
-    assert session.repository_methods("client") == []
+    assert repository_methods(study, "headnode") == ["overlay", "scp"]
+    assert repository_methods(study, "repo2") == ["overlay", "scp"]
+    assert repository_methods(study, "client") == []
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -125,7 +127,7 @@ def test_the_example_sweeps_five_methods_over_four_sizes() -> None:
     assert study.cells[0].name == "vm/propagation.scp-128M"
 
 
-def _phases(raw: str) -> list[MeasuredPhase]:
+def _phases(raw: str) -> list[MeasuredWindow]:
     out = []
     for phase in PROPAGATION_PHASES:
         metrics = {"duration_s": (0.5, "s")}
@@ -138,15 +140,15 @@ def _phases(raw: str) -> list[MeasuredPhase]:
             monitors = MonitorResult(summary={"net.headnode.rx_mbit_s": 900.0},
                                      series={"net": [(0.1, {"headnode.rx_mbit_s": 900.0})]})
             wall = 0.7
-        out.append(MeasuredPhase(PhaseOutcome(phase=phase, metrics=metrics, raw=raw,
-                                                 raw_kind="propagation-json",
-                                                 series=series), wall, monitors))
+        out.append(MeasuredWindow([PhaseOutcome(phase=phase, metrics=metrics, raw=raw,
+                                                raw_kind="propagation-json",
+                                                series=series)], wall, monitors))
     return out
 
 
 def test_a_propagation_cell_stores_rows_series_and_one_raw_document() -> None:
     raw = json.dumps({"method": "http"})
-    result = propagation_cell_result(_phases(raw))
+    result = cell_result(_phases(raw), raw_once="propagation")
     rows = {(m.phase, m.metric): m.value for m in result.measurements}
     assert {p for p, _ in rows} == set(PROPAGATION_PHASES)
     assert all(rows[(p, "duration_s")] == 0.5 for p in PROPAGATION_PHASES)
@@ -157,4 +159,4 @@ def test_a_propagation_cell_stores_rows_series_and_one_raw_document() -> None:
         ("transfer", "net"), ("transfer", "propagation")}
     assert [(r.phase, r.kind, r.content) for r in result.raw] == [
         ("propagation", "propagation-json", raw)]
-    assert propagation_cell_result([]).raw == []
+    assert cell_result([], raw_once="propagation").raw == []

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hvbench.model.spec import DiskSpec, VmSpec, parse_size
+from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads.fio import FioJob, FioResult, run_fio
@@ -55,7 +56,8 @@ def run_fio_compare(
         log.print("[dim]native: running fio...[/]")
         native_results, _ = run_fio(native, _job(args, f"{native.scratch_dir()}/fio.dat"))
     log.print(f"[dim]guest: booting {spec.label()}...[/]")
-    with QemuPlatform(spec, boot_timeout=args.boot_timeout) as guest:
+    with QemuPlatform(spec, boot_timeout=args.boot_timeout,
+                      accel_choice=choose_accel(spec)) as guest:
         device = guest.disk_device(0)
         log.print(f"[dim]guest: booted in {guest.timings['boot_s']:.2f}s ({guest.accel}); "
                   f"running fio on {device}...[/]")

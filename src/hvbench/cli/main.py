@@ -84,6 +84,7 @@ def cmd_image_info(args: argparse.Namespace) -> int:
 
 # -- guest exec ------------------------------------------------------------------------
 def cmd_guest_exec(args: argparse.Namespace) -> int:
+    from hvbench.platforms.accel import choose_accel
     from hvbench.platforms.qemu import QemuPlatform
 
     command = list(args.command)
@@ -92,7 +93,8 @@ def cmd_guest_exec(args: argparse.Namespace) -> int:
     if not command:
         raise SpecError("guest exec: no command given (hvbench guest exec [options] -- CMD...)")
     spec = vm_spec_from_args(args)
-    with QemuPlatform(spec, boot_timeout=args.boot_timeout) as guest:
+    with QemuPlatform(spec, boot_timeout=args.boot_timeout,
+                      accel_choice=choose_accel(spec)) as guest:
         _warn_tcg(guest.accel)
         result = guest.exec(command, timeout=args.timeout)
         sys.stdout.buffer.write(result.stdout)

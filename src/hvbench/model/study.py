@@ -11,6 +11,8 @@ its text and path), so every error path is unit- and fuzz-tested.
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import itertools
 import random
 import re
@@ -694,3 +696,33 @@ def cell_order(cells: Sequence[Cell], seed: int, repetition: int) -> list[Cell]:
         rng.shuffle(shuffled)
         order += shuffled
     return order
+
+
+def select_cells(study: Study, only: Sequence[str] = (), exclude: Sequence[str] = ()) -> Study:
+    """``study`` with the cells whose names match a pattern of ``only`` (all when none
+    is given) and no pattern of ``exclude`` (shell patterns, as ``vm/*`` or
+    ``*/iperf3*``). Its platforms, workloads, lab and text stay as declared.
+
+    Raises :class:`SpecError` naming the patterns when no cell remains.
+    """
+    cells = tuple(c for c in study.cells
+                  if (not only or any(fnmatch.fnmatchcase(c.name, p) for p in only))
+                  and not any(fnmatch.fnmatchcase(c.name, p) for p in exclude))
+    if not cells:
+        given = [*(f"only {p!r}" for p in only), *(f"exclude {p!r}" for p in exclude)]
+        raise SpecError(f"{study.path}: no cell remains after {', '.join(given)} (cells: "
+                        f"{', '.join(c.name for c in study.cells)})")
+    return dataclasses.replace(study, cells=cells)
+
+
+def with_repetitions(study: Study, repetitions: int) -> Study:
+    """``study`` with ``repetitions`` measured repetitions instead of its own.
+
+    Raises :class:`SpecError` for a count the study file could not give (1 to 1000).
+    """
+    try:
+        section = StudySection.model_validate(
+            {**study.study.model_dump(), "repetitions": repetitions})
+    except ValidationError as exc:
+        raise spec_error(exc, f"{study.path}: study") from exc
+    return dataclasses.replace(study, study=section)

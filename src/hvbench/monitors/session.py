@@ -23,7 +23,6 @@ from hvbench.monitors.sampler import (
     backing_device,
 )
 from hvbench.platforms.base import Platform
-from hvbench.platforms.qemu import QemuPlatform
 
 
 class PhaseMonitors:
@@ -72,7 +71,8 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
     elif device is not None:
         monitors.append(DiskStatsSampler(device))
     monitors.append(HostCpuSampler())
-    if isinstance(platform, QemuPlatform) and platform.pid is not None:
+    pid = platform.pid  # a guest's hypervisor process; None natively
+    if pid is not None:
         vcpus = set(platform.vcpu_threads().values())
-        monitors.append(ThreadCpuSampler(platform.pid, vcpus))
+        monitors.append(ThreadCpuSampler(pid, vcpus))
     return PhaseMonitors(monitors, hz)

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from hvbench.model.spec import NicSpec
+
 
 @dataclass(frozen=True)
 class ExecResult:
@@ -27,10 +29,63 @@ class ExecResult:
 
 
 class Platform(Protocol):
-    """A place where a workload runs: the host itself or a guest."""
+    """A place where a workload runs: the host itself or a guest.
+
+    Everything the runner, the lab session and the monitors ask of a platform is here,
+    so a new platform kind (libvirt, a remote host) is one new class plus one entry in
+    :data:`hvbench.platforms.kinds.PLATFORM_KINDS`; callers never test its type.
+    """
 
     name: str
     kind: str
+
+    @property
+    def is_guest(self) -> bool:
+        """True for a virtual machine (its boot is a measurement, it sits on the lab
+        through its own NICs); False for the host itself."""
+        ...
+
+    @property
+    def accel(self) -> str | None:
+        """The accelerator a guest runs under (``kvm``, ``tcg``); None natively."""
+        ...
+
+    @property
+    def argv(self) -> list[str] | None:
+        """The command line of a guest's hypervisor process; None natively."""
+        ...
+
+    @property
+    def pid(self) -> int | None:
+        """The host process that runs the platform (QEMU's), for thread sampling."""
+        ...
+
+    @property
+    def tap_names(self) -> tuple[str | None, ...]:
+        """Per NIC, the host tap device (None for a NIC without one); empty natively."""
+        ...
+
+    @property
+    def nics(self) -> tuple[NicSpec, ...]:
+        """The platform's own NICs as wired (a guest's); empty natively."""
+        ...
+
+    @property
+    def vhost(self) -> bool | None:
+        """Whether tap NICs use the in-kernel vhost-net backend; None natively."""
+        ...
+
+    def is_running(self) -> bool:
+        """False once a started platform died (a guest's QEMU exited)."""
+        ...
+
+    def console_tail(self, lines: int = 40) -> str | None:
+        """The last lines of a guest's console and hypervisor output; None natively."""
+        ...
+
+    def vcpu_threads(self) -> dict[int, int]:
+        """vCPU index -> host thread id of a started guest; empty natively."""
+        ...
 
     def start(self) -> None: ...
 

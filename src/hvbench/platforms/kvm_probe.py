@@ -19,6 +19,7 @@ from hvbench.host import facts
 from hvbench.host.paths import cache_dir
 from hvbench.image.builder import find_image
 from hvbench.model.spec import VmSpec
+from hvbench.platforms.qemu import QemuPlatform
 
 DEFAULT_PROBE_TIMEOUT = 20.0
 CACHE_FILE = "kvm-probe.json"
@@ -74,9 +75,6 @@ def probe_kvm(timeout: float = DEFAULT_PROBE_TIMEOUT) -> KvmStatus:
         return verdict(False, present_reason, None)
     if find_image() is None:
         return verdict(None, "not probed: no guest image (run `hvbench image build`)", None)
-    # Imported here: qemu.py imports this module to resolve accel=auto.
-    from hvbench.platforms.qemu import QemuPlatform  # noqa: PLC0415
-
     started = time.monotonic()
     guest = QemuPlatform(VmSpec(accel="kvm", memory_mib=256), name="hvbench-kvm-probe",
                          boot_timeout=timeout)

@@ -15,6 +15,7 @@ from typing import Any
 from hvbench.errors import HostError
 from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.model.spec import NicSpec
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.process import run_in_group
 
@@ -27,6 +28,7 @@ class NativePlatform:
     """
 
     kind = "native"
+    is_guest = False
 
     def __init__(self, *, name: str = "native", base_dir: Path | None = None) -> None:
         self.name = name
@@ -54,6 +56,41 @@ class NativePlatform:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+
+    # -- what a guest has and the host lacks (see the Platform protocol) -------------
+    @property
+    def accel(self) -> str | None:
+        return None
+
+    @property
+    def argv(self) -> list[str] | None:
+        return None
+
+    @property
+    def pid(self) -> int | None:
+        return None
+
+    @property
+    def tap_names(self) -> tuple[str | None, ...]:
+        return ()
+
+    @property
+    def nics(self) -> tuple[NicSpec, ...]:
+        return ()
+
+    @property
+    def vhost(self) -> bool | None:
+        return None
+
+    def is_running(self) -> bool:
+        """True while started: the host itself cannot die under a workload."""
+        return self._scratch is not None
+
+    def console_tail(self, lines: int = 40) -> str | None:
+        return None
+
+    def vcpu_threads(self) -> dict[int, int]:
+        return {}
 
     def scratch_dir(self) -> str:
         if self._scratch is None:

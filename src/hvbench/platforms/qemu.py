@@ -18,6 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -46,7 +47,7 @@ from hvbench.model.qemu_argv import (
     disk_serial,
     wants_host_tsc,
 )
-from hvbench.model.spec import VmSpec
+from hvbench.model.spec import NicSpec, VmSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.process import die_with_parent as _die_with_parent
@@ -60,6 +61,29 @@ _QUIT_WAIT, _TERM_WAIT = 5.0, 3.0
 _EVENT_SLICE_S = 0.05
 
 
+@dataclass(frozen=True)
+class AccelChoice:
+    """The accelerator a guest runs under and why (kept with every result)."""
+
+    accel: ResolvedAccel
+    reason: str
+
+
+def fixed_accel(spec: VmSpec) -> AccelChoice | None:
+    """The accelerator ``spec`` names itself (``tcg``, ``kvm``); None for ``auto``,
+    which :func:`hvbench.platforms.accel.choose_accel` decides before the guest is
+    built. Raises :class:`HostError` when ``accel=kvm`` is requested but /dev/kvm is
+    absent."""
+    if spec.accel == "tcg":
+        return AccelChoice("tcg", "requested accel=tcg")
+    if spec.accel == "kvm":
+        present, reason = facts.kvm_present()
+        if not present:
+            raise HostError(f"accel=kvm requested but KVM is not present: {reason}")
+        return AccelChoice("kvm", "requested accel=kvm")
+    return None
+
+
 @functools.cache
 def _aio_supported(mode: str, directory: str) -> bool:
     return facts.qemu_supports_aio(mode, QEMU_BINARY, directory)
@@ -71,9 +95,15 @@ class QemuPlatform:
     ``boot_timeout`` bounds ``launch()``: QEMU start to the agent's first answer.
     Raises :class:`GuestBootError` (with argv, exit status and console tail) when the
     guest does not come up in time.
+
+    ``accel_choice``: the accelerator, decided before the guest is built
+    (:func:`hvbench.platforms.accel.choose_accel`); it is required when the spec says
+    ``accel = "auto"`` (``launch()`` raises :class:`HostError` without it), since only
+    the KVM probe, which itself boots a guest, can decide that.
     """
 
     kind = "qemu"
+    is_guest = True
 
     def __init__(
         self,
@@ -86,8 +116,10 @@ class QemuPlatform:
         registry: ProcessRegistry = REGISTRY,
         root_disk: Path | None = None,
         root_format: str = "raw",
+        accel_choice: AccelChoice | None = None,
     ) -> None:
         self.spec = spec
+        self._accel_choice = accel_choice
         self.name = name or f"hvbench-{secrets.token_hex(3)}"
         self.boot_timeout = boot_timeout
         self._image = image
@@ -155,7 +187,11 @@ class QemuPlatform:
         if image is None:
             raise ImageError("no guest image is built yet: run `hvbench image build`")
         self._check_host()
-        self.accel, self.accel_reason = _resolve_accel(self.spec)
+        choice = self._accel_choice or fixed_accel(self.spec)
+        if choice is None:
+            raise HostError(f"guest {self.name}: accel=auto was not decided before the "
+                            "guest was built (hvbench.platforms.accel.choose_accel)")
+        self.accel, self.accel_reason = choice.accel, choice.reason
         base = self._base_dir or work_dir()
         self._run_dir = make_owned_dir(base, f"{self.name}-")
         # Unix socket paths are limited to 108 bytes; keep them short under /tmp.
@@ -277,6 +313,11 @@ class QemuPlatform:
     def tap_names(self) -> tuple[str | None, ...]:
         """Per NIC, the host tap device of a tap NIC (None for user-mode NICs)."""
         return self._plan.tap_names if self._plan else ()
+
+    @property
+    def nics(self) -> tuple[NicSpec, ...]:
+        """The NICs as declared (and wired into a lab by the caller)."""
+        return self.spec.nics
 
     @property
     def vhost(self) -> bool:
@@ -512,24 +553,3 @@ def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol
     qmp.settimeout(max(deadline - time.monotonic(), 1.0))
     qmp.connect()
     return qmp
-
-
-def _resolve_accel(spec: VmSpec) -> tuple[ResolvedAccel, str]:
-    """Pick KVM or TCG for ``spec``; ``auto`` uses the cached KVM probe.
-
-    Raises :class:`HostError` when ``accel=kvm`` is requested but /dev/kvm is absent.
-    """
-    if spec.accel == "tcg":
-        return "tcg", "requested accel=tcg"
-    if spec.accel == "kvm":
-        present, reason = facts.kvm_present()
-        if not present:
-            raise HostError(f"accel=kvm requested but KVM is not present: {reason}")
-        return "kvm", "requested accel=kvm"
-    # Local import: the probe itself boots a QemuPlatform with accel=kvm.
-    from hvbench.platforms.kvm_probe import kvm_status  # noqa: PLC0415
-
-    status = kvm_status()
-    if status.usable:
-        return "kvm", "auto: KVM probe booted a guest"
-    return "tcg", f"auto: KVM unusable ({status.reason}); falling back to TCG"

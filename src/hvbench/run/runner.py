@@ -1,10 +1,12 @@
 """The study runner: cells x repetitions, each measurement committed as it finishes.
 
 Order: each repetition shuffles its platforms, then each platform's workloads, from the
-study seed (drift spreads over all cells; the order is recorded). A guest boots once
-per platform and repetition and runs that platform's workloads in a row; a workload
-failure marks that cell failed with the guest's console log, the guest is rebooted if
-it died, and the study goes on. ``--resume RUN`` skips every (cell, repetition) already
+study seed (drift spreads over all cells; the order is recorded; see
+:mod:`hvbench.run.plan`). A guest boots once per platform and repetition and runs that
+platform's workloads in a row; a workload failure marks that cell failed with the
+guest's console log, the guest is rebooted if it died, and the study goes on. Every
+cell runs through its kind (:mod:`hvbench.run.cells`): the runner never looks at
+workload or platform types. ``--resume RUN`` skips every (cell, repetition) already
 stored as ok, so an interrupted study (even by ``kill -9``) finishes without redoing or
 duplicating anything.
 """
@@ -18,8 +20,8 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -29,41 +31,23 @@ from hvbench.errors import GuestError, HostError, HvbenchError, SpecError
 from hvbench.host import facts
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
-from hvbench.model.study import (
-    SELF_BOOTING_KINDS,
-    Cell,
-    DiskWorkloadSpec,
-    LifecycleWorkloadSpec,
-    NetworkWorkloadSpec,
-    PropagationWorkloadSpec,
-    QemuPlatformSpec,
-    Study,
-    cell_order,
-)
+from hvbench.model.study import Cell, Study
 from hvbench.model.study import parse_study as parse_study_text
-from hvbench.monitors.session import PhaseMonitors, monitors_for
 from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
-from hvbench.platforms.native import NativePlatform
-from hvbench.platforms.qemu import QemuPlatform
-from hvbench.run.lab_session import (
-    LabSession,
-    MeasuredPhase,
-    run_network_cell,
-    run_propagation_cell,
-    run_web_cell,
-    web_ports,
-)
+from hvbench.platforms.kinds import platform_kind
+from hvbench.platforms.kvm_probe import kvm_status
+from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
+from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, server_ports
+from hvbench.run.lab_session import LabSession
+from hvbench.run.plan import PlannedItem, groups, repetition_order, run_items
 from hvbench.run.scenario import ScenarioRun
-from hvbench.store.sqlite import (
-    CellRecord,
-    MeasurementRecord,
-    RawRecord,
-    SampleRecord,
-    Store,
-)
-from hvbench.workloads import disk, lifecycle
-from hvbench.workloads.outcome import PhaseOutcome
+from hvbench.store.records import cell_record
+from hvbench.store.sqlite import MeasurementRecord, RawRecord, Store
+from hvbench.workloads import lifecycle
+
+__all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", "load_study",
+           "make_platform", "remove_orphans", "resume_study", "run_study"]
 
 LOCK_NAME = "hvbench-run.lock"
 
@@ -79,9 +63,7 @@ def load_study(path: Path) -> Study:
         raise SpecError(f"{path}: cannot read the study file: {exc.strerror}") from exc
     study = parse_study_text(text, str(path), facts.memory_bytes() or 0)
     for variant in study.workloads:
-        spec = variant.spec
-        if isinstance(spec, DiskWorkloadSpec) and spec.job_file:
-            disk.job_file_text(spec, str(path))
+        kind_of(variant.spec.kind).check(variant.spec, str(path))
     return study
 
 
@@ -170,125 +152,28 @@ class RunLock:
 
 
 # -- running -----------------------------------------------------------------------------
-@dataclass
-class CellResult:
-    """What one (cell, repetition) produced, ready for the store."""
-
-    measurements: list[MeasurementRecord] = field(default_factory=list)
-    samples: list[SampleRecord] = field(default_factory=list)
-    raw: list[RawRecord] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class PlannedItem:
-    repetition: int  # -1 for warm-up
-    cell: Cell
-    position: int
-
-
 ProgressHook = Callable[[PlannedItem, str], None]
 
 
 def make_platform(cell: Cell, session: LabSession | None = None,
                   web_ports: Sequence[int] = ()) -> Platform:
-    """The platform of ``cell``; a guest's NICs are wired into the lab, if any."""
+    """The platform of ``cell``, not started; a guest's NICs are wired into the lab, if
+    any, with ``web_ports`` forwarded on a user-mode NIC. May run the KVM probe (see
+    :func:`hvbench.platforms.accel.choose_accel`)."""
     spec = cell.platform.spec
-    if isinstance(spec, QemuPlatformSpec):
-        vm = (session.guest_spec(spec.vm, cell.platform.name, web_ports)
-              if session is not None else spec.vm)
-        return QemuPlatform(vm, name=f"hvbench-{os.getpid()}-{cell.platform_name[:20]}")
-    return NativePlatform(name=cell.platform.name)
-
-
-def net_cell_result(phases: list[MeasuredPhase]) -> CellResult:
-    """The store's records of a network or web cell's measured phases."""
-    out = CellResult()
-    for measured in phases:
-        outcome = measured.outcome
-        out.measurements += _phase_records(outcome.phase, outcome.metrics, measured.wall_s,
-                                           measured.monitors.summary)
-        out.samples += [SampleRecord(outcome.phase, monitor, t, values)
-                        for monitor, t, values in measured.monitors.rows()]
-        out.samples += [SampleRecord(outcome.phase, outcome.raw_kind.split("-")[0], t, values)
-                        for t, values in outcome.series]
-        out.raw.append(RawRecord(outcome.phase, outcome.raw_kind, outcome.raw))
-    return out
-
-
-def propagation_cell_result(phases: list[MeasuredPhase]) -> CellResult:
-    """The store's records of a propagation cell: as :func:`net_cell_result` (each
-    phase's metrics and wall time; the monitors' summary and series, and the transfer's
-    progress series, with ``transfer``), but the raw document, which every phase
-    carries, is stored once, under phase ``propagation``."""
-    out = net_cell_result(phases)
-    out.raw = [RawRecord("propagation", phases[0].outcome.raw_kind, phases[0].outcome.raw)
-               ] if phases else []
-    return out
-
-
-def _phase_records(phase: str, metrics: Mapping[str, tuple[float, str]], wall_s: float,
-                   monitor_summary: Mapping[str, float],
-                   caches_dropped: Mapping[str, bool] | None = None) -> list[MeasurementRecord]:
-    records = [MeasurementRecord(phase, m, v, u) for m, (v, u) in metrics.items()]
-    records.append(MeasurementRecord(phase, "phase_wall_s", wall_s, "s"))
-    records += [MeasurementRecord(phase, name, value, "")
-                for name, value in monitor_summary.items()]
-    for which, dropped in (caches_dropped or {}).items():
-        records.append(MeasurementRecord(phase, f"cache_dropped.{which}", float(dropped),
-                                         "bool"))
-    return records
-
-
-def run_disk_cell(platform: Platform, cell: Cell, study: Study,
-                  monitors: PhaseMonitors) -> CellResult:
-    """Run every phase of a disk workload on a started platform."""
-    spec = cell.workload.spec
-    if not isinstance(spec, DiskWorkloadSpec):
-        raise SpecError(f"cell {cell.name}: unsupported workload kind")
-    out = CellResult()
-    target = disk.prepare_target(platform, spec)
-    try:
-        if spec.profile == "fio-job":
-            text = disk.job_file_text(spec, study.path)
-            monitors.start()
-            started = time.monotonic()
-            outcomes = disk.run_job_file(platform, spec, text, target)
-            _store_phase(out, outcomes, time.monotonic() - started, monitors, "job-file")
-            return out
-        for phase in spec.phase_list():
-            dropped = disk.before_phase(platform, spec, phase, target)
-            monitors.start()
-            started = time.monotonic()
-            outcome = disk.run_phase(platform, spec, phase, target)
-            wall = time.monotonic() - started
-            outcome.caches_dropped = dropped
-            _store_phase(out, [outcome], wall, monitors, phase)
-    finally:
-        disk.release_target(platform, target)
-    return out
-
-
-def _store_phase(out: CellResult, outcomes: list[PhaseOutcome], wall: float,
-                 monitors: PhaseMonitors, raw_phase: str) -> None:
-    """Add the phases' metrics, the monitors' summary and series, and the raw output
-    (stored once under ``raw_phase``: a job file's phases share one fio document)."""
-    result = monitors.stop()
-    for outcome in outcomes:
-        out.measurements += _phase_records(outcome.phase, outcome.metrics, wall,
-                                           result.summary, outcome.caches_dropped)
-    out.samples += [SampleRecord(raw_phase, monitor, t, values)
-                    for monitor, t, values in result.rows()]
-    if outcomes:
-        out.raw.append(RawRecord(raw_phase, "fio-json", outcomes[0].raw))
+    kind = platform_kind(spec)
+    wire = (None if session is None
+            else lambda vm: session.guest_spec(vm, cell.platform.name, web_ports))
+    return kind.build(spec, name=kind.instance_name(cell.platform.name, cell.platform_name),
+                      wire=wire)
 
 
 def environment(study: Study) -> dict[str, Any]:
-    """The environment every run carries: host, QEMU, accelerator, versions."""
+    """The environment every run carries: host, QEMU, accelerator, versions. With a
+    guest platform it asks the KVM probe (up to 20 s when no verdict is cached)."""
     qemu = facts.qemu_info()
     accel = None
-    if any(isinstance(p.spec, QemuPlatformSpec) for p in study.platforms):
-        from hvbench.platforms.kvm_probe import kvm_status  # noqa: PLC0415 - may boot a guest
-
+    if any(platform_kind(p.spec).is_guest for p in study.platforms):
         accel = "kvm" if kvm_status().usable else "tcg"
     return {
         **facts.host_summary(), "qemu_version": qemu.version, "qemu_package": qemu.package,
@@ -317,26 +202,16 @@ class StudyRunner:
         #: Lifecycle repository images, written once per run and size.
         self.lifecycle_cache: lifecycle.RepositoryCache = {}
 
-    def plan(self, cell_ids: dict[str, int]) -> list[PlannedItem]:
-        """Every (repetition, cell) still to do, in run order; records each order."""
-        done = self.store.done(self.run_id or "")
-        items: list[PlannedItem] = []
-        position = 0
+    def plan(self, cell_ids: dict[str, int], *, warmup: bool = False) -> list[PlannedItem]:
+        """Every item still to do, in run order (after the warm-ups with ``warmup``);
+        records each repetition's order."""
         for rep in range(self.study.study.repetitions):
-            order = cell_order(self.study.cells, self.study.study.seed, rep)
+            order = repetition_order(self.study, rep)
             self.store.record_order(self.run_id or "", rep, [c.name for c in order])
-            for cell in order:
-                if (cell_ids[cell.name], rep) not in done:
-                    items.append(PlannedItem(rep, cell, position))
-                position += 1
-        return items
-
-    def warmup_items(self) -> list[PlannedItem]:
-        items = []
-        for round_ in range(self.study.study.warmup):
-            order = cell_order(self.study.cells, self.study.study.seed, -1 - round_)
-            items += [PlannedItem(-1, cell, -1) for cell in order]
-        return items
+        stored = self.store.done(self.run_id or "")
+        done = {(name, rep) for name, cell_id in cell_ids.items()
+                for rep in range(self.study.study.repetitions) if (cell_id, rep) in stored}
+        return run_items(self.study, done, warmup=warmup)
 
     def run(self, lock: RunLock, on_plan: Callable[[int], None] | None = None) -> RunOutcome:
         """Create (or reopen) the run and execute everything still to do. On any
@@ -346,7 +221,7 @@ class StudyRunner:
         lock.describe(run_id, self.study.study.name)
         try:
             ids = self.cell_ids()
-            items = ([] if resume else self.warmup_items()) + self.plan(ids)
+            items = self.plan(ids, warmup=not resume)
             if on_plan is not None:
                 on_plan(len(items))
             self.execute(items, ids)
@@ -371,24 +246,23 @@ class StudyRunner:
         return self.run_id
 
     def cell_ids(self) -> dict[str, int]:
-        records = [CellRecord(c.name, c.platform_name, _platform_json(c),
-                              c.workload.name, c.workload.spec.model_dump(mode="json"))
-                   for c in self.study.cells]
+        records = [cell_record(c) for c in self.study.cells]
         return self.store.add_cells(self.run_id or "", records)
 
     def execute(self, items: list[PlannedItem], cell_ids: dict[str, int]) -> None:
         """Run the items, booting each platform once per consecutive group."""
-        for group in _groups(items):
+        for group in groups(items):
             self._run_group(group, cell_ids)
 
     def _run_group(self, group: list[PlannedItem], cell_ids: dict[str, int]) -> None:
-        """Run a group's items on one booted platform (and its scenario)."""
+        """Run a group's items on one booted platform (and its scenario); items whose
+        kind boots its own guests run without it."""
         platform: Platform | None = None
         self.scenario = None
         try:
             for item in group:
-                if item.cell.workload.spec.kind in SELF_BOOTING_KINDS:
-                    self._run_self_booting(item, cell_ids)
+                if not cell_kind(item.cell).boots_platform:
+                    self._run_item(item, None, cell_ids, None)
                     continue
                 boot_s = None
                 if platform is None:
@@ -396,7 +270,7 @@ class StudyRunner:
                     if platform is None:
                         continue
                     boot_s = self.boot_s[-1]
-                alive = self._run_item(platform, item, cell_ids, boot_s)
+                alive = self._run_item(item, platform, cell_ids, boot_s)
                 if not alive:
                     self._stop_platform(platform)
                     platform = None
@@ -414,7 +288,7 @@ class StudyRunner:
 
     def _boot(self, item: PlannedItem, cell_ids: dict[str, int]) -> Platform | None:
         platform = make_platform(item.cell, self.session,
-                                 web_ports(self.study, item.cell.platform.name))
+                                 server_ports(self.study, item.cell.platform.name))
         self.progress(item, "booting")
         started = time.monotonic()
         try:
@@ -424,7 +298,7 @@ class StudyRunner:
             return None
         self.boot_s.append(time.monotonic() - started)
         scenario = item.cell.scenario
-        if scenario is not None and isinstance(platform, QemuPlatform):
+        if scenario is not None:
             run = ScenarioRun(scenario.spec, scenario.name, platform, session=self.session,
                               key=item.cell.platform_name)
             self.progress(item, "starting neighbours")
@@ -441,77 +315,39 @@ class StudyRunner:
             self.scenario = run
         return platform
 
-    def _run_item(self, platform: Platform, item: PlannedItem,
+    def _context(self, cell: Cell, platform: Platform | None) -> CellContext:
+        scenario = self.scenario if platform is not None else None
+        kind = platform_kind(cell.platform.spec)
+        return CellContext(
+            cell=cell, study=self.study, platform=platform, session=self.session,
+            scenario=scenario, monitors=scenario_monitors(scenario),
+            lifecycle_cache=self.lifecycle_cache,
+            guest_name=kind.instance_name(cell.platform.name, cell.platform_name))
+
+    def _run_item(self, item: PlannedItem, platform: Platform | None,
                   cell_ids: dict[str, int], boot_s: float | None) -> bool:
-        """Run one item; returns False when the platform died and must be rebooted.
+        """Run one item (on ``platform``, or None for a kind that boots its own guests);
+        returns False when the platform died and must be rebooted.
 
         ``boot_s``: the platform was booted for this item, in that many seconds; it is
-        stored with it (phase ``boot``), so boot times are measurements too.
+        stored with it (phase ``boot``), so a guest's boot times are measurements too.
         """
         self.progress(item, "running")
         started = _now()
+        ctx = self._context(item.cell, platform)
         try:
-            result = self._run_cell(platform, item.cell)
+            result = run_cell(cell_kind(item.cell), ctx)
         except HvbenchError as exc:
             self._record_failure(item, cell_ids, exc, platform)
-            return _is_alive(platform)
-        if boot_s is not None and isinstance(platform, QemuPlatform):
+            return platform is None or platform.is_running()
+        if ctx.scenario is not None:
+            # What the scenario set up (neighbours' argv, cgroups), as a raw output.
+            result.raw.append(RawRecord("scenario", "scenario-json",
+                                        json.dumps(ctx.scenario.describe())))
+        if boot_s is not None and platform is not None and platform.is_guest:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
         self._record_ok(item, cell_ids, result, started, platform)
         return True
-
-    def _run_cell(self, platform: Platform, cell: Cell) -> CellResult:
-        """Run one cell's workload on a started platform, monitors around each phase."""
-        spec = cell.workload.spec
-        scenario = self.scenario
-        if isinstance(spec, DiskWorkloadSpec):
-            monitors = monitors_for(platform)
-            if scenario is not None:
-                monitors = scenario.monitors(monitors)
-            try:
-                result = run_disk_cell(platform, cell, self.study, monitors)
-            except BaseException:
-                monitors.abort()
-                raise
-            return self._with_scenario(result)
-        session = self.session
-        if session is None:
-            raise HvbenchError(f"cell {cell.name}: a network workload runs without a lab")
-
-        def phase_monitors(platforms: list[Platform]) -> PhaseMonitors:
-            labels = session.interfaces(*platforms)
-            if scenario is None:
-                return monitors_for(platform, interfaces=labels)
-            inner = monitors_for(platform, interfaces=labels | scenario.interfaces())
-            return scenario.monitors(inner)
-
-        run = run_network_cell if isinstance(spec, NetworkWorkloadSpec) else run_web_cell
-        result = net_cell_result(run(session, platform, cell, phase_monitors))
-        if isinstance(platform, QemuPlatform):
-            # Whether the guest's tap NICs had the in-kernel vhost-net backend.
-            result.measurements += [MeasurementRecord(phase, "vhost", float(platform.vhost),
-                                                      "bool") for phase in spec.phase_list()]
-        return self._with_scenario(result)
-
-    def _with_scenario(self, result: CellResult) -> CellResult:
-        """Add what the scenario set up (neighbours' argv, cgroups) as a raw output."""
-        if self.scenario is not None:
-            result.raw.append(RawRecord("scenario", "scenario-json",
-                                        json.dumps(self.scenario.describe())))
-        return result
-
-    # -- workloads that boot their own guests -------------------------------------------
-    def _run_self_booting(self, item: PlannedItem, cell_ids: dict[str, int]) -> None:
-        """Run a lifecycle or propagation cell: it boots (and stops) its own guests from
-        the platform's VM spec, so the runner boots nothing for it."""
-        self.progress(item, "running")
-        started = _now()
-        try:
-            result = self._self_booting_result(item.cell)
-        except HvbenchError as exc:
-            self._record_failure(item, cell_ids, exc, None)
-            return
-        self._record_ok(item, cell_ids, result, started, None)
 
     def _record_ok(self, item: PlannedItem, cell_ids: dict[str, int], result: CellResult,
                    started: str, platform: Platform | None) -> None:
@@ -521,39 +357,14 @@ class StudyRunner:
                 run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
                 repetition=item.repetition, position=item.position, status="ok",
                 measurements=result.measurements, samples=result.samples, raw=result.raw,
-                qemu_argv=getattr(platform, "argv", None), accel=getattr(platform, "accel", None),
+                qemu_argv=_argv(platform), accel=_accel(platform),
                 started_at=started, finished_at=_now())
         self.progress(item, "done")
-
-    def _self_booting_result(self, cell: Cell) -> CellResult:
-        platform = cell.platform.spec
-        spec = cell.workload.spec
-        if not isinstance(platform, QemuPlatformSpec):
-            raise SpecError(f"cell {cell.name}: {spec.kind} needs a qemu platform")
-        name = f"hvbench-{os.getpid()}-{cell.platform_name[:20]}"
-        if isinstance(spec, LifecycleWorkloadSpec):
-            outcomes = lifecycle.run_lifecycle(spec, platform.vm, name=name, scratch=work_dir(),
-                                               source_cache=self.lifecycle_cache)
-            return self_booting_result(outcomes)
-        if isinstance(spec, PropagationWorkloadSpec):
-            session = self.session
-            if session is None:
-                raise HvbenchError(f"cell {cell.name}: a propagation workload runs "
-                                   "without a lab")
-            # The lab's bridge and every lab host's veth (the repository's among them).
-            monitors = monitors_for(session.host, interfaces=session.interfaces())
-            try:
-                phases = run_propagation_cell(session, platform.vm, cell, monitors)
-            except BaseException:
-                monitors.abort()
-                raise
-            return propagation_cell_result(phases)
-        raise SpecError(f"cell {cell.name}: unsupported workload kind {spec.kind}")
 
     def _record_failure(self, item: PlannedItem, cell_ids: dict[str, int],
                         exc: BaseException, platform: Platform | None) -> None:
         self.failures += 1
-        console = platform.console_tail(200) if isinstance(platform, QemuPlatform) else None
+        console = platform.console_tail(200) if platform is not None else None
         if console is None and isinstance(exc, GuestError):
             console = exc.console_tail or None
         if item.repetition >= 0:
@@ -561,48 +372,17 @@ class StudyRunner:
                 run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
                 repetition=item.repetition, position=item.position, status="failed",
                 measurements=[], samples=[], raw=[], error=str(exc), console_log=console,
-                qemu_argv=getattr(platform, "argv", None), accel=getattr(platform, "accel", None),
+                qemu_argv=_argv(platform), accel=_accel(platform),
                 started_at=_now(), finished_at=_now())
         self.progress(item, "failed")
 
 
-def self_booting_result(outcomes: Sequence[PhaseOutcome]) -> CellResult:
-    """The store's records of a lifecycle cell: each phase's metrics, its series, and
-    the raw document once (every phase carries the same one)."""
-    out = CellResult()
-    for outcome in outcomes:
-        out.measurements += [MeasurementRecord(outcome.phase, m, v, u)
-                             for m, (v, u) in outcome.metrics.items()]
-        out.samples += [SampleRecord(outcome.phase, "lifecycle", t, values)
-                        for t, values in outcome.series]
-    if outcomes:
-        out.raw.append(RawRecord("lifecycle", outcomes[0].raw_kind, outcomes[0].raw))
-    return out
+def _argv(platform: Platform | None) -> list[str] | None:
+    return platform.argv if platform is not None else None
 
 
-def _is_alive(platform: Platform) -> bool:
-    return platform.is_running() if isinstance(platform, QemuPlatform) else True
-
-
-def _platform_json(cell: Cell) -> dict[str, Any]:
-    """The platform's definition; in a scenario, with the scenario's."""
-    out: dict[str, Any] = cell.platform.spec.model_dump(mode="json")
-    if cell.scenario is not None:
-        out = {**out, "scenario": {"name": cell.scenario.name,
-                                   **cell.scenario.spec.model_dump(mode="json")}}
-    return out
-
-
-def _groups(items: list[PlannedItem]) -> Iterator[list[PlannedItem]]:
-    group: list[PlannedItem] = []
-    for item in items:
-        if group and (item.repetition != group[0].repetition
-                      or item.cell.platform_name != group[0].cell.platform_name):
-            yield group
-            group = []
-        group.append(item)
-    if group:
-        yield group
+def _accel(platform: Platform | None) -> str | None:
+    return platform.accel if platform is not None else None
 
 
 def _now() -> str:
@@ -637,7 +417,8 @@ def run_study(study: Study, store: Store, *, resume: str | None = None,
     try:
         remove_orphans()
         with contextlib.ExitStack() as stack:
-            session = stack.enter_context(LabSession(study)) if study.lab else None
+            session = (stack.enter_context(LabSession(
+                study, native_server=needs_native_server(study))) if study.lab else None)
             runner = StudyRunner(study, store, progress=progress, run_id=resume,
                                  session=session)
             return runner.run(lock, on_plan)

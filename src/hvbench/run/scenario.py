@@ -37,6 +37,8 @@ from hvbench.model.scenario import NeighbourSpec, ScenarioSpec, StartOnDemandSpe
 from hvbench.model.study import NetworkWorkloadSpec, WebWorkloadSpec
 from hvbench.monitors.sampler import Monitor, MonitorResult, ThreadCpuSampler
 from hvbench.monitors.session import PhaseMonitors
+from hvbench.platforms.accel import choose_accel
+from hvbench.platforms.base import Platform
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.lab_session import LabSession, lab_guest_endpoint
 from hvbench.workloads import iperf3, web
@@ -126,7 +128,7 @@ class ScenarioRun:
     neighbours' servers raise.
     """
 
-    def __init__(self, spec: ScenarioSpec, name: str, target: QemuPlatform, *,
+    def __init__(self, spec: ScenarioSpec, name: str, target: Platform, *,
                  session: LabSession | None, key: str) -> None:
         self.spec = spec
         self.name = name
@@ -164,7 +166,8 @@ class ScenarioRun:
         vm = spec.vm()
         if self.session is not None and vm.nics:
             vm = self.session.guest_spec(vm, f"{self.key}-nb{index}")
-        guest = QemuPlatform(vm, name=f"{self.target.name[:20]}-nb{index}")
+        guest = QemuPlatform(vm, name=f"{self.target.name[:20]}-nb{index}",
+                             accel_choice=choose_accel(vm))
         guest.launch()
         return Neighbour(f"nb{index}", spec, guest)
 
@@ -219,7 +222,7 @@ class ScenarioRun:
         for nb in self.neighbours:
             self._place(nb.guest, "neighbours")
 
-    def _place(self, guest: QemuPlatform, group: str) -> None:
+    def _place(self, guest: Platform, group: str) -> None:
         if self.cgroups is None or guest.pid is None:
             return
         vcpus, others = qemu_thread_groups(guest.pid, guest.vcpu_threads().values())
@@ -427,8 +430,10 @@ class OnDemandStarts:
     def _start_one(self, index: int) -> None:
         asked = time.monotonic()
         root = self._root_copy(index)
-        guest = QemuPlatform(self.spec.vm(), name=f"{self.run.target.name[:20]}-od{index}",
-                             root_disk=root)
+        vm = self.spec.vm()
+        # Decided inside the timed start-up, where the guest used to decide it itself.
+        guest = QemuPlatform(vm, name=f"{self.run.target.name[:20]}-od{index}",
+                             root_disk=root, accel_choice=choose_accel(vm))
         self.guests.append(guest)
         guest.launch()
         self.starts.append((asked - self.t0, time.monotonic() - asked))

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hvbench.model.study import Cell
+
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 RepetitionStatus = Literal["ok", "failed"]
 
@@ -151,3 +153,14 @@ class FailureRow:
     qemu_argv: list[str] | None
     accel: str | None
     finished_at: str
+
+
+def cell_record(cell: Cell) -> CellRecord:
+    """How the store keeps ``cell``: its names, its workload's definition and its
+    platform's, in a scenario with the scenario's (``platform.scenario``)."""
+    platform: dict[str, Any] = cell.platform.spec.model_dump(mode="json")
+    if cell.scenario is not None:
+        platform = {**platform, "scenario": {"name": cell.scenario.name,
+                                             **cell.scenario.spec.model_dump(mode="json")}}
+    return CellRecord(cell.name, cell.platform_name, platform, cell.workload.name,
+                      cell.workload.spec.model_dump(mode="json"))

@@ -633,6 +633,33 @@ class Store:
         )
         return [str(r["monitor"]) for r in rows]
 
+    def cell_durations(self, cells: Sequence[CellRecord]) -> dict[str, list[float]]:
+        """Per cell name, the seconds (``started_at`` to ``finished_at``) of every ok
+        repetition, in any run, of a stored cell with the same platform and workload
+        definition; cells never run before are left out. Read-only (plans estimate a
+        run's duration from it).
+
+        Raises:
+            StoreError: a definition cannot be encoded as JSON.
+        """
+        out: dict[str, list[float]] = {}
+        for cell in cells:
+            rows = self._read(
+                "SELECT p.started_at, p.finished_at FROM repetitions p JOIN cells c"
+                " ON p.cell_id = c.id WHERE c.platform_json = ? AND c.workload_json = ?"
+                " AND p.status = 'ok'",
+                (_dumps(dict(cell.platform), f"platform of cell {cell.name!r}"),
+                 _dumps(dict(cell.workload), f"workload of cell {cell.name!r}")),
+            )
+            for row in rows:
+                try:
+                    took = (datetime.fromisoformat(row["finished_at"])
+                            - datetime.fromisoformat(row["started_at"])).total_seconds()
+                except ValueError:  # a timestamp not written by this store: skipped
+                    continue
+                out.setdefault(cell.name, []).append(took)
+        return out
+
 
 def _rowid(cursor: sqlite3.Cursor) -> int:
     if cursor.lastrowid is None:  # cannot happen after an INSERT; keeps the type exact

@@ -100,7 +100,7 @@ from hvbench.model.study import LIFECYCLE_PHASES, LifecycleWorkloadSpec
 from hvbench.monitors.base import SeriesRow
 from hvbench.monitors.readers import HostCpuSampler, ThreadCpuSampler
 from hvbench.monitors.sampler import MonitorResult, MonitorSet
-from hvbench.platforms.qemu import QemuPlatform
+from hvbench.platforms.qemu import AccelChoice, QemuPlatform
 from hvbench.workloads import marks as timing
 from hvbench.workloads.outcome import PhaseOutcome
 
@@ -504,6 +504,8 @@ class _Run:
     tmp: Path
     cache: RepositoryCache | None
     deadline: _Deadline
+    #: The guests' accelerator, decided by the caller (required for accel=auto).
+    accel: AccelChoice | None = None
 
     def repository(self, fmt: SystemFormat) -> tuple[RepositoryImage, bool]:
         """The repository image of ``image_size`` in ``fmt``: from the cache if there,
@@ -538,7 +540,8 @@ class _Run:
         _cold([created.path] + ([source.path] if spec.create == "overlay" else []))
         guest = QemuPlatform(self.vm, name=self.name, image=self.image, base_dir=self.tmp,
                              boot_timeout=self.deadline.left("the guest's boot"),
-                             root_disk=created.path, root_format=created.format)
+                             root_disk=created.path, root_format=created.format,
+                             accel_choice=self.accel)
         try:
             marks, console, init_line = _live(guest, self.deadline)
         finally:
@@ -563,7 +566,8 @@ class _Run:
             for i in range(self.spec.idle_guests):
                 guest = QemuPlatform(
                     self.vm, name=f"{self.name}-idle{i}", image=self.image, base_dir=self.tmp,
-                    boot_timeout=self.deadline.left(f"booting idle guest {i}"))
+                    boot_timeout=self.deadline.left(f"booting idle guest {i}"),
+                    accel_choice=self.accel)
                 guests.append(guest)
                 guest.launch()
             self.deadline.left("sampling the idle guests", need=self.spec.idle_s)
@@ -678,9 +682,11 @@ def lifecycle_outcomes(spec: LifecycleWorkloadSpec, life: LifeRecord, raw: str,
 
 def run_lifecycle(spec: LifecycleWorkloadSpec, vm: VmSpec, *, name: str, scratch: Path,
                   image: GuestImage | None = None,
-                  source_cache: RepositoryCache | None = None) -> list[PhaseOutcome]:
+                  source_cache: RepositoryCache | None = None,
+                  accel: AccelChoice | None = None) -> list[PhaseOutcome]:
     """Run one lifecycle measurement (see the module docstring): one outcome per phase
-    of ``spec.phase_list()``.
+    of ``spec.phase_list()``. ``accel``: the guests' accelerator (required when ``vm``
+    says ``auto``: :func:`hvbench.platforms.accel.choose_accel`).
 
     ``scratch`` holds a private owned directory for the run (images, the guests' run
     directories), removed before returning or raising. With ``source_cache`` the
@@ -700,7 +706,8 @@ def run_lifecycle(spec: LifecycleWorkloadSpec, vm: VmSpec, *, name: str, scratch
     deadline = _Deadline(spec.timeout_s)
     tmp = make_owned_dir(scratch, "lifecycle-")
     try:
-        run = _Run(spec, vm, _guest_name(name), image, scratch, tmp, source_cache, deadline)
+        run = _Run(spec, vm, _guest_name(name), image, scratch, tmp, source_cache, deadline,
+                   accel)
         life = run.life()
         idle = run.idle() if spec.idle_guests else None
     finally:

@@ -85,7 +85,7 @@ from hvbench.image.system_image import check_free_disk, make_overlay, sha256_fil
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import PropagationWorkloadSpec
 from hvbench.platforms.process import die_with_parent
-from hvbench.platforms.qemu import QemuPlatform
+from hvbench.platforms.qemu import AccelChoice, QemuPlatform
 from hvbench.workloads import marks as timing
 from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.repository import (
@@ -464,8 +464,10 @@ class _Propagation:
 
     def __init__(self, spec: PropagationWorkloadSpec, vm: VmSpec, *, repo: ImageRepository,
                  tmp: Path, name: str, image: GuestImage,
-                 window: contextlib.AbstractContextManager[Any] | None) -> None:
+                 window: contextlib.AbstractContextManager[Any] | None,
+                 accel: AccelChoice | None = None) -> None:
         self.spec, self.vm, self.repo, self.tmp = spec, vm, repo, tmp
+        self.accel = accel
         self.name, self.image, self.window = name, image, window
         self.deadline = timing.Deadline(spec.timeout_s, "propagation")
         self.incoming = tmp / "incoming"
@@ -553,7 +555,7 @@ class _Propagation:
             raise HostError("internal: no image to boot")
         guest = QemuPlatform(self.vm, name=self.name, image=self.image, base_dir=self.tmp,
                              boot_timeout=self.deadline.left("the guest's boot"),
-                             root_disk=disk, root_format=fmt)
+                             root_disk=disk, root_format=fmt, accel_choice=self.accel)
         boot_start = time.monotonic()
         guest.launch()  # stops itself if it raises
         info["agent_ready"] = time.monotonic()
@@ -625,10 +627,12 @@ def propagation_outcomes(record: PropagationRecord, rate_bits: int | None,
 def run_propagation(spec: PropagationWorkloadSpec, vm: VmSpec, *, repo: ImageRepository,
                     node_dir: Path, image: GuestImage | None = None,
                     window: contextlib.AbstractContextManager[Any] | None = None,
-                    name: str = "hvbench-propagation") -> list[PhaseOutcome]:
+                    name: str = "hvbench-propagation",
+                    accel: AccelChoice | None = None) -> list[PhaseOutcome]:
     """Propagate one image of ``spec.image_size`` from ``repo`` to the node (this host),
     boot it as ``vm`` and shut it down; one outcome per phase of ``spec.phase_list()``
-    (see the module docstring).
+    (see the module docstring). ``accel``: the guest's accelerator (required when
+    ``vm`` says ``auto``: :func:`hvbench.platforms.accel.choose_accel`).
 
     ``repo`` must be started with ``spec.method``; its image of that size is written on
     first use. ``node_dir`` gets a private directory for the fetched image, the overlay,
@@ -652,7 +656,7 @@ def run_propagation(spec: PropagationWorkloadSpec, vm: VmSpec, *, repo: ImageRep
     guest: QemuPlatform | None = None
     try:
         run = _Propagation(spec, vm, repo=repo, tmp=tmp, name=name, image=guest_image,
-                           window=window)
+                           window=window, accel=accel)
         fetch = run.fetch(source)
         guest, terminal = run.terminal(source, fetch)
         marks = dict(fetch.marks)

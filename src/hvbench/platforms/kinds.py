@@ -1,0 +1,105 @@
+"""Platform kinds: a study's ``[[platform]] kind`` -> how to build that platform.
+
+The one place that knows which class runs which platform spec. A new kind (libvirt, a
+remote host) is one class implementing :class:`~hvbench.platforms.base.Platform` and
+one :class:`PlatformKind` entry in :data:`PLATFORM_KINDS`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from hvbench.errors import HvbenchError, SpecError
+from hvbench.model.spec import VmSpec
+from hvbench.model.study import NativePlatformSpec, PlatformSpec, QemuPlatformSpec
+from hvbench.platforms.accel import choose_accel
+from hvbench.platforms.base import Platform
+from hvbench.platforms.native import NativePlatform
+from hvbench.platforms.qemu import QemuPlatform
+
+#: Rewrites a guest's VM spec before it is built (the lab wires its NICs).
+Wiring = Callable[[VmSpec], VmSpec]
+_Spec = TypeVar("_Spec", bound=BaseModel)
+
+
+class PlatformKind(Protocol):
+    """How one platform kind is named, described and built."""
+
+    kind: str
+    #: A guest: it boots (a measured ``boot_s``) and may be a lifecycle's or peer's.
+    is_guest: bool
+
+    def instance_name(self, variant: str, key: str) -> str:
+        """The running instance's name for platform variant ``variant`` as the store
+        sees it, ``key`` (``vm`` or ``vm@scenario``)."""
+        ...
+
+    def vm(self, spec: Any) -> VmSpec | None:
+        """The VM a guest kind declares (lifecycle and propagation boot copies of it);
+        None for the host."""
+        ...
+
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
+        """A platform for ``spec``, not started. May run the KVM probe (``auto``:
+        up to 20 s when no verdict is cached). Raises :class:`HostError` for an
+        accelerator the host lacks."""
+        ...
+
+
+def _typed(spec: Any, model: type[_Spec]) -> _Spec:
+    if not isinstance(spec, model):
+        raise HvbenchError(f"internal: a {type(spec).__name__} is not a {model.__name__}")
+    return spec
+
+
+class QemuKind:
+    """A QEMU guest from the platform's VM spec."""
+
+    kind = "qemu"
+    is_guest = True
+
+    def instance_name(self, variant: str, key: str) -> str:
+        return f"hvbench-{os.getpid()}-{key[:20]}"
+
+    def vm(self, spec: Any) -> VmSpec | None:
+        return _typed(spec, QemuPlatformSpec).vm
+
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
+        vm = _typed(spec, QemuPlatformSpec).vm
+        if wire is not None:
+            vm = wire(vm)
+        return QemuPlatform(vm, name=name, accel_choice=choose_accel(vm))
+
+
+class NativeKind:
+    """The host itself."""
+
+    kind = "native"
+    is_guest = False
+
+    def instance_name(self, variant: str, key: str) -> str:
+        return variant
+
+    def vm(self, spec: Any) -> VmSpec | None:
+        return None
+
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
+        _typed(spec, NativePlatformSpec)
+        return NativePlatform(name=name)
+
+
+PLATFORM_KINDS: Mapping[str, PlatformKind] = {"qemu": QemuKind(), "native": NativeKind()}
+
+
+def platform_kind(spec: PlatformSpec) -> PlatformKind:
+    """The kind of platform spec ``spec`` (by its ``kind`` field). Raises
+    :class:`SpecError` for a kind no class implements."""
+    found = PLATFORM_KINDS.get(spec.kind)
+    if found is None:
+        raise SpecError(f"platform kind {spec.kind!r}: expected one of "
+                        f"{', '.join(PLATFORM_KINDS)}")
+    return found

@@ -1,0 +1,281 @@
+"""One shape for running a cell, whatever its workload kind.
+
+Each workload kind is one module of this package with one class implementing
+:class:`CellKind`; :mod:`hvbench.run.cells.registry` finds it by ``spec.kind``. The runner
+calls :func:`run_cell` (``prepare``, ``run``, ``release``) with a :class:`CellContext` and
+stores the :class:`CellResult`; every kind builds that result with :func:`cell_result`
+from its :class:`~hvbench.workloads.outcome.PhaseOutcome` s, so the stored phases,
+metrics, samples and raw outputs have one shape.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from hvbench.errors import HvbenchError
+from hvbench.model.study import Cell, Study
+from hvbench.monitors.sampler import MonitorResult
+from hvbench.monitors.session import PhaseMonitors, monitors_for
+from hvbench.platforms.base import Platform
+from hvbench.run.lab_session import LabSession
+from hvbench.run.scenario import ScenarioRun
+from hvbench.store.records import MeasurementRecord, RawRecord, SampleRecord
+from hvbench.workloads import lifecycle
+from hvbench.workloads.outcome import PhaseOutcome
+
+#: Phase monitors for a platform; with interfaces (device -> label) the NIC sampler
+#: instead of the work directory's disk (see :func:`monitors_for`).
+MonitorsFactory = Callable[[Platform, Mapping[str, str] | None], PhaseMonitors]
+_Spec = TypeVar("_Spec", bound=BaseModel)
+
+
+@dataclass
+class CellResult:
+    """What one (cell, repetition) produced, ready for the store."""
+
+    measurements: list[MeasurementRecord] = field(default_factory=list)
+    samples: list[SampleRecord] = field(default_factory=list)
+    raw: list[RawRecord] = field(default_factory=list)
+
+
+@dataclass
+class CellContext:
+    """Everything a cell kind may use for one (cell, repetition).
+
+    ``platform`` is the started platform (None for kinds that boot their own guests);
+    ``session`` the run's lab (None for studies without one); ``scenario`` the group's
+    neighbours (None alone); ``lifecycle_cache`` the run-wide repository images;
+    ``guest_name`` the name a guest the cell boots itself takes.
+    """
+
+    cell: Cell
+    study: Study
+    platform: Platform | None
+    session: LabSession | None
+    scenario: ScenarioRun | None
+    monitors: MonitorsFactory
+    lifecycle_cache: lifecycle.RepositoryCache
+    guest_name: str
+
+    def started(self) -> Platform:
+        """The started platform. Raises :class:`HvbenchError` for a kind that boots
+        its own guests (a programming error)."""
+        if self.platform is None:
+            raise HvbenchError(f"internal: cell {self.cell.name} has no started platform")
+        return self.platform
+
+    def lab(self) -> LabSession:
+        """The run's lab. Raises :class:`HvbenchError` when the study has none."""
+        if self.session is None:
+            raise HvbenchError(f"cell {self.cell.name}: a {self.cell.workload.spec.kind} "
+                               "workload runs without a lab")
+        return self.session
+
+    def spec(self, model: type[_Spec]) -> _Spec:
+        """The cell's workload spec as ``model``. Raises :class:`HvbenchError` when the
+        registry handed a cell to the wrong kind (a programming error)."""
+        return as_spec(self.cell.workload.spec, model)
+
+
+def as_spec(spec: Any, model: type[_Spec]) -> _Spec:
+    """``spec`` typed as ``model``: the registry hands each kind its own specs only, so
+    a mismatch is a programming error (:class:`HvbenchError`), never dispatch."""
+    if not isinstance(spec, model):
+        raise HvbenchError(f"internal: a {type(spec).__name__} is not a {model.__name__}")
+    return spec
+
+
+class CellKind(Protocol):
+    """How one workload kind runs a cell. One instance per (cell, repetition): what
+    ``prepare`` sets up lives on it until ``release``."""
+
+    #: The workload kind (``spec.kind``) this class runs.
+    kind: str
+    #: The runner boots the cell's platform (and its scenario) for it; False for kinds
+    #: that boot their own guests from the platform's VM spec.
+    boots_platform: bool
+    #: The cell needs the run's lab (the study then has one).
+    needs_lab: bool
+
+    def check(self, spec: Any, study_path: str) -> None:
+        """Checks of the study that read files (a disk job file exists); raises
+        :class:`SpecError`."""
+        ...
+
+    def server_ports(self, spec: Any) -> tuple[int, ...]:
+        """Ports of servers the workload runs on the platform: forwarded on a guest's
+        user-mode NIC; natively the server runs in the lab host ``native``."""
+        ...
+
+    def estimate_s(self, spec: Any) -> float:
+        """A rough duration of one repetition under TCG, for plans when no earlier run
+        says; without the boots of the guests it boots itself (a plan adds those)."""
+        ...
+
+    def guests(self, spec: Any) -> int:
+        """Guests the cell boots itself per repetition (besides the platform)."""
+        ...
+
+    def prepare(self, ctx: CellContext) -> None:
+        """Set up what ``run`` measures against (a disk target, a peer, a server)."""
+        ...
+
+    def run(self, ctx: CellContext) -> CellResult:
+        """Run every phase. Raises :class:`HvbenchError` subclasses for a failed cell."""
+        ...
+
+    def release(self, ctx: CellContext) -> None:
+        """Undo ``prepare`` (also after a failed or partial one). Safe twice."""
+        ...
+
+
+class Simple:
+    """Defaults for kinds without files to check, servers, guests or preparation."""
+
+    def check(self, spec: Any, study_path: str) -> None:
+        return None
+
+    def server_ports(self, spec: Any) -> tuple[int, ...]:
+        return ()
+
+    def guests(self, spec: Any) -> int:
+        return 0
+
+    def prepare(self, ctx: CellContext) -> None:
+        return None
+
+    def release(self, ctx: CellContext) -> None:
+        return None
+
+
+def run_cell(kind: CellKind, ctx: CellContext) -> CellResult:
+    """``prepare``, ``run`` and, whatever happens, ``release``."""
+    try:
+        kind.prepare(ctx)
+        return kind.run(ctx)
+    finally:
+        kind.release(ctx)
+
+
+def scenario_monitors(scenario: ScenarioRun | None) -> MonitorsFactory:
+    """The phase monitors of a cell: :func:`monitors_for` the platform, and in a
+    scenario also its neighbours' threads and (with interfaces) taps, and its
+    per-window activity (loads, on-demand starts)."""
+
+    def make(platform: Platform, interfaces: Mapping[str, str] | None) -> PhaseMonitors:
+        if scenario is None:
+            return monitors_for(platform, interfaces=interfaces)
+        labels = None if interfaces is None else {**interfaces, **scenario.interfaces()}
+        return scenario.monitors(monitors_for(platform, interfaces=labels))
+    return make
+
+
+# -- the records ---------------------------------------------------------------------------
+@dataclass
+class MeasuredWindow:
+    """One monitored stretch of a cell and the phases it produced.
+
+    ``wall_s`` becomes each phase's ``phase_wall_s`` (None: not stored, as for a
+    lifecycle whose phases carry their own durations); ``monitors`` the phases' host
+    metrics and the window's samples; ``label`` the phase those samples (and, unless
+    the cell keeps one raw document, the raw output) are stored under: the first
+    phase's name unless given (a fio job file's phases share one window, ``job-file``).
+    """
+
+    outcomes: Sequence[PhaseOutcome]
+    wall_s: float | None = None
+    monitors: MonitorResult | None = None
+    label: str | None = None
+
+
+class MonitorWindow(contextlib.AbstractContextManager["MonitorWindow"]):
+    """Host monitors and a wall clock around exactly the measured part of a phase;
+    discarded if it raises."""
+
+    def __init__(self, monitors: PhaseMonitors) -> None:
+        self.monitors = monitors
+        self.wall_s = 0.0
+        self.result = MonitorResult()
+        self._started = 0.0
+
+    def __enter__(self) -> MonitorWindow:
+        self.monitors.start()
+        self._started = time.monotonic()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *rest: object) -> None:
+        if exc_type is not None:
+            self.monitors.abort()
+            return
+        self.wall_s = time.monotonic() - self._started
+        self.result = self.monitors.stop()
+
+    def measured(self, outcomes: Sequence[PhaseOutcome], label: str | None = None
+                 ) -> MeasuredWindow:
+        """This window's result around ``outcomes``."""
+        return MeasuredWindow(outcomes, self.wall_s, self.result, label)
+
+
+def cell_result(windows: Sequence[MeasuredWindow], *, raw_once: str | None = None
+                ) -> CellResult:
+    """The store's records of a cell's measured windows.
+
+    Per phase: its metrics, ``phase_wall_s``, the monitors' summary and which caches
+    were dropped; per window: the monitors' series under its label; per phase: the
+    tool's own series under the monitor named by its raw kind (``iperf3``,
+    ``propagation``, ``lifecycle``); the raw output per window, or with ``raw_once``
+    only the first phase's, once, under that phase name (every phase carries the same
+    document).
+    """
+    out = CellResult()
+    for window in windows:
+        _add_window(out, window, keep_raw=raw_once is None)
+    first = next((w.outcomes[0] for w in windows if w.outcomes), None)
+    if raw_once is not None and first is not None:
+        out.raw.append(RawRecord(raw_once, first.raw_kind, first.raw))
+    return out
+
+
+def _add_window(out: CellResult, window: MeasuredWindow, *, keep_raw: bool) -> None:
+    summary = window.monitors.summary if window.monitors is not None else {}
+    for outcome in window.outcomes:
+        out.measurements += measurement_records(outcome, window.wall_s, summary)
+    label = window.label or (window.outcomes[0].phase if window.outcomes else "")
+    if window.monitors is not None:
+        out.samples += [SampleRecord(label, monitor, t, values)
+                        for monitor, t, values in window.monitors.rows()]
+    for outcome in window.outcomes:
+        monitor = outcome.raw_kind.split("-")[0]
+        out.samples += [SampleRecord(outcome.phase, monitor, t, values)
+                        for t, values in outcome.series]
+    if keep_raw and window.outcomes:
+        first = window.outcomes[0]
+        out.raw.append(RawRecord(label, first.raw_kind, first.raw))
+
+
+def measurement_records(outcome: PhaseOutcome, wall_s: float | None,
+                        summary: Mapping[str, float]) -> list[MeasurementRecord]:
+    """One phase's rows: metrics, wall time, host monitors, dropped caches."""
+    phase = outcome.phase
+    records = [MeasurementRecord(phase, m, v, u) for m, (v, u) in outcome.metrics.items()]
+    if wall_s is not None:
+        records.append(MeasurementRecord(phase, "phase_wall_s", wall_s, "s"))
+    records += [MeasurementRecord(phase, name, value, "") for name, value in summary.items()]
+    records += [MeasurementRecord(phase, f"cache_dropped.{which}", float(dropped), "bool")
+                for which, dropped in outcome.caches_dropped.items()]
+    return records
+
+
+def vhost_records(platform: Platform, phases: Sequence[str]) -> list[MeasurementRecord]:
+    """Per phase, whether a guest's tap NICs had the in-kernel vhost-net backend
+    (nothing natively)."""
+    vhost = platform.vhost
+    if vhost is None:
+        return []
+    return [MeasurementRecord(phase, "vhost", float(vhost), "bool") for phase in phases]

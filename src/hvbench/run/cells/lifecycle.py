@@ -1,0 +1,59 @@
+"""Lifecycle cells: one guest's life, each step timed; the cell boots (and stops) its
+own guests from the platform's VM spec, so the runner boots nothing for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hvbench.errors import SpecError
+from hvbench.host.paths import work_dir
+from hvbench.model.spec import VmSpec
+from hvbench.model.study import Cell, LifecycleWorkloadSpec
+from hvbench.platforms.accel import choose_accel
+from hvbench.platforms.kinds import platform_kind
+from hvbench.run.cells.base import (
+    CellContext,
+    CellResult,
+    MeasuredWindow,
+    Simple,
+    as_spec,
+    cell_result,
+)
+from hvbench.workloads import lifecycle
+
+#: Rough seconds of one life under TCG besides its guests' boots (which a plan adds):
+#: the image's creation, the shutdown, removing files; idle sampling aside.
+LIFE_ESTIMATE_S = 15.0
+
+
+class LifecycleCell(Simple):
+    """Runs :func:`~hvbench.workloads.lifecycle.run_lifecycle` (bounded by the
+    workload's ``timeout_s``); the raw document is stored once, under ``lifecycle``."""
+
+    kind = "lifecycle"
+    boots_platform = False
+    needs_lab = False
+
+    def estimate_s(self, spec: Any) -> float:
+        typed = as_spec(spec, LifecycleWorkloadSpec)
+        return LIFE_ESTIMATE_S + (typed.idle_s if typed.idle_guests else 0.0)
+
+    def guests(self, spec: Any) -> int:
+        return 1 + as_spec(spec, LifecycleWorkloadSpec).idle_guests
+
+    def run(self, ctx: CellContext) -> CellResult:
+        spec = ctx.spec(LifecycleWorkloadSpec)
+        vm = guest_vm(ctx.cell)
+        outcomes = lifecycle.run_lifecycle(spec, vm, name=ctx.guest_name, scratch=work_dir(),
+                                           source_cache=ctx.lifecycle_cache,
+                                           accel=choose_accel(vm))
+        return cell_result([MeasuredWindow(outcomes)], raw_once="lifecycle")
+
+
+def guest_vm(cell: Cell) -> VmSpec:
+    """The VM spec a self-booting cell boots copies of. Raises :class:`SpecError` for a
+    platform that declares none (the host)."""
+    vm = platform_kind(cell.platform.spec).vm(cell.platform.spec)
+    if vm is None:
+        raise SpecError(f"cell {cell.name}: {cell.workload.spec.kind} needs a qemu platform")
+    return vm

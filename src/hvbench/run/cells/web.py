@@ -1,0 +1,76 @@
+"""Web cells: an HTTP server on the platform (natively: in the lab host ``native``),
+httperf on the workload's client host; one measured window per file size."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from hvbench.errors import HvbenchError
+from hvbench.model.study import WebWorkloadSpec
+from hvbench.monitors.session import PhaseMonitors
+from hvbench.run.cells.base import (
+    CellContext,
+    CellResult,
+    MonitorWindow,
+    Simple,
+    as_spec,
+    cell_result,
+    vhost_records,
+)
+from hvbench.workloads.endpoints import Endpoint
+from hvbench.workloads.web import run_web_phase, serve_web
+
+#: Rough seconds per file size besides the measured duration; a max-rate search runs
+#: about this many rates per size.
+OVERHEAD_S = 3.0
+MAX_RATE_STEPS = 6
+
+
+class WebCell(Simple):
+    """``prepare`` starts the server; ``run`` measures each file size."""
+
+    kind = "web"
+    boots_platform = True
+    needs_lab = True
+
+    def __init__(self) -> None:
+        self._stack = contextlib.ExitStack()
+        self._ends: tuple[Endpoint, Endpoint] | None = None
+        self._monitors: PhaseMonitors | None = None
+
+    def server_ports(self, spec: Any) -> tuple[int, ...]:
+        return (as_spec(spec, WebWorkloadSpec).port,)
+
+    def estimate_s(self, spec: Any) -> float:
+        typed = as_spec(spec, WebWorkloadSpec)
+        rates = MAX_RATE_STEPS if typed.mode == "max-rate" else 1
+        return len(typed.file_kb) * (typed.duration_s * rates + OVERHEAD_S)
+
+    def prepare(self, ctx: CellContext) -> None:
+        spec = ctx.spec(WebWorkloadSpec)
+        session, platform = ctx.lab(), ctx.started()
+        server = session.server_endpoint(platform)
+        client = session.lab_endpoint(spec.client)
+        self._monitors = ctx.monitors(platform, session.interfaces(platform))
+        self._stack.enter_context(serve_web(spec, server))
+        self._ends = (client, server)
+
+    def run(self, ctx: CellContext) -> CellResult:
+        spec = ctx.spec(WebWorkloadSpec)
+        if self._ends is None or self._monitors is None:
+            raise HvbenchError("internal: a web cell ran before its prepare()")
+        client, server = self._ends
+        windows = []
+        for kb in spec.file_kb:
+            window = MonitorWindow(self._monitors)
+            with window:
+                outcome = run_web_phase(spec, kb, client, server)
+            windows.append(window.measured([outcome]))
+        result = cell_result(windows)
+        result.measurements += vhost_records(ctx.started(), spec.phase_list())
+        return result
+
+    def release(self, ctx: CellContext) -> None:
+        self._ends = self._monitors = None
+        self._stack.close()

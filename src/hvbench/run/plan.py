@@ -1,0 +1,159 @@
+"""What a study run will do, in order, before it does it.
+
+One planning code for the runner and for dry runs: the items in run order (warm-ups,
+then each repetition's shuffled cells), the groups that share one booted platform, how
+many guests boot, and an estimated duration, from earlier runs of cells with the same
+definition in a store when there are any, else from each kind's rough default
+(:meth:`~hvbench.run.cells.base.CellKind.estimate_s`, documented in each kind's module)
+plus :data:`BOOT_ESTIMATE_S` per guest boot the runner makes.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from hvbench.model.study import Cell, Study, cell_order
+from hvbench.platforms.kinds import platform_kind
+from hvbench.run.cells.registry import cell_kind
+from hvbench.store.records import cell_record
+from hvbench.store.sqlite import Store
+
+#: Rough seconds one guest takes to boot under TCG (to the agent's first answer).
+BOOT_ESTIMATE_S = 10.0
+
+
+@dataclass(frozen=True)
+class PlannedItem:
+    """One (repetition, cell) of a run; ``repetition`` is -1 for a warm-up, whose
+    ``position`` is -1 too (warm-ups are not stored)."""
+
+    repetition: int
+    cell: Cell
+    position: int
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """A dry run: what :func:`~hvbench.run.runner.run_study` would do."""
+
+    study: str
+    cells: tuple[str, ...]
+    repetitions: int
+    warmup: int
+    items: tuple[PlannedItem, ...]
+    #: Boots of the cells' own platforms (one per group of items on a guest).
+    platform_boots: int
+    #: Every guest: the platforms', the scenarios' neighbours and on-demand guests,
+    #: network peers, and the guests lifecycle and propagation cells boot themselves.
+    guest_boots: int
+    estimate_s: float
+    #: Cells whose estimate comes from earlier runs in the store.
+    from_history: tuple[str, ...]
+
+
+def repetition_order(study: Study, repetition: int) -> list[Cell]:
+    """The cells of one repetition in run order (warm-up round ``r`` is repetition
+    ``-1 - r``): see :func:`~hvbench.model.study.cell_order`."""
+    return cell_order(study.cells, study.study.seed, repetition)
+
+
+def warmup_items(study: Study) -> list[PlannedItem]:
+    """Every warm-up item, round after round."""
+    return [PlannedItem(-1, cell, -1) for round_ in range(study.study.warmup)
+            for cell in repetition_order(study, -1 - round_)]
+
+
+def measured_items(study: Study, done: Collection[tuple[str, int]] = ()) -> list[PlannedItem]:
+    """Every (repetition, cell) not in ``done`` (cell name, repetition), in run order;
+    positions count every item, done or not, so a resumed run keeps them."""
+    items: list[PlannedItem] = []
+    position = 0
+    for rep in range(study.study.repetitions):
+        for cell in repetition_order(study, rep):
+            if (cell.name, rep) not in done:
+                items.append(PlannedItem(rep, cell, position))
+            position += 1
+    return items
+
+
+def run_items(study: Study, done: Collection[tuple[str, int]] = (), *,
+              warmup: bool = True) -> list[PlannedItem]:
+    """The warm-ups (unless ``warmup`` is False: a resumed run has had them), then the
+    measured items still to do."""
+    return (warmup_items(study) if warmup else []) + measured_items(study, done)
+
+
+def groups(items: Sequence[PlannedItem]) -> Iterator[list[PlannedItem]]:
+    """Consecutive items of one repetition on one platform (and scenario): the runner
+    boots that platform once for them."""
+    group: list[PlannedItem] = []
+    for item in items:
+        if group and (item.repetition != group[0].repetition
+                      or item.cell.platform_name != group[0].cell.platform_name):
+            yield group
+            group = []
+        group.append(item)
+    if group:
+        yield group
+
+
+def platform_boots(group: Sequence[PlannedItem]) -> int:
+    """1 when the group's platform is a guest that some item needs booted (a reboot
+    after a guest dies is not foreseen), else 0."""
+    if not group or not platform_kind(group[0].cell.platform.spec).is_guest:
+        return 0
+    return int(any(cell_kind(item.cell).boots_platform for item in group))
+
+
+def group_guests(group: Sequence[PlannedItem]) -> int:
+    """Every guest a group boots: its platform, its scenario's neighbours (once) and
+    on-demand guests (per measured window), and the items' own guests."""
+    booted = platform_boots(group)
+    total = booted
+    scenario = group[0].cell.scenario if group else None
+    if scenario is not None and booted:
+        total += sum(n.count for n in scenario.spec.neighbours)
+    for item in group:
+        kind, spec = cell_kind(item.cell), item.cell.workload.spec
+        total += kind.guests(spec)
+        start = scenario.spec.start if scenario is not None else None
+        if start is not None and kind.boots_platform:
+            total += start.count * max(1, len(spec.phase_list()))
+    return total
+
+
+def plan_study(study: Study, store: Store | None = None, *,
+               done: Collection[tuple[str, int]] = (), warmup: bool = True) -> StudyPlan:
+    """The plan of running ``study`` (``done``: (cell, repetition) pairs a resumed run
+    skips). Pure but for reading ``store``: raises :class:`StoreError` when it cannot
+    be read."""
+    items = run_items(study, done, warmup=warmup)
+    history = store.cell_durations([cell_record(c) for c in study.cells]) if store else {}
+    seconds = _item_seconds(study.cells, history)
+    boots = guests = 0
+    for group in groups(items):
+        boots += platform_boots(group)
+        guests += group_guests(group)
+    estimate = sum(seconds[item.cell.name] for item in items) + boots * BOOT_ESTIMATE_S
+    return StudyPlan(
+        study=study.study.name, cells=tuple(c.name for c in study.cells),
+        repetitions=study.study.repetitions, warmup=study.study.warmup if warmup else 0,
+        items=tuple(items), platform_boots=boots, guest_boots=guests, estimate_s=estimate,
+        from_history=tuple(c.name for c in study.cells if history.get(c.name)))
+
+
+def _item_seconds(cells: Sequence[Cell], history: Mapping[str, Sequence[float]]
+                  ) -> dict[str, float]:
+    """Per cell, the median of its earlier durations, else its kind's default (plus a
+    boot per guest the cell boots itself, which the default leaves out)."""
+    out: dict[str, float] = {}
+    for cell in cells:
+        earlier = history.get(cell.name)
+        if earlier:
+            out[cell.name] = statistics.median(earlier)
+            continue
+        kind, spec = cell_kind(cell), cell.workload.spec
+        out[cell.name] = kind.estimate_s(spec) + kind.guests(spec) * BOOT_ESTIMATE_S
+    return out

@@ -1,0 +1,109 @@
+"""The runner through the cell protocol, with a stand-in kind on the host (no QEMU):
+what it stores, a failed cell, warm-ups, resume, and the platform booted per group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from hvbench.errors import HvbenchError
+from hvbench.model.study import Study, parse_study
+from hvbench.run import runner
+from hvbench.run.cells import registry
+from hvbench.run.cells.base import CellContext, CellResult, Simple
+from hvbench.run.plan import PlannedItem
+from hvbench.store.records import MeasurementRecord
+from hvbench.store.sqlite import Store
+
+STUDY = """
+[study]
+name = "fake"
+repetitions = 2
+warmup = 1
+
+[[platform]]
+kind = "native"
+
+[[workload]]
+name = "a"
+profile = "dd"
+direct = true
+
+[[workload]]
+name = "b"
+profile = "dd"
+direct = true
+"""
+
+
+class FakeDisk(Simple):
+    """Stores one row per run; fails ``b`` in repetition 0 when told to."""
+
+    kind = "disk"
+    boots_platform = True
+    needs_lab = False
+    runs: ClassVar[list[tuple[str, str]]] = []
+    fail: ClassVar[set[str]] = set()
+
+    def estimate_s(self, spec: object) -> float:
+        return 1.0
+
+    def run(self, ctx: CellContext) -> CellResult:
+        platform = ctx.started()
+        assert platform.is_running()
+        self.runs.append((ctx.cell.name, platform.name))
+        if ctx.cell.name in self.fail:
+            raise HvbenchError(f"{ctx.cell.name} broke")
+        return CellResult(measurements=[MeasurementRecord("write", "mb_s", 1.0, "MB/s")])
+
+
+@pytest.fixture
+def study(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Study:
+    monkeypatch.setenv("HVBENCH_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setattr(runner, "environment", lambda study: {"accelerator": None})
+    monkeypatch.setitem(registry.CELL_KINDS, "disk", FakeDisk)
+    FakeDisk.runs = []
+    FakeDisk.fail = set()
+    return parse_study(STUDY, str(tmp_path / "s.toml"), 24 << 30)
+
+
+def _run(study: Study, store: Store, resume: str | None = None) -> runner.RunOutcome:
+    seen: list[tuple[PlannedItem, str]] = []
+    outcome = runner.StudyRunner(study, store, run_id=resume,
+                                 progress=lambda i, s: seen.append((i, s))).run(
+        runner.RunLock(Path(store.path).parent))
+    assert {state for _, state in seen} <= {"booting", "running", "done", "failed"}
+    return outcome
+
+
+def test_measured_items_are_stored_and_warmups_are_not(study: Study, tmp_path: Path) -> None:
+    with Store(tmp_path / "r.db") as store:
+        outcome = _run(study, store)
+        rows = store.measurements(outcome.run_id)
+    assert outcome.failures == 0
+    assert len(FakeDisk.runs) == 3 * 2  # one warm-up round and two repetitions
+    assert {platform for _, platform in FakeDisk.runs} == {"native"}
+    assert sorted((r.cell, r.repetition, r.metric) for r in rows) == [
+        (c, rep, "mb_s") for c in ("native/a", "native/b") for rep in (0, 1)]
+    # The host's boot is no measurement.
+    assert outcome.boot_s and all(r.phase != "boot" for r in rows)
+
+
+def test_a_failed_cell_is_recorded_and_a_resume_redoes_only_it(study: Study,
+                                                                tmp_path: Path) -> None:
+    FakeDisk.fail = {"native/b"}
+    with Store(tmp_path / "r.db") as store:
+        first = _run(study, store)
+        assert first.failures == 3  # warm-up and both repetitions
+        failures = store.failures(first.run_id)
+        assert [(f.cell, f.error, f.console_log, f.qemu_argv, f.accel) for f in failures] == [
+            ("native/b", "native/b broke", None, None, None)] * 2
+        FakeDisk.fail = set()
+        FakeDisk.runs = []
+        second = _run(study, store, resume=first.run_id)
+        assert second.failures == 0
+        assert FakeDisk.runs == [("native/b", "native")] * 2  # no warm-ups either
+        assert store.failures(first.run_id) == []
+        assert len(store.measurements(first.run_id)) == 4
