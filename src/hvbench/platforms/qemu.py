@@ -542,14 +542,37 @@ def _event_offset(event: Mapping[str, Any], wall_minus_mono: float, started: flo
 
 
 def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol:
-    """Connect to QEMU's QMP socket once it exists; raises TimeoutError at deadline."""
-    while not path.exists():
+    """Connect to QEMU's QMP socket once QEMU listens on it.
+
+    The socket file appears when QEMU binds it, a moment before it listens: a connect in
+    that window is refused, so a refusal is retried (every 5 ms) until ``deadline``.
+    Raises :class:`TimeoutError` at the deadline, :class:`OSError` when QEMU exits first,
+    and the last :class:`QMPError` when connecting fails for another reason.
+    """
+    while True:
+        if path.exists():
+            qmp = QEMUMonitorProtocol(str(path))
+            qmp.settimeout(max(deadline - time.monotonic(), 1.0))
+            try:
+                qmp.connect()
+            except QMPError as exc:
+                if not _refused(exc) or time.monotonic() >= deadline:
+                    raise
+            else:
+                return qmp
         if not alive():
-            raise OSError("QEMU exited before its QMP socket appeared")
+            raise OSError("QEMU exited before its QMP socket accepted a connection")
         if time.monotonic() >= deadline:
             raise TimeoutError("QMP socket did not appear")
         time.sleep(0.005)
-    qmp = QEMUMonitorProtocol(str(path))
-    qmp.settimeout(max(deadline - time.monotonic(), 1.0))
-    qmp.connect()
-    return qmp
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a QMP connect failed because nobody listened yet (the cause chain holds a
+    ConnectionRefusedError)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = getattr(seen, "exc", None) or seen.__cause__ or seen.__context__
+    return False

@@ -1,0 +1,34 @@
+"""QMP connects are retried while QEMU has bound its socket but does not listen yet."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from qemu.qmp import QMPError
+
+from hvbench.platforms.qemu import _connect_qmp, _refused
+
+
+def test_a_bound_socket_that_never_listens_is_retried_until_the_deadline(
+        tmp_path: Path) -> None:
+    path = tmp_path / "qmp.sock"
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(path))  # bound, not listening: what QEMU is for a moment
+        started = time.monotonic()
+        with pytest.raises(QMPError) as info:
+            _connect_qmp(path, started + 0.3, lambda: True)
+        assert time.monotonic() - started >= 0.3
+        assert _refused(info.value)
+
+
+def test_a_missing_socket_of_a_dead_qemu_is_an_oserror(tmp_path: Path) -> None:
+    with pytest.raises(OSError, match="exited"):
+        _connect_qmp(tmp_path / "none.sock", time.monotonic() + 5, lambda: False)
+
+
+def test_other_failures_are_not_refusals() -> None:
+    assert not _refused(QMPError("protocol error"))
+    assert _refused(ConnectionRefusedError(111, "refused"))
