@@ -30,6 +30,7 @@ from pydantic import (
 
 from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
+from hvbench.model.names import check_name, name_problem
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import ByteSize, DiskSpec, VmSpec, format_size, spec_error
 
@@ -60,6 +61,11 @@ class StudySection(_Strict):
     #: Unrecorded runs of each cell before the measured repetitions begin.
     warmup: int = Field(default=0, ge=0, le=100)
     seed: int = 0
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        return check_name(value)
 
 
 class NativePlatformSpec(_Strict):
@@ -413,6 +419,15 @@ def _check_filters(entry: Mapping[str, Any], where: str) -> None:
                             f"[{{ cache = \"none\" }}]")
     if "name" in entry and not isinstance(entry["name"], str):
         raise SpecError(f"{where}: name: expected a string")
+    _check_variant_name(entry.get("name"), where)
+
+
+def _check_variant_name(name: object, where: str) -> None:
+    """Names (given, or derived from the values that vary) carry no control character:
+    they are printed, stored and used in file names."""
+    problem = name_problem(name) if isinstance(name, str) else None
+    if problem is not None:
+        raise SpecError(f"{where}: name {name!r}: {problem}")
 
 
 def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
@@ -456,6 +471,7 @@ def _variants(raw: Any, section: str, path: str) -> list[Variant]:
         base = entry.get("name") or _default_name(section, entry)
         for name, concrete, values in expand_entry(entry, base):
             where = _where(path, section, index, values)
+            _check_variant_name(name, where)
             spec = (_platform_spec(concrete, where) if section == "platform"
                     else _workload_spec(concrete, where))
             out.append(Variant(name, spec, values))
@@ -561,7 +577,7 @@ def _scenarios(raw: Any, path: str, workloads: Sequence[Variant]) -> list[Varian
         where = f"{path}: scenario[{index}]"
         _check_filters(entry, where)
         name = entry.get("name")
-        if not isinstance(name, str) or not re.match(SCENARIO_NAME_PATTERN, name) \
+        if not isinstance(name, str) or not re.fullmatch(SCENARIO_NAME_PATTERN, name) \
                 or name == ALONE:
             raise SpecError(f"{where}: name: expected a name of lowercase letters, digits, "
                             f"- and _ (not {ALONE!r}), got {name!r}")
