@@ -403,10 +403,17 @@ def expand_entry(entry: Mapping[str, Any], base: str) -> list[tuple[str, dict[st
 
 
 # -- parsing -----------------------------------------------------------------------------
+def _printable(text: str) -> str:
+    """``text``, quoted with escapes when it holds characters that would break a one-line
+    message (a newline, a control character)."""
+    return text if text.isprintable() else repr(text)
+
+
 def _where(path: str, section: str, index: int, values: Mapping[str, Any]) -> str:
     where = f"{path}: {section}[{index}]"
     if values:
-        where += " (variant " + ", ".join(f"{k}={_value_text(v)}" for k, v in values.items())
+        where += " (variant " + ", ".join(f"{k}={_printable(_value_text(v))}"
+                                          for k, v in values.items())
         where += ")"
     return where
 

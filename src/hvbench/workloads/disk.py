@@ -30,12 +30,18 @@ import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from hvbench.errors import CommandError, HvbenchError, SpecError
+from hvbench.errors import CommandError, HvbenchError, SpecError, stderr_tail
 from hvbench.host.caches import drop_host_caches
 from hvbench.model.study import DiskWorkloadSpec
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.workloads.fio import FioJob, FioResult, FioRw, parse_fio_json
+from hvbench.workloads.fio import (
+    FioJob,
+    FioResult,
+    FioRw,
+    fio_command_error,
+    parse_fio_json,
+)
 from hvbench.workloads.outcome import PhaseOutcome
 
 GUEST_MOUNT = "/mnt/hvbench"
@@ -62,9 +68,22 @@ class DiskTarget:
 
 
 def _check(result: ExecResult, what: str) -> ExecResult:
+    """``result`` if the command succeeded; else :class:`CommandError` led by the last
+    lines of its stderr (mke2fs, mount, fallocate say there why they failed)."""
     if not result.ok:
+        stderr = result.stderr.decode(errors="replace")
         output = (result.stdout + result.stderr).decode(errors="replace")
-        raise CommandError(result.argv, result.exit_code, output, what)
+        raise CommandError(result.argv, result.exit_code, output, what,
+                           tool_error=stderr_tail(stderr))
+    return result
+
+
+def _check_fio(result: ExecResult, what: str) -> ExecResult:
+    """``result`` if fio succeeded; else :class:`CommandError` led by fio's own error
+    lines and the error fields of its JSON."""
+    if not result.ok:
+        raise fio_command_error(result.argv, result.exit_code, result.text(),
+                                result.stderr.decode(errors="replace"), what)
     return result
 
 
@@ -196,7 +215,8 @@ def run_phase(platform: Platform, spec: DiskWorkloadSpec, phase: str,
               target: DiskTarget) -> PhaseOutcome:
     """Run one measured phase; raises :class:`CommandError` if fio fails."""
     job = phase_job(spec, phase, target)
-    result = _check(platform.exec(job.argv(), timeout=spec.timeout_s), f"fio phase {phase}")
+    result = _check_fio(platform.exec(job.argv(), timeout=spec.timeout_s),
+                        f"fio phase {phase}")
     text = result.text()
     return PhaseOutcome(phase, metrics_of(parse_fio_json(text), phase), text, "fio-json")
 
@@ -208,7 +228,8 @@ def run_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
     platform.write_file(path, job_text)
     env = {"HVBENCH_TARGET_DIR": target.directory, "HVBENCH_TARGET": target.path}
     argv = ["fio", "--output-format=json", path]
-    text = _check(platform.exec(argv, timeout=spec.timeout_s, env=env), "fio job file").text()
+    text = _check_fio(platform.exec(argv, timeout=spec.timeout_s, env=env),
+                      "fio job file").text()
     outcomes: dict[str, list[FioResult]] = {}
     for result in parse_fio_json(text):
         outcomes.setdefault(result.job, []).append(result)
