@@ -17,10 +17,11 @@ import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -45,7 +46,25 @@ PROFILE_PHASES: Mapping[str, tuple[str, ...]] = {
 }
 _FILTER_KEYS = ("only", "exclude", "name")
 #: List-valued fields that are values, not variant axes.
-_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb", "neighbours", "workloads")
+_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb", "neighbours", "workloads",
+             "host_paths")
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds of a duration: a number of seconds, or a string such as ``"20s"``,
+    ``"500ms"``, ``"2m"``, ``"1h"``. Raises ValueError naming the accepted forms."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    match = _DURATION_RE.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"expected a duration such as 20s, 500ms, 2m or a number of "
+                         f"seconds, got {value!r}")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0, le=7 * 86400)]
 
 
 class _Strict(BaseModel):
@@ -98,6 +117,14 @@ class DiskWorkloadSpec(_Strict):
     files: int = Field(default=1024, ge=1, le=1_000_000)
     #: fio-job: the user's job file, relative to the study file.
     job_file: str | None = None
+    #: fio-job: replace every job's runtime / ramp_time (e.g. "20s"); None keeps the
+    #: job file's. ``file_size`` replaces every job's size= only when the study gives
+    #: it (see :meth:`file_size_given`); otherwise it only sizes jobs that have none.
+    runtime: Duration | None = None
+    ramp_time: Duration | None = None
+    #: fio-job: host devices or paths outside the target that the job file may name
+    #: natively (e.g. ["/dev/nvme1n1"]); everything else is pointed at the target.
+    host_paths: tuple[str, ...] = ()
     #: A subset of the profile's phases; all by default.
     phases: tuple[str, ...] | None = None
     timeout_s: float = Field(default=1800.0, gt=0)
@@ -108,11 +135,23 @@ class DiskWorkloadSpec(_Strict):
             raise ValueError("profile fio-job needs job_file (path to a fio job file)")
         if self.profile != "fio-job" and self.job_file:
             raise ValueError(f"job_file is only valid with profile fio-job, not {self.profile}")
+        job_only = [f for f in ("runtime", "ramp_time", "host_paths")
+                    if f in self.model_fields_set]
+        if self.profile != "fio-job" and job_only:
+            raise ValueError(f"{job_only[0]} is only valid with profile fio-job")
+        for path in self.host_paths:
+            if not path.startswith("/") or name_problem(path) is not None:
+                raise ValueError(f"host_paths: expected absolute paths, got {path!r}")
         known = PROFILE_PHASES[self.profile]
         for phase in self.phases or ():
             if known and phase not in known:
                 raise ValueError(f"phase {phase!r} is not one of {', '.join(known)}")
         return self
+
+    def file_size_given(self) -> bool:
+        """True when the study set ``file_size`` (pydantic's ``model_fields_set``), as
+        opposed to the default: only then does it replace a job file's sizes."""
+        return "file_size" in self.model_fields_set
 
     def io_size(self) -> int:
         """The record size this profile uses when none is given."""
