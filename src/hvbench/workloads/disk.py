@@ -345,7 +345,7 @@ def _read_includes(base: Path) -> Callable[[str], str]:
     does, with the same safety as the job file itself."""
     def read(name: str) -> str:
         path = base.parent / name
-        return read_text_input(path, f"a fio job file included by {base}")
+        return read_text_input(path, f"a fio job file included by {base.name}")
     return read
 
 
@@ -357,8 +357,11 @@ def job_file_text(spec: DiskWorkloadSpec, study_path: str) -> bytes:
     larger than 1 MiB, not UTF-8 text, or has a malformed section header.
     """
     path = _job_path(spec, study_path)
-    text = read_text_input(path, f"the fio job file of {study_path}")
-    sections = parse_job_text(text, str(path), _read_includes(path))
+    try:
+        text = read_text_input(path, "the fio job file")
+        sections = parse_job_text(text, str(path), _read_includes(path))
+    except SpecError as exc:
+        raise SpecError(f"{study_path}: workload job_file: {exc}") from exc
     return render_sections(sections, f"{path}, includes inlined by hvbench").encode()
 
 
