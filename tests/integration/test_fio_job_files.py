@@ -6,6 +6,7 @@ installed them."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -52,14 +53,14 @@ runtime = "2s"
 {size}"""
 
 
-def _workloads(jobs: list[tuple[str, str, str | None]]) -> str:
+def _workloads(jobs: Sequence[tuple[str, str, str | None]]) -> str:
     return "".join(WORKLOAD.format(
         name=Path(job).stem, job=job, target=target,
         size=f'file_size = "{size}"\n' if size else "") for job, target, size in jobs)
 
 
 def _run(tmp_path: Path, sources: dict[str, Path],
-         jobs: list[tuple[str, str, str | None]]) -> dict[tuple[str, str, str, str], float]:
+         jobs: Sequence[tuple[str, str, str | None]]) -> dict[tuple[str, str, str, str], float]:
     for name, source in sources.items():
         shutil.copy(source, tmp_path / name)
     path = tmp_path / "jobs.toml"
@@ -87,7 +88,7 @@ def _run(tmp_path: Path, sources: dict[str, Path],
 def test_our_job_files(image: GuestImage, tmp_path: Path) -> None:
     sources = {job: FIXTURES / job for job, _, _ in OURS}
     sources["common.fio"] = FIXTURES / "common.fio"
-    values = _run(tmp_path, sources, list(OURS))
+    values = _run(tmp_path, sources, OURS)
     expected = {"flash-check": ("seqread", "randread", "seqwrite", "randwrite"),
                 "threads-like": ("wr", "rr"), "randread-dev": ("dev",),
                 "latency-target": ("probe",), "with-include": ("mixed",)}
