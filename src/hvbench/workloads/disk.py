@@ -379,7 +379,7 @@ def _load_time_target(spec: DiskWorkloadSpec, platform: PlatformSpec,
         disk = disk_for(platform)
         size = disk.size if disk is not None else None
         if spec.target == "device":
-            return JobTarget(GUEST_MOUNT, "/dev/hvbench-disk0", True), size, False
+            return JobTarget(GUEST_MOUNT, "<the guest disk hvb-d0>", True), size, False
         usable = int(size * (1 - EXT4_OVERHEAD)) if size is not None else None
         return JobTarget(GUEST_MOUNT, f"{GUEST_MOUNT}/hvbench.dat", False), usable, False
     scratch = str(work_dir())
