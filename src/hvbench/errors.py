@@ -61,18 +61,31 @@ def tail(text: str, lines: int = 30) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
 
 
+def stderr_tail(text: str, lines: int = 5) -> str:
+    """The last ``lines`` non-blank lines of a tool's stderr: where tools put the reason
+    they failed."""
+    kept = [line.rstrip() for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
 class CommandError(HvbenchError):
-    """An external command failed. Carries its argv, exit code and output tail."""
+    """An external command failed. Carries its argv, exit code, output tail and, when the
+    caller could extract it, the tool's own error message (``tool_error``: its error
+    lines on stderr, or the error field of its JSON), which leads the message."""
 
     def __init__(
-        self, argv: Sequence[str], returncode: int | None, output: str, what: str = ""
+        self, argv: Sequence[str], returncode: int | None, output: str, what: str = "",
+        *, tool_error: str = "",
     ) -> None:
         self.argv = list(argv)
         self.returncode = returncode
         self.output = output
+        self.tool_error = tool_error.strip()
         status = "timed out" if returncode is None else f"exited with {returncode}"
         head = f"{what}: " if what else ""
-        msg = f"{head}command {' '.join(self.argv)!r} {status}"
+        command = f"command {' '.join(self.argv)!r} {status}"
+        # The tool's own reason first: it is what the user needs to read.
+        msg = f"{head}{self.tool_error}\n({command})" if self.tool_error else head + command
         if output.strip():
             msg += "\n--- output (tail) ---\n" + tail(output)
         super().__init__(msg)

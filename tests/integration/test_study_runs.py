@@ -219,7 +219,7 @@ def test_guest_crash_marks_cell_failed_and_study_goes_on(
         (("repetitions = 3", "repetitions = []"), "study: repetitions: Input should be"),
         (('cache = "none"', 'cache = "writeback", aio = "native"'), "aio=native needs cache=none"),
         (('profile = "dd"', 'profile = "fio-job"\njob_file = "missing.fio"'),
-         "job_file: cannot read"),
+         "workload job_file: "),
     ],
 )
 def test_malformed_study_is_one_line_exit_2(

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from hvbench.errors import HvbenchError
+from hvbench.model.study import WebWorkloadSpec
 from hvbench.workloads.web import (
     ERROR_KINDS,
     HttperfResult,
+    ProbeOverloaded,
+    _max_rate_metrics,
     achieved_ratio,
     httperf_argv,
     max_rate_search,
@@ -215,3 +219,59 @@ def test_search_is_bounded() -> None:
                               limit=20000, max_error_pct=1.0, min_achieved_ratio=0.99,
                               keep_going=lambda: next(budget))
     assert len(outcome.steps) == 2
+
+
+# -- overloaded probes ---------------------------------------------------------------------
+def overloading(capacity: float, timeout_above: float) -> Callable[[float], HttperfResult]:
+    """A model server whose httperf client times out above ``timeout_above`` conn/s."""
+    def measure(rate: float) -> HttperfResult:
+        if rate > timeout_above:
+            raise ProbeOverloaded(f"httperf at {rate:g} conn/s did not finish in 36 s")
+        return model_run(rate, capacity)
+    return measure
+
+
+def test_overloaded_probe_counts_as_above_the_maximum() -> None:
+    """examples/web.toml's native 100 kB case: 3200/s times out; the search narrows down
+    instead of failing."""
+    outcome = max_rate_search(overloading(2000.0, 2500.0), start=50, factor=2, limit=3200,
+                              max_error_pct=1.0, min_achieved_ratio=0.99)
+    rates = [s.rate for s in outcome.steps]
+    assert rates[:7] == [50, 100, 200, 400, 800, 1600, 3200]
+    assert outcome.steps[6].result is None and "did not finish" in outcome.steps[6].overload
+    assert 2000 / 1.05 <= outcome.max_rate <= 2000 * 1.01
+    assert outcome.best is not None and outcome.best.result is not None
+
+
+def test_overload_from_the_start_steps_down() -> None:
+    outcome = max_rate_search(overloading(30.0, 40.0), start=50, factor=2, limit=3200,
+                              max_error_pct=1.0, min_achieved_ratio=0.99)
+    assert outcome.steps[0].result is None
+    assert 30 / 1.05 <= outcome.max_rate <= 30 * 1.01
+    assert len(outcome.served) == len(outcome.steps) - 1
+
+
+def test_every_probe_overloaded_fails_the_phase() -> None:
+    spec = WebWorkloadSpec(mode="max-rate", client="ext", file_kb=(100,))
+    outcome = max_rate_search(overloading(1.0, 0.0), start=50, factor=2, limit=3200,
+                              max_error_pct=1.0, min_achieved_ratio=0.99)
+    assert outcome.max_rate == 0.0 and not outcome.served
+    with pytest.raises(HvbenchError, match="no rate could be served: httperf at 50 conn/s"):
+        _max_rate_metrics(spec, 100, outcome)
+
+
+def test_metrics_count_overloaded_steps() -> None:
+    spec = WebWorkloadSpec(mode="max-rate", client="ext", file_kb=(100,))
+    outcome = max_rate_search(overloading(2000.0, 2500.0), start=50, factor=2, limit=3200,
+                              max_error_pct=1.0, min_achieved_ratio=0.99)
+    metrics = _max_rate_metrics(spec, 100, outcome)
+    overloaded = sum(1 for s in outcome.steps if s.result is None)
+    assert metrics["overloaded_steps"] == (float(overloaded), "count")
+    assert metrics["max_rate_rps"][0] == outcome.max_rate
+
+
+def test_a_served_but_unsustained_minimum_is_a_zero_maximum() -> None:
+    spec = WebWorkloadSpec(mode="max-rate", client="ext", file_kb=(100,))
+    outcome = max_rate_search(lambda r: model_run(r, 0.001), start=10, factor=2,
+                              limit=1000, max_error_pct=1.0, min_achieved_ratio=0.99)
+    assert _max_rate_metrics(spec, 100, outcome)["max_rate_rps"] == (0.0, "req/s")

@@ -143,3 +143,21 @@ def test_examples_parse(name: str) -> None:
 def test_storage_example_matrix() -> None:
     study = parse_study((EXAMPLES / "storage.toml").read_text(), "storage.toml", HOST_RAM)
     assert len(study.platforms) == 1 + 3 * 3 * 3
+
+
+@pytest.mark.parametrize("line,replacement", [
+    ('name = "t"', 'name = "t\\u0000"'),
+    ('name = "vm"', 'name = "vm\\u001b[2J"'),
+    ('name = "vm"', 'name = "vm\\u202e"'),
+    ('profile = "dd"', 'profile = "dd"\nname = "a\\u0000b"'),
+])
+def test_control_characters_in_names_are_refused(line: str, replacement: str) -> None:
+    with pytest.raises(SpecError, match="control or format character") as info:
+        parse(BASE.replace(line, replacement, 1))
+    assert "\n" not in str(info.value)
+
+
+def test_scenario_name_with_trailing_newline_is_refused() -> None:
+    text = BASE + '[[scenario]]\nname = "idle\\n"\nneighbours = []\n'
+    with pytest.raises(SpecError, match="scenario"):
+        parse(text)

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hvbench.errors import SpecError
+from hvbench.host.inputs import decode_text
 from hvbench.model.study import parse_study
 
 from .test_study import BASE, HOST_RAM
@@ -28,6 +29,40 @@ def check(text: str) -> None:
         message = str(exc)
         assert message.startswith("fuzz.toml") or message.startswith("cell ")
         assert "\n" not in message.strip()
+
+
+def check_bytes(data: bytes) -> None:
+    """Raw bytes as a study file: decoded as ``hvbench run`` decodes them, then parsed."""
+    try:
+        text = decode_text(data, "fuzz.toml", "a study")
+    except SpecError as exc:
+        assert str(exc).startswith("fuzz.toml")
+        assert "\n" not in str(exc)
+        return
+    check(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_raw_bytes(data: bytes) -> None:
+    check_bytes(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, len(BASE)), st.binary(max_size=12))
+def test_byte_insertions(start: int, insert: bytes) -> None:
+    raw = BASE.encode()
+    check_bytes(raw[:start] + insert + raw[start:])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(['name = "t"', 'name = "vm"']),
+       st.text(alphabet=st.characters(max_codepoint=0x20FF), max_size=8))
+def test_names_with_any_character(line: str, name: str) -> None:
+    """Study and platform names with any character (control characters written as TOML
+    escapes) parse or are refused in one line."""
+    escaped = "".join(f"\\u{ord(c):04x}" for c in name)
+    check(BASE.replace(line, line[:-1] + escaped + '"', 1))
 
 
 @settings(max_examples=300, deadline=None)

@@ -66,7 +66,7 @@ class LabHostSpec(_Frozen):
     @field_validator("name", mode="before")
     @classmethod
     def _check_name(cls, value: object) -> object:
-        if isinstance(value, str) and not re.match(HOST_NAME_PATTERN, value):
+        if isinstance(value, str) and not re.fullmatch(HOST_NAME_PATTERN, value):
             raise ValueError(
                 f"host name {value!r}: expected 1 to 10 lowercase letters and digits, "
                 "starting with a letter"

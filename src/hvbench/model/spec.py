@@ -149,7 +149,7 @@ class NicSpec(_Frozen):
     @field_validator("address")
     @classmethod
     def _check_address(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^\d+\.\d+\.\d+\.\d+/\d{1,2}$", value):
+        if value is not None and not re.fullmatch(r"^\d+\.\d+\.\d+\.\d+/\d{1,2}$", value):
             raise ValueError(f"address {value!r}: expected IPv4/PREFIX such as 10.0.2.15/24")
         return value
 

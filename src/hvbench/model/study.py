@@ -19,10 +19,11 @@ import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -32,6 +33,7 @@ from pydantic import (
 
 from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
+from hvbench.model.names import check_name, name_problem
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import ByteSize, DiskSpec, VmSpec, format_size, spec_error
 
@@ -46,7 +48,25 @@ PROFILE_PHASES: Mapping[str, tuple[str, ...]] = {
 }
 _FILTER_KEYS = ("only", "exclude", "name")
 #: List-valued fields that are values, not variant axes.
-_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb", "neighbours", "workloads")
+_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb", "neighbours", "workloads",
+             "host_paths")
+_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(value: object) -> float:
+    """Seconds of a duration: a number of seconds, or a string such as ``"20s"``,
+    ``"500ms"``, ``"2m"``, ``"1h"``. Raises ValueError naming the accepted forms."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    match = _DURATION_RE.match(value) if isinstance(value, str) else None
+    if match is None:
+        raise ValueError(f"expected a duration such as 20s, 500ms, 2m or a number of "
+                         f"seconds, got {value!r}")
+    return float(match.group(1)) * _DURATION_UNITS[match.group(2)]
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0, le=7 * 86400)]
 
 
 class _Strict(BaseModel):
@@ -62,6 +82,11 @@ class StudySection(_Strict):
     #: Unrecorded runs of each cell before the measured repetitions begin.
     warmup: int = Field(default=0, ge=0, le=100)
     seed: int = 0
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, value: str) -> str:
+        return check_name(value)
 
 
 class NativePlatformSpec(_Strict):
@@ -94,6 +119,14 @@ class DiskWorkloadSpec(_Strict):
     files: int = Field(default=1024, ge=1, le=1_000_000)
     #: fio-job: the user's job file, relative to the study file.
     job_file: str | None = None
+    #: fio-job: replace every job's runtime / ramp_time (e.g. "20s"); None keeps the
+    #: job file's. ``file_size`` replaces every job's size= only when the study gives
+    #: it (see :meth:`file_size_given`); otherwise it only sizes jobs that have none.
+    runtime: Duration | None = None
+    ramp_time: Duration | None = None
+    #: fio-job: host devices or paths outside the target that the job file may name
+    #: natively (e.g. ["/dev/nvme1n1"]); everything else is pointed at the target.
+    host_paths: tuple[str, ...] = ()
     #: A subset of the profile's phases; all by default.
     phases: tuple[str, ...] | None = None
     timeout_s: float = Field(default=1800.0, gt=0)
@@ -104,11 +137,23 @@ class DiskWorkloadSpec(_Strict):
             raise ValueError("profile fio-job needs job_file (path to a fio job file)")
         if self.profile != "fio-job" and self.job_file:
             raise ValueError(f"job_file is only valid with profile fio-job, not {self.profile}")
+        job_only = [f for f in ("runtime", "ramp_time", "host_paths")
+                    if f in self.model_fields_set]
+        if self.profile != "fio-job" and job_only:
+            raise ValueError(f"{job_only[0]} is only valid with profile fio-job")
+        for path in self.host_paths:
+            if not path.startswith("/") or name_problem(path) is not None:
+                raise ValueError(f"host_paths: expected absolute paths, got {path!r}")
         known = PROFILE_PHASES[self.profile]
         for phase in self.phases or ():
             if known and phase not in known:
                 raise ValueError(f"phase {phase!r} is not one of {', '.join(known)}")
         return self
+
+    def file_size_given(self) -> bool:
+        """True when the study set ``file_size`` (pydantic's ``model_fields_set``), as
+        opposed to the default: only then does it replace a job file's sizes."""
+        return "file_size" in self.model_fields_set
 
     def io_size(self) -> int:
         """The record size this profile uses when none is given."""
@@ -399,10 +444,17 @@ def expand_entry(entry: Mapping[str, Any], base: str) -> list[tuple[str, dict[st
 
 
 # -- parsing -----------------------------------------------------------------------------
+def _printable(text: str) -> str:
+    """``text``, quoted with escapes when it holds characters that would break a one-line
+    message (a newline, a control character)."""
+    return text if text.isprintable() else repr(text)
+
+
 def _where(path: str, section: str, index: int, values: Mapping[str, Any]) -> str:
     where = f"{path}: {section}[{index}]"
     if values:
-        where += " (variant " + ", ".join(f"{k}={_value_text(v)}" for k, v in values.items())
+        where += " (variant " + ", ".join(f"{k}={_printable(_value_text(v))}"
+                                          for k, v in values.items())
         where += ")"
     return where
 
@@ -415,6 +467,15 @@ def _check_filters(entry: Mapping[str, Any], where: str) -> None:
                             f"[{{ cache = \"none\" }}]")
     if "name" in entry and not isinstance(entry["name"], str):
         raise SpecError(f"{where}: name: expected a string")
+    _check_variant_name(entry.get("name"), where)
+
+
+def _check_variant_name(name: object, where: str) -> None:
+    """Names (given, or derived from the values that vary) carry no control character:
+    they are printed, stored and used in file names."""
+    problem = name_problem(name) if isinstance(name, str) else None
+    if problem is not None:
+        raise SpecError(f"{where}: name {name!r}: {problem}")
 
 
 def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
@@ -458,6 +519,7 @@ def _variants(raw: Any, section: str, path: str) -> list[Variant]:
         base = entry.get("name") or _default_name(section, entry)
         for name, concrete, values in expand_entry(entry, base):
             where = _where(path, section, index, values)
+            _check_variant_name(name, where)
             spec = (_platform_spec(concrete, where) if section == "platform"
                     else _workload_spec(concrete, where))
             out.append(Variant(name, spec, values))
@@ -563,7 +625,7 @@ def _scenarios(raw: Any, path: str, workloads: Sequence[Variant]) -> list[Varian
         where = f"{path}: scenario[{index}]"
         _check_filters(entry, where)
         name = entry.get("name")
-        if not isinstance(name, str) or not re.match(SCENARIO_NAME_PATTERN, name) \
+        if not isinstance(name, str) or not re.fullmatch(SCENARIO_NAME_PATTERN, name) \
                 or name == ALONE:
             raise SpecError(f"{where}: name: expected a name of lowercase letters, digits, "
                             f"- and _ (not {ALONE!r}), got {name!r}")

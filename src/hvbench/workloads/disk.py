@@ -27,15 +27,46 @@ conv=fdatasync`` do):
 from __future__ import annotations
 
 import contextlib
+import json
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hvbench.errors import CommandError, HvbenchError, SpecError
+from hvbench.errors import CommandError, HvbenchError, SpecError, stderr_tail
 from hvbench.host.caches import drop_host_caches
-from hvbench.model.study import DiskWorkloadSpec
+from hvbench.host.inputs import decode_text, read_text_input
+from hvbench.host.paths import work_dir
+from hvbench.model.study import (
+    DiskWorkloadSpec,
+    NativePlatformSpec,
+    PlatformSpec,
+    QemuPlatformSpec,
+    disk_for,
+)
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.workloads.fio import FioJob, FioResult, FioRw, parse_fio_json
+from hvbench.workloads.fio import (
+    FioJob,
+    FioResult,
+    FioRw,
+    fio_command_error,
+    fio_error,
+    parse_fio_json,
+)
+from hvbench.workloads.jobfile import (
+    JobTarget,
+    Overrides,
+    Rewrite,
+    Section,
+    check_fits,
+    parse_job_text,
+    render_sections,
+    rewrite_jobs,
+    target_env,
+)
 from hvbench.workloads.outcome import PhaseOutcome
 
 GUEST_MOUNT = "/mnt/hvbench"
@@ -62,9 +93,22 @@ class DiskTarget:
 
 
 def _check(result: ExecResult, what: str) -> ExecResult:
+    """``result`` if the command succeeded; else :class:`CommandError` led by the last
+    lines of its stderr (mke2fs, mount, fallocate say there why they failed)."""
     if not result.ok:
+        stderr = result.stderr.decode(errors="replace")
         output = (result.stdout + result.stderr).decode(errors="replace")
-        raise CommandError(result.argv, result.exit_code, output, what)
+        raise CommandError(result.argv, result.exit_code, output, what,
+                           tool_error=stderr_tail(stderr))
+    return result
+
+
+def _check_fio(result: ExecResult, what: str) -> ExecResult:
+    """``result`` if fio succeeded; else :class:`CommandError` led by fio's own error
+    lines and the error fields of its JSON."""
+    if not result.ok:
+        raise fio_command_error(result.argv, result.exit_code, result.text(),
+                                result.stderr.decode(errors="replace"), what)
     return result
 
 
@@ -196,34 +240,202 @@ def run_phase(platform: Platform, spec: DiskWorkloadSpec, phase: str,
               target: DiskTarget) -> PhaseOutcome:
     """Run one measured phase; raises :class:`CommandError` if fio fails."""
     job = phase_job(spec, phase, target)
-    result = _check(platform.exec(job.argv(), timeout=spec.timeout_s), f"fio phase {phase}")
+    result = _check_fio(platform.exec(job.argv(), timeout=spec.timeout_s),
+                        f"fio phase {phase}")
     text = result.text()
     return PhaseOutcome(phase, metrics_of(parse_fio_json(text), phase), text, "fio-json")
 
 
+def _job_target(target: DiskTarget) -> JobTarget:
+    return JobTarget(target.directory, target.path, target.raw)
+
+
+def _overrides(spec: DiskWorkloadSpec) -> Overrides:
+    return Overrides(size=spec.file_size if spec.file_size_given() else None,
+                     runtime_s=spec.runtime, ramp_s=spec.ramp_time,
+                     default_size=spec.file_size)
+
+
+def _parse_lines(result: ExecResult) -> list[int]:
+    return [int(word) for word in result.text().split() if word.isdigit()]
+
+
+def target_capacity(platform: Platform, spec: DiskWorkloadSpec, target: DiskTarget) -> int:
+    """Bytes the job file can use on ``target``: the free space of the target
+    filesystem (``stat -f``), the guest device's size (sysfs), or the size of the native
+    stand-in for a device. Raises :class:`CommandError` if the guest cannot tell."""
+    if target.raw and target.device is None:
+        return spec.file_size
+    if target.raw and target.device is not None:
+        name = target.device.rsplit("/", 1)[-1]
+        done = _check(platform.exec(["cat", f"/sys/class/block/{name}/size"], timeout=30),
+                      "reading the benchmark device's size")
+        return sum(_parse_lines(done)) * 512
+    done = _check(platform.exec(["stat", "-f", "-c", "%a %S", target.directory], timeout=30),
+                  "reading the free space of the benchmark filesystem")
+    numbers = _parse_lines(done)
+    if len(numbers) != 2:
+        raise CommandError(done.argv, done.exit_code, done.text(), "stat -f output")
+    return numbers[0] * numbers[1]
+
+
+def plan_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
+                  target: DiskTarget, source: str = "fio job file") -> Rewrite:
+    """The job file rewritten for ``target`` on ``platform`` (every job pointed at it,
+    the workload's overrides applied), checked to fit the space there.
+
+    Raises :class:`SpecError` when a job names a host path outside the target natively
+    or needs more space than the target has (both numbers named).
+    """
+    sections = parse_job_text(decode_text(job_text, source, "a fio job file"), source,
+                              _no_include(source))
+    jtarget = _job_target(target)
+    native = not isinstance(platform, QemuPlatform)
+    rewrite = rewrite_jobs(sections, jtarget, _overrides(spec), env=target_env(jtarget),
+                           native=native, host_paths=spec.host_paths, source=source)
+    where = f"the target {target.directory if not target.raw else target.path} on " \
+        f"{platform.name}"
+    check_fits(rewrite.jobs, jtarget, target_capacity(platform, spec, target), source, where)
+    return rewrite
+
+
 def run_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
                  target: DiskTarget) -> list[PhaseOutcome]:
-    """The fio-job profile: the user's job file, one phase per job in its output."""
+    """The fio-job profile: the user's job file (as :func:`job_file_text` returns it),
+    rewritten by :func:`plan_job_file`, one phase per job in fio's output.
+
+    fio gets ``spec.timeout_s``. The first outcome carries the rewritten file and the
+    list of changes as attachments (raw kinds ``fio-job-rewritten``, ``fio-job-changes``).
+    Raises :class:`SpecError` (see :func:`plan_job_file`), :class:`CommandError` led by
+    fio's own error lines if fio fails.
+    """
+    rewrite = plan_job_file(platform, spec, job_text, target)
     path = f"{platform.scratch_dir()}/hvbench-job.fio"
-    platform.write_file(path, job_text)
+    platform.write_file(path, rewrite.text.encode())
     env = {"HVBENCH_TARGET_DIR": target.directory, "HVBENCH_TARGET": target.path}
     argv = ["fio", "--output-format=json", path]
-    text = _check(platform.exec(argv, timeout=spec.timeout_s, env=env), "fio job file").text()
+    text = _check_fio(platform.exec(argv, timeout=spec.timeout_s, env=env),
+                      "fio job file").text()
     outcomes: dict[str, list[FioResult]] = {}
     for result in parse_fio_json(text):
         outcomes.setdefault(result.job, []).append(result)
-    return [PhaseOutcome(name, metrics_of(results, name), text, "fio-json")
-            for name, results in outcomes.items()]
+    phases = [PhaseOutcome(name, metrics_of(results, name), text, "fio-json")
+              for name, results in outcomes.items()]
+    if phases:
+        phases[0].attachments = [("fio-job-rewritten", rewrite.text),
+                                 ("fio-job-changes", json.dumps(list(rewrite.changes)))]
+    return phases
+
+
+def _no_include(source: str) -> Callable[[str], str]:
+    """Includes are inlined by :func:`job_file_text`; one left over is an error."""
+    def refuse(name: str) -> str:
+        raise SpecError(f"{source}: include {name}: includes must be inlined first")
+    return refuse
+
+
+def _job_path(spec: DiskWorkloadSpec, study_path: str) -> Path:
+    if spec.job_file is None:
+        raise HvbenchError("internal: no job file")
+    return Path(study_path).parent / spec.job_file
+
+
+def _read_includes(base: Path) -> Callable[[str], str]:
+    """Reads ``include`` files relative to the including job file's directory, as fio
+    does, with the same safety as the job file itself."""
+    def read(name: str) -> str:
+        path = base.parent / name
+        return read_text_input(path, f"a fio job file included by {base.name}")
+    return read
 
 
 def job_file_text(spec: DiskWorkloadSpec, study_path: str) -> bytes:
-    """Read the user's job file, relative to the study file. Raises :class:`SpecError`
-    naming the study file when it is missing."""
-    if spec.job_file is None:
-        raise HvbenchError("internal: no job file")
-    path = Path(study_path).parent / spec.job_file
+    """The user's job file, relative to the study file, with its ``include`` files
+    inlined (the text is copied into guests, where the includes do not exist).
+
+    Raises :class:`SpecError` naming the file when it is missing, not a regular file,
+    larger than 1 MiB, not UTF-8 text, or has a malformed section header.
+    """
+    path = _job_path(spec, study_path)
     try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"{study_path}: workload job_file: cannot read {path}: "
-                        f"{exc.strerror}") from exc
+        text = read_text_input(path, "the fio job file")
+        sections = parse_job_text(text, str(path), _read_includes(path))
+    except SpecError as exc:
+        raise SpecError(f"{study_path}: workload job_file: {exc}") from exc
+    return render_sections(sections, f"{path}, includes inlined by hvbench").encode()
+
+
+#: Bytes a filesystem keeps for itself on a guest disk (ext4 journal, inode tables):
+#: the load-time estimate of a file target's space; the run measures the real one.
+EXT4_OVERHEAD = 0.1
+_PARSE_ONLY_TIMEOUT_S = 30.0
+
+
+def _load_time_target(spec: DiskWorkloadSpec, platform: PlatformSpec,
+                      ) -> tuple[JobTarget, int | None, bool]:
+    """The target a cell will use, the space it will have (None: unknown) and whether it
+    runs natively, as far as they are known before anything starts."""
+    if isinstance(platform, QemuPlatformSpec):
+        disk = disk_for(platform)
+        size = disk.size if disk is not None else None
+        if spec.target == "device":
+            return JobTarget(GUEST_MOUNT, "<the guest disk hvb-d0>", True), size, False
+        usable = int(size * (1 - EXT4_OVERHEAD)) if size is not None else None
+        return JobTarget(GUEST_MOUNT, f"{GUEST_MOUNT}/hvbench.dat", False), usable, False
+    scratch = str(work_dir())
+    if spec.target == "device":
+        return JobTarget(scratch, f"{scratch}/hvbench.dev", True), spec.file_size, True
+    return JobTarget(scratch, f"{scratch}/hvbench.dat", False), \
+        shutil.disk_usage(scratch).free, True
+
+
+def _fio_parse_only(sections: list[Section], spec: DiskWorkloadSpec, source: str) -> None:
+    """fio's own reading of the rewritten file (``fio --parse-only``), against a
+    temporary directory so options that check their paths find one. Raises
+    :class:`SpecError` with fio's words if fio refuses it, or if it does not answer in
+    30 s; a host without fio skips the check (the run will say fio is missing)."""
+    if shutil.which("fio") is None:
+        return
+    with tempfile.TemporaryDirectory(prefix="hvb-parse-") as scratch:
+        target = JobTarget(scratch, f"{scratch}/hvbench.dat", spec.target == "device")
+        rewrite = rewrite_jobs(sections, target, _overrides(spec), env=target_env(target),
+                               native=False, source=source)
+        job = Path(scratch) / "job.fio"
+        job.write_text(rewrite.text)
+        try:
+            done = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True,
+                                  text=True, timeout=_PARSE_ONLY_TIMEOUT_S, check=False,
+                                  cwd=scratch)
+        except subprocess.TimeoutExpired as exc:
+            raise SpecError(f"{source}: fio --parse-only did not answer in "
+                            f"{_PARSE_ONLY_TIMEOUT_S:g} s") from exc
+    if done.returncode != 0:
+        said = fio_error("", done.stderr).replace("\n", "; ") or done.stdout.strip()[-300:]
+        raise SpecError(f"{source}: fio refuses the job file: {said}")
+
+
+def check_job_file(spec: DiskWorkloadSpec, study_path: str,
+                   platform: PlatformSpec | None = None) -> list[str]:
+    """Check a fio-job workload before anything boots; returns the changes hvbench will
+    make on ``platform`` (native when None).
+
+    Reads the job file (see :func:`job_file_text`), has fio parse it (``fio
+    --parse-only``, 30 s timeout), rewrites it for the target the cell will use and
+    checks that the jobs fit: natively the free space of the work directory or the
+    ``file_size`` of a device stand-in, in a guest its first disk (less about 10 % for
+    ext4 on file targets). Raises :class:`SpecError`, one line naming the study and the
+    job file: unreadable file, fio's refusal, a job naming a host path outside the
+    target natively (unless in ``host_paths``), or the numbers when the jobs do not fit.
+    """
+    source = f"{study_path}: workload job_file {spec.job_file}"
+    text = job_file_text(spec, study_path).decode()
+    sections = parse_job_text(text, source, _no_include(source))
+    _fio_parse_only(sections, spec, source)
+    target, available, native = _load_time_target(spec, platform or NativePlatformSpec())
+    rewrite = rewrite_jobs(sections, target, _overrides(spec), env=target_env(target),
+                           native=native, host_paths=spec.host_paths, source=source)
+    if available is not None:
+        where = "the work directory's filesystem" if native and not target.device else \
+            ("the native device stand-in (file_size)" if native else "the guest's disk")
+        check_fits(rewrite.jobs, target, available, source, where)
+    return list(rewrite.changes)

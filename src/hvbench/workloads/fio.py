@@ -7,10 +7,11 @@ any platform and keeps the raw JSON next to the parsed rows.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hvbench.errors import CommandError, HvbenchError
+from hvbench.errors import CommandError, HvbenchError, stderr_tail
 from hvbench.platforms.base import Platform
 
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
@@ -104,6 +105,44 @@ def parse_fio_json(text: str) -> list[FioResult]:
     return results
 
 
+def _json_job_errors(stdout: str) -> list[str]:
+    """``job NAME: error N (strerror)`` for every job whose JSON ``error`` is set."""
+    start = stdout.find("{")
+    try:
+        doc = json.loads(stdout[start:]) if start >= 0 else None
+    except ValueError:
+        return []
+    jobs = doc.get("jobs") if isinstance(doc, dict) else None
+    out = []
+    for job in jobs if isinstance(jobs, list) else []:
+        code = job.get("error") if isinstance(job, dict) else None
+        if isinstance(code, int) and code:
+            out.append(f"job {job.get('jobname', '?')}: error {code} ({os.strerror(code)})")
+    return out
+
+
+def fio_error(stdout: str, stderr: str, lines: int = 5) -> str:
+    """fio's own words for a failure (pure): the lines that say what went wrong
+    (``fio: ...``, ``err=.../error=...``, ``JOB: you need to specify size=``) from its
+    stderr and from its stdout outside the JSON document (fio prints some errors
+    there), then the jobs whose JSON ``error`` field is set. Empty when fio said
+    nothing useful."""
+    start = stdout.find("{")
+    outside = stdout if start < 0 else stdout[:start]
+    said = [line.strip() for line in (stderr + "\n" + outside).splitlines()
+            if line.strip() and not line.startswith("fio: ETA")]
+    # fio repeats some messages (an unrecognized option is printed twice).
+    unique = list(dict.fromkeys(said))[-lines:]
+    return "\n".join(unique + _json_job_errors(stdout))
+
+
+def fio_command_error(argv: list[str] | tuple[str, ...], exit_code: int | None,
+                      stdout: str, stderr: str, what: str) -> CommandError:
+    """A :class:`CommandError` for a failed fio run that leads with fio's own words."""
+    return CommandError(argv, exit_code, stderr_tail(stderr, 30) or stdout[-2000:], what,
+                        tool_error=fio_error(stdout, stderr))
+
+
 def run_fio(platform: Platform, job: FioJob, timeout: float = 600.0) -> tuple[
     list[FioResult], str
 ]:
@@ -113,9 +152,8 @@ def run_fio(platform: Platform, job: FioJob, timeout: float = 600.0) -> tuple[
     """
     result = platform.exec(job.argv(), timeout=timeout)
     if not result.ok:
-        raise CommandError(
-            job.argv(), result.exit_code, result.stderr.decode(errors="replace"),
-            f"fio on {platform.name}",
-        )
+        raise fio_command_error(job.argv(), result.exit_code, result.text(),
+                                result.stderr.decode(errors="replace"),
+                                f"fio on {platform.name}")
     text = result.text()
     return parse_fio_json(text), text

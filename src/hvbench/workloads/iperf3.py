@@ -144,6 +144,25 @@ def parse_iperf3_json(text: str) -> Iperf3Result:
     )
 
 
+def iperf3_error(stdout: str, stderr: str, server_log: str = "") -> str:
+    """iperf3's own words for a failure (pure): the ``"error"`` field of its JSON
+    document, else its ``iperf3: error - ...`` lines on stderr; then the server's error
+    lines, if its log has any. Empty when iperf3 said nothing useful."""
+    said: list[str] = []
+    start = stdout.find("{")
+    try:
+        doc = json.loads(stdout[start:]) if start >= 0 else None
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and doc.get("error"):
+        said.append(f"iperf3: {doc['error']}")
+    else:
+        said += [line.strip() for line in stderr.splitlines() if "error" in line.lower()]
+    said += [f"server: {line.strip()}" for line in server_log.splitlines()
+             if "iperf3: error" in line]
+    return "\n".join(list(dict.fromkeys(said))[-5:])
+
+
 def iperf3_metrics(result: Iperf3Result) -> dict[str, tuple[float, str]]:
     """The rows of one test; the client is the platform, the server its peer."""
     metrics: dict[str, tuple[float, str]] = {
@@ -184,10 +203,11 @@ def run_iperf3(spec: NetworkWorkloadSpec, client: Endpoint, server: Endpoint, *,
         try:
             result = parse_iperf3_json(text)
         except HvbenchError as exc:
-            output = (f"{exc}\n{done.stderr.decode(errors='replace')}\n"
-                      f"--- server {handle.name} log ---\n{handle.log_tail()}")
+            stderr, server_log = done.stderr.decode(errors="replace"), handle.log_tail()
+            output = f"{exc}\n{stderr}\n--- server {handle.name} log ---\n{server_log}"
             raise CommandError(argv, done.exit_code, output,
-                               f"iperf3 client on {client.name}") from exc
+                               f"iperf3 client on {client.name}",
+                               tool_error=iperf3_error(text, stderr, server_log)) from exc
     finally:
         handle.stop()
     return PhaseOutcome(phase=spec.direction, metrics=iperf3_metrics(result), raw=text,

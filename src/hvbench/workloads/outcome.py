@@ -13,7 +13,9 @@ class PhaseOutcome:
     output (fio JSON, iperf3 JSON, httperf text, a lifecycle record) of kind
     ``raw_kind``; ``series`` is the tool's own time series (iperf3 intervals, a transfer's
     progress), ``(t, {key: value})``; ``caches_dropped`` says which caches were dropped
-    before a disk phase (host, guest).
+    before a disk phase (host, guest); ``attachments`` are further raw outputs to store
+    next to ``raw``, ``(raw kind, content)``, e.g. a rewritten fio job file and the list
+    of what was rewritten.
     """
 
     phase: str
@@ -22,3 +24,4 @@ class PhaseOutcome:
     raw_kind: str = ""
     series: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     caches_dropped: dict[str, bool] = field(default_factory=dict)
+    attachments: list[tuple[str, str]] = field(default_factory=list)

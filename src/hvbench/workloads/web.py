@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from hvbench.errors import CommandError, GuestError, HvbenchError
+from hvbench.errors import CommandError, GuestError, GuestTimeoutError, HvbenchError
 from hvbench.host.paths import make_owned_dir
 from hvbench.model.study import WebWorkloadSpec
 from hvbench.workloads.endpoints import (
@@ -122,6 +122,28 @@ class SiteLayout:
             calls_per_conn=spec.calls_per_conn)
 
 
+# -- the tools' own words -------------------------------------------------------------
+#: lighttpd tags each log line with its source position, e.g. ``(network.c.537)``.
+_LIGHTTPD_LINE = re.compile(r"\(\w+\.c\.\d+\)")
+_LIGHTTPD_ROUTINE = ("server started", "server stopped", "WARNING: unknown config-key")
+
+
+def lighttpd_error(output: str, lines: int = 3) -> str:
+    """lighttpd's own error lines in its output (pure): the source-tagged lines that are
+    not routine start/stop notices, the last ``lines`` of them."""
+    said = [line.strip() for line in output.splitlines()
+            if _LIGHTTPD_LINE.search(line) and not any(r in line for r in _LIGHTTPD_ROUTINE)]
+    return "\n".join(said[-lines:])
+
+
+def httperf_error(stderr: str, lines: int = 3) -> str:
+    """httperf's own error lines on stderr (pure), without the warning it prints on
+    every run about FD_SETSIZE."""
+    said = [line.strip() for line in stderr.splitlines()
+            if line.strip() and not line.startswith("httperf: warning")]
+    return "\n".join(said[-lines:])
+
+
 # -- the server ------------------------------------------------------------------------
 @dataclass
 class WebServer:
@@ -194,8 +216,14 @@ def serve_web(spec: WebWorkloadSpec, endpoint: Endpoint) -> Iterator[WebServer]:
     layout = stage(spec, endpoint)
     try:
         argv = ["lighttpd", "-D", "-f", layout.config]
-        with start_server(endpoint, argv, name=f"lighttpd-{endpoint.name}",
-                          port=spec.port) as handle:
+        try:
+            handle = start_server(endpoint, argv, name=f"lighttpd-{endpoint.name}",
+                                  port=spec.port)
+        except CommandError as exc:
+            raise CommandError(exc.argv, exc.returncode, exc.output,
+                               f"starting lighttpd on {endpoint.name}",
+                               tool_error=lighttpd_error(exc.output)) from exc
+        with handle:
             uris = {kb: file_uri(kb) for kb in spec.file_kb}
             yield WebServer(endpoint, spec.port, layout, handle, uris)
     finally:
@@ -381,13 +409,21 @@ def sustained(result: HttperfResult, offered_rate: float, max_error_pct: float,
             and achieved_ratio(result, offered_rate) >= min_achieved_ratio)
 
 
+class ProbeOverloaded(HvbenchError):
+    """One max-rate probe produced no report because the load overwhelmed the client or
+    the server (httperf outlived its timeout). The search counts the rate as above the
+    maximum."""
+
+
 @dataclass(frozen=True)
 class RateStep:
-    """One measured rate of a max-rate search."""
+    """One measured rate of a max-rate search. ``result`` is None for an overloaded
+    probe, whose reason is ``overload``."""
 
     rate: float
-    result: HttperfResult
+    result: HttperfResult | None
     sustained: bool
+    overload: str = ""
 
 
 @dataclass(frozen=True)
@@ -402,6 +438,11 @@ class MaxRateOutcome:
         """The step at ``max_rate``, or None when no rate was sustained."""
         good = [s for s in self.steps if s.sustained and s.rate == self.max_rate]
         return good[-1] if good else None
+
+    @property
+    def served(self) -> list[RateStep]:
+        """The steps httperf completed (with a report), whether sustained or not."""
+        return [s for s in self.steps if s.result is not None]
 
 
 class _Search:
@@ -420,7 +461,12 @@ class _Search:
         return len(self.steps) < self.max_steps and self.keep_going()
 
     def probe(self, rate: float) -> bool:
-        result = self.measure(rate)
+        """Measure ``rate``; an overloaded probe is recorded as not sustained."""
+        try:
+            result = self.measure(rate)
+        except ProbeOverloaded as exc:
+            self.steps.append(RateStep(rate, None, False, str(exc)))
+            return False
         step = RateStep(rate, result, sustained(result, rate, *self.rule))
         self.steps.append(step)
         return step.sustained
@@ -462,10 +508,13 @@ def max_rate_search(
 ) -> MaxRateOutcome:
     """The highest rate (connections/s) ``measure`` shows sustained.
 
-    A geometric ramp (``start``, x ``factor``, ... up to ``limit``) until a rate is not
-    sustained, then bisection (geometric midpoints) between the last good and the first
-    bad rate until they are within ``precision`` (5 %). At most ``max_steps`` runs, and
-    none once ``keep_going()`` is False. Pure given ``measure``.
+    ``measure`` raising :class:`ProbeOverloaded` (httperf timed out) counts as a rate
+    above the maximum, as a run with too many errors does: the search narrows down
+    instead of failing. A geometric ramp (``start``, x ``factor``, ... up to
+    ``limit``) until a rate is not sustained, then bisection (geometric midpoints)
+    between the last good and the first bad rate until they are within ``precision``
+    (5 %). At most ``max_steps`` runs, and none once ``keep_going()`` is False.
+    Pure given ``measure``.
     """
     search = _Search(measure, max_error_pct, min_achieved_ratio, max_steps, keep_going)
     good, bad = _bracket(search, start, factor, limit)
@@ -525,25 +574,58 @@ class _Httperf:
         return time.monotonic() + self.step_timeout() <= self.deadline
 
     def __call__(self, rate: float) -> HttperfResult:
-        """One httperf run at ``rate`` connections/s. Raises :class:`CommandError` if
-        httperf fails or prints no report."""
+        """One httperf run at ``rate`` connections/s, given :meth:`step_timeout` s.
+
+        Raises :class:`ProbeOverloaded` if httperf outlives that timeout (it was killed:
+        the load overwhelmed client or server), :class:`CommandError` led by httperf's
+        own error lines if it fails or prints no report.
+        """
         spec = self.spec
         argv = httperf_argv(
             server=self.address, port=self.port, uri=file_uri(self.file_kb), rate=rate,
             num_conns=max(1, round(rate * spec.duration_s)),
             calls_per_conn=spec.calls_per_conn, timeout_s=spec.reply_timeout_s)
-        done = self.client.executor.exec(argv, timeout=self.step_timeout())
+        title = f"### httperf {self.file_kb}kB rate={rate:g}/s on {self.client.name}"
+        try:
+            done = self.client.executor.exec(argv, timeout=self.step_timeout())
+        except GuestTimeoutError as exc:
+            reason = (f"httperf at {rate:g} conn/s did not finish in "
+                      f"{self.step_timeout():g} s (overloaded)")
+            self.reports.append(f"{title}\n{reason}\n")
+            raise ProbeOverloaded(reason) from exc
         text = done.text()
         stderr = done.stderr.decode(errors="replace")
-        self.reports.append(f"### httperf {self.file_kb}kB rate={rate:g}/s on "
-                            f"{self.client.name}\n{text}")
+        self.reports.append(f"{title}\n{text}")
         try:
             if not done.ok:
                 raise HvbenchError(f"httperf exited with {done.exit_code}")
             return parse_httperf(text)
         except HvbenchError as exc:
             raise CommandError(argv, done.exit_code, f"{exc}\n{text}\n{stderr}",
-                               f"httperf on {self.client.name}") from exc
+                               f"httperf on {self.client.name}",
+                               tool_error=httperf_error(stderr)) from exc
+
+
+def _max_rate_metrics(spec: WebWorkloadSpec, file_kb: int,
+                      outcome: MaxRateOutcome) -> dict[str, tuple[float, str]]:
+    """The metrics of the highest sustained step (else the last served one), plus
+    ``max_rate_rps``, ``steps`` and ``overloaded_steps``. Raises :class:`HvbenchError`
+    when no probe ran, or none could be served (every one overloaded)."""
+    if not outcome.steps:
+        raise HvbenchError(f"web phase {file_kb}kB: timeout_s {spec.timeout_s:g} s "
+                           "leaves no room for one httperf run")
+    served = outcome.served
+    if not served:
+        tried = "; ".join(s.overload for s in outcome.steps)
+        raise HvbenchError(f"web phase {file_kb}kB: no rate could be served: {tried}")
+    chosen = outcome.best or served[-1]
+    if chosen.result is None:  # best steps always carry a result; keeps mypy exact
+        raise HvbenchError("internal: a sustained step without a report")
+    metrics = web_metrics(chosen.result, chosen.rate)
+    metrics["max_rate_rps"] = (outcome.max_rate * spec.calls_per_conn, "req/s")
+    metrics["steps"] = (float(len(outcome.steps)), "count")
+    metrics["overloaded_steps"] = (float(len(outcome.steps) - len(served)), "count")
+    return metrics
 
 
 def run_web_phase(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
@@ -552,10 +634,12 @@ def run_web_phase(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
     :func:`serve_web` runs on ``server``.
 
     ``fixed``: one run at ``spec.rate``. ``max-rate``: :func:`max_rate_search`; the
-    metrics are those of the highest sustained step (else the last step) plus
-    ``max_rate_rps`` and ``steps``. Each run gets duration + reply timeout + 30 s, and
+    metrics are those of the highest sustained step (else the last served step) plus
+    ``max_rate_rps``, ``steps`` and ``overloaded_steps``. Each run gets duration +
+    reply timeout + 30 s; a run that outlives it counts as above the maximum rate, and
     no run starts that could end after ``spec.timeout_s``. Raises :class:`CommandError`
-    if httperf fails.
+    if httperf fails, :class:`HvbenchError` if no rate at all could be served, and
+    :class:`ProbeOverloaded` if the fixed-rate run outlives its timeout.
     """
     run = _Httperf(spec, file_kb, client, server)
     if spec.mode == "fixed":
@@ -565,12 +649,6 @@ def run_web_phase(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
             run, start=spec.start_rate, factor=spec.rate_factor, limit=spec.max_rate,
             max_error_pct=spec.max_error_pct, min_achieved_ratio=spec.min_achieved_ratio,
             keep_going=run.time_left)
-        if not outcome.steps:
-            raise HvbenchError(f"web phase {file_kb}kB: timeout_s {spec.timeout_s:g} s "
-                               "leaves no room for one httperf run")
-        chosen = outcome.best or outcome.steps[-1]
-        metrics = web_metrics(chosen.result, chosen.rate)
-        metrics["max_rate_rps"] = (outcome.max_rate * spec.calls_per_conn, "req/s")
-        metrics["steps"] = (float(len(outcome.steps)), "count")
+        metrics = _max_rate_metrics(spec, file_kb, outcome)
     return PhaseOutcome(phase=f"{file_kb}kB", metrics=metrics,
                            raw="\n".join(run.reports), raw_kind="httperf-text")
