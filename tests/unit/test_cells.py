@@ -137,6 +137,16 @@ def test_a_job_files_phases_share_one_window_stored_once_under_job_file() -> Non
     assert [s.phase for s in empty.samples] == ["job-file"] and empty.raw == []
 
 
+def test_a_job_files_rewrite_is_stored_beside_its_fio_json() -> None:
+    outcome = PhaseOutcome("a", {"iops": (1.0, "IO/s")}, "{job}", "fio-json",
+                           attachments=[("fio-job-rewritten", "[a]"),
+                                        ("fio-job-changes", '["moved"]')])
+    result = cell_result([MeasuredWindow([outcome], 3.0, _monitors(7.0), "job-file")])
+    assert result.raw == [RawRecord("job-file", "fio-json", "{job}"),
+                          RawRecord("job-file", "fio-job-rewritten", "[a]"),
+                          RawRecord("job-file", "fio-job-changes", '["moved"]')]
+
+
 def test_a_network_phase_keeps_the_tools_series_under_its_name() -> None:
     outcome = PhaseOutcome("tx", {"goodput_mbit_s": (900.0, "Mbit/s")}, "{iperf}",
                            "iperf3-json", series=[(1.0, {"mbit_s": 901.0})])

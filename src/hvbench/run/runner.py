@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hvbench import __version__
-from hvbench.errors import GuestError, HostError, HvbenchError, SpecError
+from hvbench.errors import GuestError, HostError, HvbenchError
 from hvbench.host import facts
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
+from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.study import Cell, Study
 from hvbench.model.study import parse_study as parse_study_text
@@ -53,17 +54,17 @@ LOCK_NAME = "hvbench-run.lock"
 
 
 def load_study(path: Path) -> Study:
-    """Read, parse and expand a study file; check that every job file it names exists.
+    """Read, parse and expand a study file, then run every cell kind's checks of the
+    files it names (a fio job file is read, parsed by fio and fitted to each cell's
+    target) before anything starts.
 
-    Raises :class:`SpecError` (exit code 2) naming the file, field and expectation.
+    Raises :class:`SpecError` (exit code 2), one line naming the file, field and
+    expectation, for any bytes: a directory, a FIFO, an oversized or non-UTF-8 file.
     """
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(f"{path}: cannot read the study file: {exc.strerror}") from exc
+    text = read_text_input(path, "a study")
     study = parse_study_text(text, str(path), facts.memory_bytes() or 0)
-    for variant in study.workloads:
-        kind_of(variant.spec.kind).check(variant.spec, str(path))
+    for cell in study.cells:
+        kind_of(cell.workload.spec.kind).check(cell, str(path))
     return study
 
 

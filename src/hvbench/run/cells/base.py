@@ -103,8 +103,9 @@ class CellKind(Protocol):
     #: The cell needs the run's lab (the study then has one).
     needs_lab: bool
 
-    def check(self, spec: Any, study_path: str) -> None:
-        """Checks of the study that read files (a disk job file exists); raises
+    def check(self, cell: Cell, study_path: str) -> None:
+        """Checks of one cell that read files or run tools (a disk job file is read,
+        parsed by fio and fitted to the cell's target) before anything starts; raises
         :class:`SpecError`."""
         ...
 
@@ -138,7 +139,7 @@ class CellKind(Protocol):
 class Simple:
     """Defaults for kinds without files to check, servers, guests or preparation."""
 
-    def check(self, spec: Any, study_path: str) -> None:
+    def check(self, cell: Cell, study_path: str) -> None:
         return None
 
     def server_ports(self, spec: Any) -> tuple[int, ...]:
@@ -257,6 +258,9 @@ def _add_window(out: CellResult, window: MeasuredWindow, *, keep_raw: bool) -> N
     if keep_raw and window.outcomes:
         first = window.outcomes[0]
         out.raw.append(RawRecord(label, first.raw_kind, first.raw))
+    # What a workload adds to its raw output (a rewritten fio job file, its changes).
+    out.raw += [RawRecord(label, kind, content) for outcome in window.outcomes
+                for kind, content in outcome.attachments]
 
 
 def measurement_records(outcome: PhaseOutcome, wall_s: float | None,

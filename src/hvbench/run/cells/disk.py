@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import DiskWorkloadSpec
+from hvbench.model.study import Cell, DiskWorkloadSpec
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.base import Platform
 from hvbench.run.cells.base import (
@@ -37,11 +37,12 @@ class DiskCell(Simple):
         self._target: disk.DiskTarget | None = None
         self._platform: Platform | None = None
 
-    def check(self, spec: Any, study_path: str) -> None:
-        """A job file must exist and be readable (raises :class:`SpecError`)."""
-        typed = as_spec(spec, DiskWorkloadSpec)
+    def check(self, cell: Cell, study_path: str) -> None:
+        """A job file is read, parsed by fio and fitted to the cell's target
+        (:func:`~hvbench.workloads.disk.check_job_file`; raises :class:`SpecError`)."""
+        typed = as_spec(cell.workload.spec, DiskWorkloadSpec)
         if typed.job_file:
-            disk.job_file_text(typed, study_path)
+            disk.check_job_file(typed, study_path, cell.platform.spec)
 
     def estimate_s(self, spec: Any) -> float:
         typed = as_spec(spec, DiskWorkloadSpec)
