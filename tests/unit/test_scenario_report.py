@@ -27,7 +27,6 @@ from hvbench.analysis.scenarios import (
     ondemand_rows,
     ondemand_series,
     ondemand_table,
-    rich_table,
     scenario_json,
     scenario_tables,
     split_platform,
@@ -36,6 +35,7 @@ from hvbench.analysis.scenarios import (
     weights_text_table,
 )
 from hvbench.cli.main import main
+from hvbench.report.tables import rich_table
 from hvbench.store.records import (
     CellRecord,
     MeasurementRecord,
@@ -90,7 +90,7 @@ def test_directions_follow_compare() -> None:
 def test_compare_direction_change_and_delta_are_public() -> None:
     from hvbench.analysis.compare import change_label, delta_pct, metric_direction
 
-    assert [metric_direction(m) for m in ("mb_s", "host.disk.vda.iops", "reply_ms",
+    assert [metric_direction(m) for m in ("mb_s", "iops", "reply_ms",
                                           "phase_wall_s", "error_pct", "cpu_pct")] == \
         ["higher", "higher", "lower", "lower", "lower", None]
     assert change_label("replies_s", -1.0) == "worse"

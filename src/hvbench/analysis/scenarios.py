@@ -31,18 +31,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from rich.table import Table
-
-from hvbench.analysis.compare import metric_direction
-from hvbench.analysis.stats import Summary, percent_of_summary, series_cov_pct, summarize
-from hvbench.report.tables import (
-    MAIN_LABELS,
-    THROUGHPUT_METRICS,
-    Row,
-    fmt_value,
-    mean_ci_text,
-    phase_key,
+from hvbench.analysis.metrics import (
+    direction_of,
+    main_metric,
+    main_metrics,
+    short_label,
+    vs_alone_metrics,
 )
+from hvbench.analysis.stats import Summary, percent_of_summary, series_cov_pct, summarize
+from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text, phase_key
 
 __all__ = [
     "LATENCY_METRICS",
@@ -70,7 +67,6 @@ __all__ = [
     "ondemand_rows",
     "ondemand_series",
     "ondemand_table",
-    "rich_table",
     "scenario_json",
     "scenario_tables",
     "split_platform",
@@ -79,12 +75,10 @@ __all__ = [
     "weights_text_table",
 ]
 
-SCENARIO_SEP = "@"
 #: Latency-like metrics compared with alone besides the throughput (seed 003 Table 3:
-#: reply and transfer time), when a phase has them.
-LATENCY_METRICS = ("reply_ms", "transfer_ms", "connect_ms", "lat_p99_ms")
-LATENCY_LABELS = {"reply_ms": "reply ms", "transfer_ms": "transfer ms",
-                  "connect_ms": "connect ms", "lat_p99_ms": "p99 latency ms"}
+#: reply and transfer time), when a phase has them: the catalogue's ``vs_alone``.
+LATENCY_METRICS = vs_alone_metrics()
+SCENARIO_SEP = "@"
 _NB_LOAD = re.compile(r"^(nb\d+)\.load\.(replies_per_s|goodput_mbit_s)$")
 _ONDEMAND = re.compile(r"^ondemand\.(\d+)\.(asked_at_s|startup_s)$")
 _THREAD_MONITOR = re.compile(r"^(qemu|nb\d+)$")
@@ -120,18 +114,6 @@ class SampleLike(Protocol):
     def values(self) -> Mapping[str, Any]: ...
 
 
-@dataclass(frozen=True)
-class TextTable:
-    """A table as text: what the terminal and the HTML report both print."""
-
-    title: str
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    #: How many leading columns are labels (left-aligned).
-    left: int = 1
-    note: str = ""
-
-
 # -- names and directions ------------------------------------------------------------------
 def split_platform(name: str) -> tuple[str, str | None]:
     """``vm@idle3`` -> (``vm``, ``idle3``); ``vm`` -> (``vm``, None)."""
@@ -141,9 +123,9 @@ def split_platform(name: str) -> tuple[str, str | None]:
 
 def higher_is_better(metric: str) -> bool | None:
     """True for throughputs, False for latencies and times, None without a direction:
-    :func:`hvbench.analysis.compare.metric_direction`, the rule ``hvbench compare`` applies."""
-    direction = metric_direction(metric)
-    return None if direction is None else direction == "higher"
+    the catalogue's direction, which ``hvbench compare`` applies too."""
+    direction = direction_of(metric)
+    return None if direction == "neutral" else direction == "higher"
 
 
 def _summary(values: Iterable[float]) -> Summary | None:
@@ -202,7 +184,7 @@ def _compared_metrics(metrics: Iterable[str]) -> list[str]:
     """The phase's throughput metric (not a boot time: the target boots before its
     scenario starts) and the latency-like metrics it has, in that order."""
     present = set(metrics)
-    main = next((m for m in THROUGHPUT_METRICS if m in present and m != "boot_s"), None)
+    main = main_metric(present, boot=False)
     return ([main] if main else []) + [m for m in LATENCY_METRICS if m in present]
 
 
@@ -242,14 +224,14 @@ def degradation_rows(rows: Iterable[Row]) -> list[Degradation]:
             other = summarize(list(metrics[metric].values()))
             out.append(_degradation((base, scenario, workload, phase), metric,
                                     _metric_summary(alone, metric), other))
-    metric_order = [*THROUGHPUT_METRICS, *LATENCY_METRICS]
+    metric_order = [*main_metrics(), *LATENCY_METRICS]
     return sorted(out, key=lambda d: (bases[d.platform], d.workload,
                                       phase_key(d.phase), metric_order.index(d.metric),
                                       order[f"{d.platform}{SCENARIO_SEP}{d.scenario}"]))
 
 
 def _metric_label(metric: str) -> str:
-    return MAIN_LABELS.get(metric) or LATENCY_LABELS.get(metric, metric)
+    return short_label(metric)
 
 
 def _pct_text(item: Degradation) -> str:
@@ -699,9 +681,9 @@ def _weight_rows(metrics_per_column: Sequence[Mapping[str, Mapping[int, float]]]
     (the target's, each neighbour's load, their sum), NICs, host CPU, threads."""
     present: set[str] = set().union(*(set(m) for m in metrics_per_column))
     rows: list[tuple[str, str]] = []
-    main = next((m for m in THROUGHPUT_METRICS if m in present and m != "boot_s"), None)
+    main = main_metric(present, boot=False)
     if main:
-        rows.append((main, f"target {MAIN_LABELS[main]}"))
+        rows.append((main, f"target {short_label(main)}"))
     loads = sorted((m for m in present if _NB_LOAD.match(m)),
                    key=lambda m: (_nb_index(m.split(".")[0]), m))
     rows += [(m, f"{m.split('.')[0]} {_LOAD_LABELS[m.rsplit('.', 1)[1]]}") for m in loads]
@@ -799,18 +781,6 @@ def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTa
 def cov_tables(report: ScenarioReport) -> list[TextTable]:
     """The CoV table, when a main series has one (else nothing)."""
     return [cov_table(report.cov)] if any(is_main_cov(c) for c in report.cov) else []
-
-
-def rich_table(table: TextTable) -> Table:
-    """A :class:`TextTable` for the terminal."""
-    out = Table(title=table.title, title_justify="left", caption=table.note or None,
-                caption_justify="left")
-    for index, header in enumerate(table.headers):
-        out.add_column(header, justify="left" if index < table.left else "right",
-                       overflow="fold")
-    for row in table.rows:
-        out.add_row(*row)
-    return out
 
 
 def _s(summary: Summary | None) -> dict[str, Any] | None:

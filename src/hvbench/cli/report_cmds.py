@@ -123,8 +123,8 @@ def extra_report_tables(rows: Sequence[Any], platforms: Mapping[str, Mapping[str
     guests started on demand, CPU weights; no CoV, which would read every sample).
     Pure: empty for a run with neither. ``platforms``: stored platform definitions by
     name (the weights columns read them)."""
-    from hvbench.analysis.scenarios import build_scenario_report, rich_table, scenario_tables
-    from hvbench.report.tables import propagation_fit_table
+    from hvbench.analysis.scenarios import build_scenario_report, scenario_tables
+    from hvbench.report.tables import propagation_fit_table, rich_table
 
     tables = [t for t in (propagation_fit_table(rows),) if t is not None]
     report = build_scenario_report(rows, platforms=platforms)
