@@ -72,8 +72,6 @@ __all__ = [
 #: How long a connection waits for a lock held by another process before giving up.
 BUSY_TIMEOUT_MS = 10_000
 
-_IDENTITY_COLUMNS = ("base_platform, scenario, platform_kind, workload_kind, method, image_size,"
-                     " file_size, neighbour_roles_json")
 _RUN_COLUMNS = (
     "id, study_name, study_path, study_text, seed, created_at, finished_at, status, "
     "hvbench_version, git_commit, env_json"
@@ -294,7 +292,9 @@ class Store:
         ident = cell.identity or identity_of(cell.platform_name, cell.platform, cell.workload)
         cursor = conn.execute(
             "INSERT INTO cells (run_id, name, platform_name, platform_json, workload_name,"
-            f" workload_json, {_IDENTITY_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            " workload_json, base_platform, scenario, platform_kind, workload_kind, method,"
+            " image_size, file_size, neighbour_roles_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, cell.name, cell.platform_name, platform, cell.workload_name, workload,
              ident.base_platform, ident.scenario, ident.platform_kind, ident.workload_kind,
              ident.method, ident.image_size, ident.file_size,
@@ -493,7 +493,8 @@ class Store:
         """The cells of a run in the order they were added."""
         rows = self._read(
             "SELECT id, name, platform_name, platform_json, workload_name, workload_json,"
-            f" {_IDENTITY_COLUMNS} FROM cells WHERE run_id = ? ORDER BY id",
+            " base_platform, scenario, platform_kind, workload_kind, method, image_size,"
+            " file_size, neighbour_roles_json FROM cells WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
         return [
