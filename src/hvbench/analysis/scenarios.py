@@ -63,13 +63,13 @@ __all__ = [
     "degradation_rows",
     "degradation_table",
     "higher_is_better",
+    "identities",
     "is_main_cov",
     "ondemand_rows",
     "ondemand_series",
     "ondemand_table",
     "scenario_json",
     "scenario_tables",
-    "split_platform",
     "weights_label",
     "weights_tables",
     "weights_text_table",
@@ -78,7 +78,6 @@ __all__ = [
 #: Latency-like metrics compared with alone besides the throughput (seed 003 Table 3:
 #: reply and transfer time), when a phase has them: the catalogue's ``vs_alone``.
 LATENCY_METRICS = vs_alone_metrics()
-SCENARIO_SEP = "@"
 _NB_LOAD = re.compile(r"^(nb\d+)\.load\.(replies_per_s|goodput_mbit_s)$")
 _ONDEMAND = re.compile(r"^ondemand\.(\d+)\.(asked_at_s|startup_s)$")
 _THREAD_MONITOR = re.compile(r"^(qemu|nb\d+)$")
@@ -115,10 +114,10 @@ class SampleLike(Protocol):
 
 
 # -- names and directions ------------------------------------------------------------------
-def split_platform(name: str) -> tuple[str, str | None]:
-    """``vm@idle3`` -> (``vm``, ``idle3``); ``vm`` -> (``vm``, None)."""
-    base, sep, scenario = name.partition(SCENARIO_SEP)
-    return (base, scenario) if sep and scenario else (name, None)
+def identities(rows: Iterable[Row]) -> dict[str, tuple[str, str | None]]:
+    """Platform name -> (base platform, scenario or None), from the cells' identity
+    fields the rows carry (a row without them is its platform alone)."""
+    return {r.platform: (r.base_platform or r.platform, r.scenario) for r in rows}
 
 
 def higher_is_better(metric: str) -> bool | None:
@@ -171,6 +170,8 @@ class Degradation:
     pct: float | None
     pct_low: float | None = None
     pct_high: float | None = None
+    #: The platform name the scenario's cells are stored under (``vm@idle3``).
+    measured: str = ""
 
     @property
     def pct_of_alone(self) -> float | None:
@@ -189,45 +190,48 @@ def _compared_metrics(metrics: Iterable[str]) -> list[str]:
 
 
 def _degradation(where: tuple[str, str, str, str], metric: str, alone: Summary | None,
-                 other: Summary) -> Degradation:
-    """``where``: (base platform, scenario, workload, phase)."""
+                 other: Summary, measured: str) -> Degradation:
+    """``where``: (base platform, scenario, workload, phase); ``measured``: the
+    platform name the scenario's cells are stored under."""
     higher = higher_is_better(metric) is not False
     if alone is None or alone.mean == 0:
-        return Degradation(*where, metric, higher, alone, other, None)
+        return Degradation(*where, metric, higher, alone, other, None, measured=measured)
     pct, low, high = percent_of_summary(other, alone)
     if higher:
         # Worse = less than alone: 100 - % of alone; the interval flips with the sign.
         return Degradation(*where, metric, higher, alone, other, 100.0 - pct,
                            None if high is None else 100.0 - high,
-                           None if low is None else 100.0 - low)
+                           None if low is None else 100.0 - low, measured)
     return Degradation(*where, metric, higher, alone, other, pct - 100.0,
                        None if low is None else low - 100.0,
-                       None if high is None else high - 100.0)
+                       None if high is None else high - 100.0, measured)
 
 
 def degradation_rows(rows: Iterable[Row]) -> list[Degradation]:
     """Every scenario platform's (workload, phase, metric) against its base platform
     alone, ordered by base platform, workload, phase, metric and scenario (as they
     appear). A missing alone measurement gives ``alone`` = None and no percentage."""
+    rows = list(rows)
     values = _by_rep(rows)
+    who = identities(rows)
     # Platforms in order of appearance; a base platform where it or a scenario of it
     # appears first (its alone cells may be missing).
-    order = {p: i for i, p in enumerate(dict.fromkeys(k[0] for k in values))}
-    bases = {b: i for i, b in enumerate(dict.fromkeys(split_platform(p)[0] for p in order))}
+    order = {who[p]: i for i, p in enumerate(dict.fromkeys(k[0] for k in values))}
+    bases = {b: i for i, b in enumerate(dict.fromkeys(b for b, _ in order))}
     out: list[Degradation] = []
     for (platform, workload, phase), metrics in values.items():
-        base, scenario = split_platform(platform)
+        base, scenario = who[platform]
         if scenario is None:
             continue
         alone = values.get((base, workload, phase), {})
         for metric in _compared_metrics(metrics):
             other = summarize(list(metrics[metric].values()))
             out.append(_degradation((base, scenario, workload, phase), metric,
-                                    _metric_summary(alone, metric), other))
+                                    _metric_summary(alone, metric), other, platform))
     metric_order = [*main_metrics(), *LATENCY_METRICS]
     return sorted(out, key=lambda d: (bases[d.platform], d.workload,
                                       phase_key(d.phase), metric_order.index(d.metric),
-                                      order[f"{d.platform}{SCENARIO_SEP}{d.scenario}"]))
+                                      order[(d.platform, d.scenario)]))
 
 
 def _metric_label(metric: str) -> str:
@@ -297,7 +301,7 @@ def alone_baselines(rows: Iterable[Row]) -> dict[tuple[str, str], float]:
     measured alone (seed 003 uses each file size's maximum single-VM throughput)."""
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for row in rows:
-        if row.metric == "replies_s" and split_platform(row.platform)[1] is None:
+        if row.metric == "replies_s" and row.scenario is None:
             values[(row.platform, row.workload, row.phase)].append(row.value)
     out: dict[tuple[str, str], float] = {}
     for (platform, _, phase), found in values.items():
@@ -347,11 +351,10 @@ def _sum_per_rep(parts: Sequence[Mapping[int, float]]) -> Summary | None:
     return _summary(sum(p[r] for p in parts) for r in sorted(reps))
 
 
-def _aggregate(cell: str, key: tuple[str, str, str],
+def _aggregate(cell: str, key: tuple[str, str, str], base: str,
                metrics: Mapping[str, Mapping[int, float]],
                baselines: Mapping[tuple[str, str], float]) -> AggregatedRatio:
     platform, workload, phase = key
-    base = split_platform(platform)[0]
     target = metrics.get("replies_s", {})
     target_baseline = baselines.get((base, phase))
     target_ratio = ({r: v / target_baseline for r, v in target.items()}
@@ -386,11 +389,12 @@ def aggregated_ratios(rows: Sequence[Row]) -> list[AggregatedRatio]:
     """One entry per (cell, phase) with a web neighbour (``nb<i>.load.replies_per_s``)."""
     baselines = alone_baselines(rows)
     cells = _cell_names(rows)
+    who = identities(rows)
     out = []
     for key, metrics in _by_rep(rows).items():
         if _web_neighbours(metrics):
             cell = cells.get(key[:2], f"{key[0]}/{key[1]}")
-            out.append(_aggregate(cell, key, metrics, baselines))
+            out.append(_aggregate(cell, key, who[key[0]][0], metrics, baselines))
     return sorted(out, key=lambda a: (a.workload, phase_key(a.phase), a.platform))
 
 
@@ -714,9 +718,10 @@ def weights_tables(rows: Sequence[Row], platforms: Mapping[str, Mapping[str, Any
     labels = {p: label for p, d in platforms.items() if (label := weights_label(d))}
     grouped: dict[tuple[str, str, str], list[tuple[str, Mapping[str, Mapping[int, float]]]]]
     grouped = defaultdict(list)
+    who = identities(rows)
     for (platform, workload, phase), metrics in _by_rep(rows).items():
         if platform in labels:
-            grouped[(split_platform(platform)[0], workload, phase)].append((platform, metrics))
+            grouped[(who[platform][0], workload, phase)].append((platform, metrics))
     out = []
     for (base, workload, phase), found in grouped.items():
         found.sort(key=lambda item: (_weights_key(labels[item[0]]), item[0]))
@@ -726,7 +731,7 @@ def weights_tables(rows: Sequence[Row], platforms: Mapping[str, Mapping[str, Any
         if not table_rows:
             continue  # a phase without any weight-relevant metric (e.g. boot)
         out.append(WeightsTable(base, workload, phase,
-                                tuple((labels[p], split_platform(p)[1] or p) for p, _ in found),
+                                tuple((labels[p], who[p][1] or p) for p, _ in found),
                                 tuple(table_rows)))
     return sorted(out, key=lambda w: (w.platform, w.workload, phase_key(w.phase)))
 

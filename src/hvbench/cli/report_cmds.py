@@ -73,7 +73,6 @@ def _export_bytes(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
 
 
 def _html(store: Store, run_id: str, series: str | None) -> str:
-    from hvbench.analysis.scenarios import split_platform
     from hvbench.cli.study_cmds import _natives
     from hvbench.report.html import ReportInput, parse_series_choice, render_html
 
@@ -81,7 +80,7 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
     run = store.get_run(run_id)
     rows = store.measurements(run_id)
     stored = store.cells(run_id)
-    scenarios = any(split_platform(c.platform_name)[1] for c in stored)
+    scenarios = any(c.identity.scenario for c in stored)
     monitors = _monitors_to_load(store.sample_monitors(run_id), choice, scenarios=scenarios)
     failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
                 for f in store.failures(run_id)]
@@ -136,7 +135,7 @@ def report_json(store: Store, run_id: str) -> str:
     and ``scenarios`` (empty lists for a run without them). For a run with scenarios
     every CoV series is computed, so all its samples are read; other runs read none (a
     storage matrix's would make the summaries slow for nothing)."""
-    from hvbench.analysis.scenarios import build_scenario_report, scenario_json, split_platform
+    from hvbench.analysis.scenarios import build_scenario_report, scenario_json
     from hvbench.cli.study_cmds import _natives
     from hvbench.report.tables import phase_stats, summary_json
 
@@ -144,7 +143,7 @@ def report_json(store: Store, run_id: str) -> str:
     rows = store.measurements(run_id)
     stored = store.cells(run_id)
     monitors = (store.sample_monitors(run_id)
-                if any(split_platform(c.platform_name)[1] for c in stored) else [])
+                if any(c.identity.scenario for c in stored) else [])
     scenarios = build_scenario_report(
         rows, _ok_samples(store, run_id, rows, monitors),
         {c.name: (c.platform_name, c.workload_name) for c in stored},

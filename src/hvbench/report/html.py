@@ -45,7 +45,6 @@ from typing import Any
 
 from hvbench.analysis.metrics import main_metrics, short_label
 from hvbench.analysis.scenarios import (
-    SCENARIO_SEP,
     Degradation,
     OnDemandSeries,
     SampleLike,
@@ -55,7 +54,6 @@ from hvbench.analysis.scenarios import (
     cov_tables,
     ondemand_series,
     scenario_tables,
-    split_platform,
 )
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
@@ -466,7 +464,7 @@ def scenario_charts(items: Sequence[Degradation]) -> list[BarChart]:
             continue
         interval = _pct_interval(d.other, d.alone)
         if interval is not None:
-            by_workload[d.workload][(d.phase, f"{d.platform}{SCENARIO_SEP}{d.scenario}")] = interval
+            by_workload[d.workload][(d.phase, d.measured)] = interval
             labels[d.workload] = short_label(d.metric)
     charts = []
     for workload, values in by_workload.items():
@@ -757,7 +755,7 @@ def render_html(data: ReportInput) -> str:
     cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
     # The CoV of every sampled series is only shown for scenario runs: skip the work
     # (a storage matrix has hundreds of thousands of samples) elsewhere.
-    scenario_run = any(split_platform(r.platform)[1] for r in data.rows)
+    scenario_run = any(r.scenario for r in data.rows)
     extra = {"series": _series_section(data, cells),
              "scenarios": _scenario_section(data, build_scenario_report(
                  data.rows, data.samples if scenario_run else (), cells, data.platforms),
