@@ -235,6 +235,7 @@ def _workload_metrics() -> list[MetricSpec]:
         ),
         _m("replies_s", "replies/s", "replies/s", "higher", "httperf", vs_native=True, main=4),
         _m("offered_rps", "req/s", "offered req/s", "neutral", "httperf"),
+        _m("achieved_ratio", "ratio", "achieved / offered rate", "neutral", "httperf"),
         _latency(
             "reply_ms",
             "reply time ms (first byte)",

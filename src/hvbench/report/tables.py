@@ -45,6 +45,7 @@ __all__ = [
     "phase_stats",
     "phase_table",
     "propagation_fit_table",
+    "propagation_fit_table_of",
     "rich_table",
     "rows_csv",
     "summary_json",
@@ -102,7 +103,11 @@ def propagation_fit_table(rows: Sequence[Row]) -> Table | None:
     (platform, method) the linear and quadratic least-squares equation, R² and
     intercept (:func:`hvbench.analysis.trends.fit_rows`), then the theoretical NIC line of each
     stored ``link_rate_bits``; None when the run has no propagation workload."""
-    found = propagation_fit_rows(rows)
+    return propagation_fit_table_of(propagation_fit_rows(rows))
+
+
+def propagation_fit_table_of(found: Sequence[Sequence[str]]) -> Table | None:
+    """:func:`propagation_fit_table` of rows already computed (None for none)."""
     if not found:
         return None
     # No vertical rules and a wide enough equation column: a linear equation stays
