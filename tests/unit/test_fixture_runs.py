@@ -10,6 +10,7 @@ committed databases are never opened in place.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -63,11 +64,25 @@ def test_fixture_is_schema_version_1(name: str) -> None:
         db.close()
 
 
+#: Keys the JSON report added since the goldens were made (schema v1, before the one
+#: report model): the propagation fits the terminal printed but the JSON lacked.
+ADDED_JSON_KEYS = ("propagation",)
+
+
+def without_added_keys(text: bytes) -> bytes:
+    """The JSON report as it was before :data:`ADDED_JSON_KEYS` were added."""
+    data = json.loads(text)
+    for key in ADDED_JSON_KEYS:
+        data.pop(key, None)
+    return (json.dumps(data, indent=2) + "\n").encode()
+
+
 def test_reports_match_goldens(scratch_db: tuple[str, str, Path]) -> None:
     name, run, cwd = scratch_db
     for suffix, extra in FORMATS:
         done = hvbench(cwd, "report", run, "--db", f"{name}.db", *extra)
-        assert done.stdout == (RUNS / f"{name}.{suffix}").read_bytes(), f"{name}.{suffix}"
+        out = without_added_keys(done.stdout) if suffix == "report.json" else done.stdout
+        assert out == (RUNS / f"{name}.{suffix}").read_bytes(), f"{name}.{suffix}"
         if suffix == "report.txt":
             assert done.stderr == (RUNS / f"{name}.report.stderr.txt").read_bytes()
     html = RUNS / f"{name}.report.html"

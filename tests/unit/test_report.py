@@ -111,7 +111,9 @@ def propagation_fixture() -> list[MeasurementRow]:
                            else 0.0, "bytes_on_wire": moved * 1.01 if phase == "transfer"
                            else 0.0, "link_rate_bits": 1e9, "mb_s": moved / 1e6 / seconds,
                            "cache_hit": float(hit)}
-                rows += [MeasurementRow(0, cell, "node", workload, rep, 0, phase, m, v, "")
+                method = workload.removeprefix("propagation.").split("-")[0]
+                rows += [MeasurementRow(0, cell, "node", workload, rep, 0, phase, m, v, "",
+                                        "node", None, method, float(size))
                          for m, v in metrics.items()]
     return rows
 
@@ -156,8 +158,8 @@ def test_extra_report_tables_order() -> None:
     assert extra_report_tables(load()[2], {}) == []
     alone = [MeasurementRow(0, "vm/w", "vm", "w", r, 0, "tx", "mbit_s", 100.0 + r, "")
              for r in range(3)]
-    busy = [MeasurementRow(0, "vm@idle1/w", "vm@idle1", "w", r, 0, "tx", "mbit_s", 90.0 + r, "")
-            for r in range(3)]
+    busy = [MeasurementRow(0, "vm@idle1/w", "vm@idle1", "w", r, 0, "tx", "mbit_s", 90.0 + r, "",
+                           "vm", "idle1") for r in range(3)]
     tables = extra_report_tables([*propagation_fixture(), *alone, *busy], {})
     assert [str(t.title).split(" (")[0].split(":")[0] for t in tables] == \
         ["propagation", "Degradation against alone"]
@@ -176,8 +178,10 @@ def test_cli_report_prints_the_propagation_fits(tmp_path: Path,
                                study_text="", seed=1, env={"accelerator": "kvm"},
                                hvbench_version="0", git_commit=None)
         cells = sorted({(r.cell, r.workload) for r in rows})
-        ids = store.add_cells(run, [CellRecord(c, "node", {"kind": "native"}, w,
-                                               {"kind": "propagation"}) for c, w in cells])
+        sizes = {r.workload: r.image_size for r in rows}
+        ids = store.add_cells(run, [CellRecord(c, "node", {"kind": "native"}, w, {
+            "kind": "propagation", "method": w.removeprefix("propagation.").split("-")[0],
+            "image_size": int(sizes[w] or 0)}) for c, w in cells])
         for cell, _ in cells:
             for rep in range(2):
                 store.record_repetition(

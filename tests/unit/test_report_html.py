@@ -22,8 +22,6 @@ from hvbench.analysis.trends import (
     nic_lines,
     propagation_series,
     propagation_workloads,
-    workload_method,
-    workload_size,
 )
 from hvbench.errors import SpecError
 from hvbench.model.study import LIFECYCLE_PHASES
@@ -46,7 +44,7 @@ from hvbench.report.html import (
     summary_rows,
 )
 from hvbench.report.tables import phase_stats
-from hvbench.store.records import MeasurementRow, SampleRow
+from hvbench.store.records import MeasurementRow, SampleRow, identity_of
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ENV = {"hostname": "vm", "kernel": "6.1.0", "cpu_model": "EPYC", "cpus": 2,
@@ -60,11 +58,27 @@ def load() -> tuple[str, dict[str, str | None], list[MeasurementRow]]:
     return data["run"], data["natives"], [MeasurementRow(**r) for r in data["rows"]]
 
 
+#: The identity fields the store would hold for the synthetic workloads of these tests
+#: (the study's method and image_size), keyed by workload name.
+IDENTITY: dict[str, tuple[str, float | None]] = {
+    **{f"prop.{gb}G": ("prop", float(gb << 30)) for gb in range(1, 5)},
+    **{f"propagation.{m}-{gb}G": (m, float(gb << 30)) for m in ("scp", "overlay")
+       for gb in (1, 2)},
+    **{f"lifecycle.{mib}M-{mode}": (mode, float(mib << 20)) for mib in (256, 512)
+       for mode in ("raw-copy", "qcow2-overlay")},
+    **{f"lifecycle.1G-{mode}": (mode, float(1 << 30)) for mode in ("raw-copy", "qcow2-overlay")},
+}
+
+
 def row(platform: str, workload: str, phase: str, metric: str, value: float, *,
         rep: int = 0) -> MeasurementRow:
+    method, size = IDENTITY.get(workload, (None, None))
+    # A scenario cell is stored as platform "vm@idle3" with base vm and scenario idle3.
+    base, _, scenario = platform.partition("@")
     return MeasurementRow(cell_id=0, cell=f"{platform}/{workload}", platform=platform,
                           workload=workload, repetition=rep, position=0, phase=phase,
-                          metric=metric, value=value, unit="")
+                          metric=metric, value=value, unit="", base_platform=base,
+                          scenario=scenario or None, method=method, image_size=size)
 
 
 def samples(cell: str, phase: str, monitor: str, key: str, reps: int = 2) -> list[SampleRow]:
@@ -337,13 +351,16 @@ def method_rows() -> list[MeasurementRow]:
 
 
 @pytest.mark.parametrize(("workload", "method", "size"), [
-    ("propagation.scp-128M", "scp", 128 << 20), ("propagation.overlay-1G", "overlay", 1 << 30),
-    ("propagation.http-zstd-256M", "http-zstd", 256 << 20), ("prop.2G", "prop", 2 << 30),
-    ("lifecycle.256M-qcow2-convert", "qcow2-convert", 256 << 20),
-    ("migrate", "migrate", None), ("lifecycle.1G-2G", "lifecycle", None)])
-def test_method_and_size_of_a_variant(workload: str, method: str, size: int | None) -> None:
-    assert workload_method(workload) == method
-    assert workload_size(workload) == (None if size is None else float(size))
+    ({"kind": "propagation", "method": "scp", "image_size": 128 << 20}, "scp", 128 << 20),
+    ({"kind": "propagation", "method": "http-zstd", "image_size": 1 << 30}, "http-zstd",
+     1 << 30),
+    ({"kind": "lifecycle", "image_format": "qcow2", "create": "convert",
+      "image_size": 256 << 20}, "qcow2-convert", 256 << 20),
+    ({"kind": "disk", "profile": "dd", "file_size": 1 << 30}, None, None)])
+def test_method_and_size_are_identity_fields(workload: dict[str, object], method: str | None,
+                                             size: int | None) -> None:
+    found = identity_of("vm", {"kind": "qemu"}, workload)
+    assert (found.base_platform, found.method, found.image_size) == ("vm", method, size)
 
 
 def test_propagation_series_per_platform_and_method() -> None:

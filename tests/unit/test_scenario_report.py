@@ -23,19 +23,19 @@ from hvbench.analysis.scenarios import (
     degradation_rows,
     degradation_table,
     higher_is_better,
+    identities,
     is_main_cov,
     ondemand_rows,
     ondemand_series,
     ondemand_table,
-    rich_table,
     scenario_json,
     scenario_tables,
-    split_platform,
     weights_label,
     weights_tables,
     weights_text_table,
 )
 from hvbench.cli.main import main
+from hvbench.report.tables import rich_table
 from hvbench.store.records import (
     CellRecord,
     MeasurementRecord,
@@ -53,9 +53,11 @@ def rows_of(platform: str, workload: str, phase: str, metrics: Values, *, reps: 
     """``reps`` repetitions of each metric: value - spread, value, value + spread (the
     mean is exact), or the value itself for one repetition."""
     offsets = [0.0] if reps == 1 else [spread * (i - (reps - 1) / 2) for i in range(reps)]
+    # The identity the store keeps for a scenario cell stored as platform "vm@idle3".
+    base, _, scenario = platform.partition("@")
     return [MeasurementRow(0, f"{platform}/{workload}", platform, workload, rep, 0, phase,
                            metric, value + offsets[rep] * (not metric.endswith("file_kb")),
-                           "")
+                           "", base, scenario or None)
             for metric, value in metrics.items() for rep in range(reps)]
 
 
@@ -72,12 +74,9 @@ def idle_rows() -> list[MeasurementRow]:
 
 
 # -- names and directions ----------------------------------------------------------------------
-def test_split_platform() -> None:
-    assert split_platform("vm@idle3") == ("vm", "idle3")
-    assert split_platform("vm@w.0.5") == ("vm", "w.0.5")
-    assert split_platform("vm") == ("vm", None)
-    assert split_platform("vm@") == ("vm@", None)
-
+def test_identities_come_from_the_rows_fields() -> None:
+    rows = idle_rows()
+    assert identities(rows) == {"vm": ("vm", None), "vm@idle3": ("vm", "idle3")}
 
 def test_directions_follow_compare() -> None:
     assert higher_is_better("replies_s") is True
@@ -90,7 +89,7 @@ def test_directions_follow_compare() -> None:
 def test_compare_direction_change_and_delta_are_public() -> None:
     from hvbench.analysis.compare import change_label, delta_pct, metric_direction
 
-    assert [metric_direction(m) for m in ("mb_s", "host.disk.vda.iops", "reply_ms",
+    assert [metric_direction(m) for m in ("mb_s", "iops", "reply_ms",
                                           "phase_wall_s", "error_pct", "cpu_pct")] == \
         ["higher", "higher", "lower", "lower", "lower", None]
     assert change_label("replies_s", -1.0) == "worse"
@@ -272,8 +271,15 @@ def test_cov_needs_two_points() -> None:
 
 
 # -- weights -------------------------------------------------------------------------------------
+def scenario_definition(platform: str) -> dict[str, Any]:
+    """What the runner stores for a platform measured alone or in scenario ``x``
+    (``vm@x``): the scenario's definition, with its name."""
+    _, _, scenario = platform.partition("@")
+    return {"kind": "qemu", **({"scenario": {"name": scenario}} if scenario else {})}
+
+
 def weights_definition(io: float) -> dict[str, Any]:
-    return {"vcpus": 1, "scenario": {"name": "w", "neighbours": [],
+    return {"vcpus": 1, "scenario": {"name": f"w.{io:g}", "neighbours": [],
                                      "weights": {"io": io, "target": 1.0, "neighbours": 1.0,
                                                  "cpus": "0", "target_quota_pct": None}}}
 
@@ -353,7 +359,7 @@ def make_db(path: Path) -> str:
                                hvbench_version="0", git_commit=None)
         names = sorted({(r.cell, r.platform, r.workload) for r in rows})
         definitions = {"vm@w.2": weights_definition(2.0), "vm@w.0.5": weights_definition(0.5)}
-        ids = store.add_cells(run, [CellRecord(c, p, definitions.get(p, {"kind": "qemu"}),
+        ids = store.add_cells(run, [CellRecord(c, p, definitions.get(p, scenario_definition(p)),
                                                w, {"kind": "web"}) for c, p, w in names])
         for cell, _, _ in names:
             for rep in range(3):

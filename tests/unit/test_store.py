@@ -90,7 +90,7 @@ def test_migrating_an_empty_file_sets_user_version(db: Path, existing: bool) -> 
     if existing:
         db.touch()
     Store(db).close()
-    assert pragma(db, "user_version") == SCHEMA_VERSION == 1
+    assert pragma(db, "user_version") == SCHEMA_VERSION == 2
     assert pragma(db, "journal_mode") == "wal"
     Store(db).close()  # reopening a current database migrates nothing
     assert pragma(db, "user_version") == SCHEMA_VERSION
@@ -117,11 +117,11 @@ def test_a_failing_migration_leaves_the_previous_version(
         conn.execute("CREATE TABLE half_done (x INTEGER)")
         raise RuntimeError("migration bug")
 
-    monkeypatch.setattr(sqlite_module, "MIGRATIONS", [migrations_module.migrate_to_1, broken])
-    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", 2)
+    monkeypatch.setattr(sqlite_module, "MIGRATIONS", [*migrations_module.MIGRATIONS, broken])
+    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with pytest.raises(RuntimeError, match="migration bug"):
         Store(db)
-    assert pragma(db, "user_version") == 1
+    assert pragma(db, "user_version") == SCHEMA_VERSION
     with sqlite3.connect(db) as conn:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert "half_done" not in tables

@@ -33,9 +33,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hvbench.analysis.stats import Summary, summarize
+from hvbench.analysis.summaries import Row
 from hvbench.errors import SpecError
 from hvbench.model.spec import spec_error
-from hvbench.report.tables import Row
 
 __all__ = ["Bound", "BoundResult", "BoundsFile", "evaluate", "parse_bounds"]
 

@@ -34,8 +34,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from hvbench.analysis.metrics import direction_of, main_metric
+from hvbench.analysis.summaries import Row
 from hvbench.errors import SpecError
-from hvbench.report.tables import RELATIVE_METRICS, THROUGHPUT_METRICS, Row
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -65,8 +66,6 @@ DEFAULT_SEED = 20261123
 #: memory), the hypervisor (QEMU, accelerator) and the work directory's filesystem.
 KEY_ENV_FIELDS = ("hostname", "kernel", "cpu_model", "cpus", "memory_bytes",
                   "qemu_version", "accelerator", "work_dir.filesystem")
-#: Metrics for which lower is better (the rest: higher is better, or no direction).
-_LOWER_BETTER = ("boot_s", "phase_wall_s", "retransmits", "lost_pct", "error_pct")
 
 Verdict = Literal["significant", "negligible", "not significant", "too few repetitions"]
 #: Which way a metric is better: ``higher`` (throughputs), ``lower`` (times, losses).
@@ -143,8 +142,7 @@ def side_values(rows: Iterable[Row], platform: str | None = None) -> dict[Key, l
 
 
 def _main_metric(metrics: Iterable[str]) -> str | None:
-    present = set(metrics)
-    return next((m for m in THROUGHPUT_METRICS if m in present), None)
+    return main_metric(metrics)
 
 
 def select_keys(keys: Iterable[Key], patterns: Sequence[str]) -> list[Key]:
@@ -199,17 +197,14 @@ def metric_direction(metric: str) -> Direction | None:
     """Which way ``metric`` is better: ``higher`` for throughputs and IOPS (``mb_s``,
     ``replies_s``, ``*.iops``), ``lower`` for latencies and times (``*_ms``,
     ``boot_s``, ``phase_wall_s``), retransmits, losses and errors; None for metrics
-    without one (CPU %, sizes, counts).
+    without one (CPU %, sizes, counts) or not in the catalogue
+    (:mod:`hvbench.analysis.metrics`).
 
     >>> metric_direction("mb_s"), metric_direction("reply_ms"), metric_direction("cpu_pct")
     ('higher', 'lower', None)
     """
-    base = metric.rsplit(".", 1)[-1]
-    if metric in RELATIVE_METRICS or base == "iops":
-        return "higher"
-    if metric in _LOWER_BETTER or base.endswith("_ms"):
-        return "lower"
-    return None
+    direction = direction_of(metric)
+    return None if direction == "neutral" else direction
 
 
 def change_label(metric: str, delta: float) -> Change:

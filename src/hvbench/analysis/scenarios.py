@@ -31,18 +31,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from rich.table import Table
-
-from hvbench.analysis.compare import metric_direction
-from hvbench.analysis.stats import Summary, percent_of_summary, series_cov_pct, summarize
-from hvbench.report.tables import (
-    MAIN_LABELS,
-    THROUGHPUT_METRICS,
-    Row,
-    fmt_value,
-    mean_ci_text,
-    phase_key,
+from hvbench.analysis.metrics import (
+    direction_of,
+    main_metric,
+    main_metrics,
+    short_label,
+    vs_alone_metrics,
 )
+from hvbench.analysis.stats import Summary, percent_of_summary, series_cov_pct, summarize
+from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text, phase_key
 
 __all__ = [
     "LATENCY_METRICS",
@@ -66,25 +63,21 @@ __all__ = [
     "degradation_rows",
     "degradation_table",
     "higher_is_better",
+    "identities",
     "is_main_cov",
     "ondemand_rows",
     "ondemand_series",
     "ondemand_table",
-    "rich_table",
     "scenario_json",
     "scenario_tables",
-    "split_platform",
     "weights_label",
     "weights_tables",
     "weights_text_table",
 ]
 
-SCENARIO_SEP = "@"
 #: Latency-like metrics compared with alone besides the throughput (seed 003 Table 3:
-#: reply and transfer time), when a phase has them.
-LATENCY_METRICS = ("reply_ms", "transfer_ms", "connect_ms", "lat_p99_ms")
-LATENCY_LABELS = {"reply_ms": "reply ms", "transfer_ms": "transfer ms",
-                  "connect_ms": "connect ms", "lat_p99_ms": "p99 latency ms"}
+#: reply and transfer time), when a phase has them: the catalogue's ``vs_alone``.
+LATENCY_METRICS = vs_alone_metrics()
 _NB_LOAD = re.compile(r"^(nb\d+)\.load\.(replies_per_s|goodput_mbit_s)$")
 _ONDEMAND = re.compile(r"^ondemand\.(\d+)\.(asked_at_s|startup_s)$")
 _THREAD_MONITOR = re.compile(r"^(qemu|nb\d+)$")
@@ -120,30 +113,18 @@ class SampleLike(Protocol):
     def values(self) -> Mapping[str, Any]: ...
 
 
-@dataclass(frozen=True)
-class TextTable:
-    """A table as text: what the terminal and the HTML report both print."""
-
-    title: str
-    headers: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    #: How many leading columns are labels (left-aligned).
-    left: int = 1
-    note: str = ""
-
-
 # -- names and directions ------------------------------------------------------------------
-def split_platform(name: str) -> tuple[str, str | None]:
-    """``vm@idle3`` -> (``vm``, ``idle3``); ``vm`` -> (``vm``, None)."""
-    base, sep, scenario = name.partition(SCENARIO_SEP)
-    return (base, scenario) if sep and scenario else (name, None)
+def identities(rows: Iterable[Row]) -> dict[str, tuple[str, str | None]]:
+    """Platform name -> (base platform, scenario or None), from the cells' identity
+    fields the rows carry (a row without them is its platform alone)."""
+    return {r.platform: (r.base_platform or r.platform, r.scenario) for r in rows}
 
 
 def higher_is_better(metric: str) -> bool | None:
     """True for throughputs, False for latencies and times, None without a direction:
-    :func:`hvbench.analysis.compare.metric_direction`, the rule ``hvbench compare`` applies."""
-    direction = metric_direction(metric)
-    return None if direction is None else direction == "higher"
+    the catalogue's direction, which ``hvbench compare`` applies too."""
+    direction = direction_of(metric)
+    return None if direction == "neutral" else direction == "higher"
 
 
 def _summary(values: Iterable[float]) -> Summary | None:
@@ -189,6 +170,8 @@ class Degradation:
     pct: float | None
     pct_low: float | None = None
     pct_high: float | None = None
+    #: The platform name the scenario's cells are stored under (``vm@idle3``).
+    measured: str = ""
 
     @property
     def pct_of_alone(self) -> float | None:
@@ -202,54 +185,57 @@ def _compared_metrics(metrics: Iterable[str]) -> list[str]:
     """The phase's throughput metric (not a boot time: the target boots before its
     scenario starts) and the latency-like metrics it has, in that order."""
     present = set(metrics)
-    main = next((m for m in THROUGHPUT_METRICS if m in present and m != "boot_s"), None)
+    main = main_metric(present, boot=False)
     return ([main] if main else []) + [m for m in LATENCY_METRICS if m in present]
 
 
 def _degradation(where: tuple[str, str, str, str], metric: str, alone: Summary | None,
-                 other: Summary) -> Degradation:
-    """``where``: (base platform, scenario, workload, phase)."""
+                 other: Summary, measured: str) -> Degradation:
+    """``where``: (base platform, scenario, workload, phase); ``measured``: the
+    platform name the scenario's cells are stored under."""
     higher = higher_is_better(metric) is not False
     if alone is None or alone.mean == 0:
-        return Degradation(*where, metric, higher, alone, other, None)
+        return Degradation(*where, metric, higher, alone, other, None, measured=measured)
     pct, low, high = percent_of_summary(other, alone)
     if higher:
         # Worse = less than alone: 100 - % of alone; the interval flips with the sign.
         return Degradation(*where, metric, higher, alone, other, 100.0 - pct,
                            None if high is None else 100.0 - high,
-                           None if low is None else 100.0 - low)
+                           None if low is None else 100.0 - low, measured)
     return Degradation(*where, metric, higher, alone, other, pct - 100.0,
                        None if low is None else low - 100.0,
-                       None if high is None else high - 100.0)
+                       None if high is None else high - 100.0, measured)
 
 
 def degradation_rows(rows: Iterable[Row]) -> list[Degradation]:
     """Every scenario platform's (workload, phase, metric) against its base platform
     alone, ordered by base platform, workload, phase, metric and scenario (as they
     appear). A missing alone measurement gives ``alone`` = None and no percentage."""
+    rows = list(rows)
     values = _by_rep(rows)
+    who = identities(rows)
     # Platforms in order of appearance; a base platform where it or a scenario of it
     # appears first (its alone cells may be missing).
-    order = {p: i for i, p in enumerate(dict.fromkeys(k[0] for k in values))}
-    bases = {b: i for i, b in enumerate(dict.fromkeys(split_platform(p)[0] for p in order))}
+    order = {who[p]: i for i, p in enumerate(dict.fromkeys(k[0] for k in values))}
+    bases = {b: i for i, b in enumerate(dict.fromkeys(b for b, _ in order))}
     out: list[Degradation] = []
     for (platform, workload, phase), metrics in values.items():
-        base, scenario = split_platform(platform)
+        base, scenario = who[platform]
         if scenario is None:
             continue
         alone = values.get((base, workload, phase), {})
         for metric in _compared_metrics(metrics):
             other = summarize(list(metrics[metric].values()))
             out.append(_degradation((base, scenario, workload, phase), metric,
-                                    _metric_summary(alone, metric), other))
-    metric_order = [*THROUGHPUT_METRICS, *LATENCY_METRICS]
+                                    _metric_summary(alone, metric), other, platform))
+    metric_order = [*main_metrics(), *LATENCY_METRICS]
     return sorted(out, key=lambda d: (bases[d.platform], d.workload,
                                       phase_key(d.phase), metric_order.index(d.metric),
-                                      order[f"{d.platform}{SCENARIO_SEP}{d.scenario}"]))
+                                      order[(d.platform, d.scenario)]))
 
 
 def _metric_label(metric: str) -> str:
-    return MAIN_LABELS.get(metric) or LATENCY_LABELS.get(metric, metric)
+    return short_label(metric)
 
 
 def _pct_text(item: Degradation) -> str:
@@ -315,7 +301,7 @@ def alone_baselines(rows: Iterable[Row]) -> dict[tuple[str, str], float]:
     measured alone (seed 003 uses each file size's maximum single-VM throughput)."""
     values: dict[tuple[str, str, str], list[float]] = defaultdict(list)
     for row in rows:
-        if row.metric == "replies_s" and split_platform(row.platform)[1] is None:
+        if row.metric == "replies_s" and row.scenario is None:
             values[(row.platform, row.workload, row.phase)].append(row.value)
     out: dict[tuple[str, str], float] = {}
     for (platform, _, phase), found in values.items():
@@ -365,11 +351,10 @@ def _sum_per_rep(parts: Sequence[Mapping[int, float]]) -> Summary | None:
     return _summary(sum(p[r] for p in parts) for r in sorted(reps))
 
 
-def _aggregate(cell: str, key: tuple[str, str, str],
+def _aggregate(cell: str, key: tuple[str, str, str], base: str,
                metrics: Mapping[str, Mapping[int, float]],
                baselines: Mapping[tuple[str, str], float]) -> AggregatedRatio:
     platform, workload, phase = key
-    base = split_platform(platform)[0]
     target = metrics.get("replies_s", {})
     target_baseline = baselines.get((base, phase))
     target_ratio = ({r: v / target_baseline for r, v in target.items()}
@@ -404,11 +389,12 @@ def aggregated_ratios(rows: Sequence[Row]) -> list[AggregatedRatio]:
     """One entry per (cell, phase) with a web neighbour (``nb<i>.load.replies_per_s``)."""
     baselines = alone_baselines(rows)
     cells = _cell_names(rows)
+    who = identities(rows)
     out = []
     for key, metrics in _by_rep(rows).items():
         if _web_neighbours(metrics):
             cell = cells.get(key[:2], f"{key[0]}/{key[1]}")
-            out.append(_aggregate(cell, key, metrics, baselines))
+            out.append(_aggregate(cell, key, who[key[0]][0], metrics, baselines))
     return sorted(out, key=lambda a: (a.workload, phase_key(a.phase), a.platform))
 
 
@@ -699,9 +685,9 @@ def _weight_rows(metrics_per_column: Sequence[Mapping[str, Mapping[int, float]]]
     (the target's, each neighbour's load, their sum), NICs, host CPU, threads."""
     present: set[str] = set().union(*(set(m) for m in metrics_per_column))
     rows: list[tuple[str, str]] = []
-    main = next((m for m in THROUGHPUT_METRICS if m in present and m != "boot_s"), None)
+    main = main_metric(present, boot=False)
     if main:
-        rows.append((main, f"target {MAIN_LABELS[main]}"))
+        rows.append((main, f"target {short_label(main)}"))
     loads = sorted((m for m in present if _NB_LOAD.match(m)),
                    key=lambda m: (_nb_index(m.split(".")[0]), m))
     rows += [(m, f"{m.split('.')[0]} {_LOAD_LABELS[m.rsplit('.', 1)[1]]}") for m in loads]
@@ -732,9 +718,10 @@ def weights_tables(rows: Sequence[Row], platforms: Mapping[str, Mapping[str, Any
     labels = {p: label for p, d in platforms.items() if (label := weights_label(d))}
     grouped: dict[tuple[str, str, str], list[tuple[str, Mapping[str, Mapping[int, float]]]]]
     grouped = defaultdict(list)
+    who = identities(rows)
     for (platform, workload, phase), metrics in _by_rep(rows).items():
         if platform in labels:
-            grouped[(split_platform(platform)[0], workload, phase)].append((platform, metrics))
+            grouped[(who[platform][0], workload, phase)].append((platform, metrics))
     out = []
     for (base, workload, phase), found in grouped.items():
         found.sort(key=lambda item: (_weights_key(labels[item[0]]), item[0]))
@@ -744,7 +731,7 @@ def weights_tables(rows: Sequence[Row], platforms: Mapping[str, Mapping[str, Any
         if not table_rows:
             continue  # a phase without any weight-relevant metric (e.g. boot)
         out.append(WeightsTable(base, workload, phase,
-                                tuple((labels[p], split_platform(p)[1] or p) for p, _ in found),
+                                tuple((labels[p], who[p][1] or p) for p, _ in found),
                                 tuple(table_rows)))
     return sorted(out, key=lambda w: (w.platform, w.workload, phase_key(w.phase)))
 
@@ -799,18 +786,6 @@ def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTa
 def cov_tables(report: ScenarioReport) -> list[TextTable]:
     """The CoV table, when a main series has one (else nothing)."""
     return [cov_table(report.cov)] if any(is_main_cov(c) for c in report.cov) else []
-
-
-def rich_table(table: TextTable) -> Table:
-    """A :class:`TextTable` for the terminal."""
-    out = Table(title=table.title, title_justify="left", caption=table.note or None,
-                caption_justify="left")
-    for index, header in enumerate(table.headers):
-        out.add_column(header, justify="left" if index < table.left else "right",
-                       overflow="fold")
-    for row in table.rows:
-        out.add_row(*row)
-    return out
 
 
 def _s(summary: Summary | None) -> dict[str, Any] | None:

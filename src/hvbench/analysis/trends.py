@@ -9,16 +9,18 @@ Propagation convention (seed 000 §5.1). A workload whose phases include at leas
 of ``initial``, ``transfer`` and ``terminal`` with a duration (``duration_s``, else
 ``phase_wall_s``) is a propagation workload. Per repetition, y is the sum of those
 phases' durations and x the image size: its ``size_bytes`` metric (any phase), or when
-that is 0 or missing (a cache hit moves nothing) the variant's size token. One series
-per (platform, method): the method is the variant name without its size tokens
-(``propagation.scp-128M`` -> ``scp``); repetitions with ``cache_hit`` = 1 form their
-own series (``overlay (cache hit)``). Each stored ``link_rate_bits`` gives the line of
+that is 0 or missing (a cache hit moves nothing) the cell's ``image_size``. One series
+per (platform, method): the method is the cell's ``method`` identity field (the
+transfer method, ``scp``); repetitions with ``cache_hit`` = 1 form their own series
+(``overlay (cache hit)``). Each stored ``link_rate_bits`` gives the line of
 a NIC at that rate, y = x·8 / rate (seed 000 Fig. 3b's theoretical NIC).
 
 Lifecycle convention (seed 003 Fig. 13). A workload with at least two of ``create``
-... ``exit`` carrying a duration; x is the variant's size token (an overlay's own file
+... ``exit`` carrying a duration; x is the cell's ``image_size`` (an overlay's own file
 is a few hundred kB whatever the image), else ``create``'s ``size_bytes``; y is
-``create``'s duration.
+``create``'s duration; the method is the cell's ``method`` (``qcow2-overlay``).
+
+The identity fields come from the store (schema version 2), never from names.
 
 A linear fit needs 2 distinct sizes, a quadratic one 3. The intercept (the time at
 size 0) is what is spent besides moving bytes: the manager's overhead for propagation.
@@ -26,14 +28,12 @@ size 0) is what is spent besides moving bytes: the manager's overhead for propag
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from hvbench.analysis.stats import Fit, linear_fit, poly2_fit
-from hvbench.model.spec import parse_size
+from hvbench.analysis.summaries import Row
 from hvbench.model.study import LIFECYCLE_PHASES
 
 __all__ = [
@@ -53,8 +53,6 @@ __all__ = [
     "propagation_fit_rows",
     "propagation_series",
     "propagation_workloads",
-    "workload_method",
-    "workload_size",
 ]
 
 #: The phases whose durations add up to a propagation (``shutdown`` is not part of it).
@@ -63,26 +61,6 @@ PROPAGATION_STEPS = ("initial", "transfer", "terminal")
 DURATION_METRICS = ("duration_s", "phase_wall_s")
 FIT_HEADERS = ("platform", "method", "fit", "equation (x in bytes, y in s)", "R²",
                "intercept: the manager's overhead s")
-_SIZE_TOKEN = re.compile(r"^\d+(?:\.\d+)?[KMGT]$")
-
-
-class Row(Protocol):
-    """The fields of a stored measurement these functions read."""
-
-    @property
-    def cell(self) -> str: ...
-    @property
-    def platform(self) -> str: ...
-    @property
-    def workload(self) -> str: ...
-    @property
-    def repetition(self) -> int: ...
-    @property
-    def phase(self) -> str: ...
-    @property
-    def metric(self) -> str: ...
-    @property
-    def value(self) -> float: ...
 
 
 # -- fits ----------------------------------------------------------------------------------
@@ -154,24 +132,6 @@ def lifecycle_workloads(rows: Sequence[Row]) -> list[str]:
     return _workloads_with(rows, LIFECYCLE_PHASES)
 
 
-def workload_method(workload: str) -> str:
-    """What a propagation or lifecycle variant does, without its size: the variant
-    part of the name minus size tokens (``propagation.scp-128M`` -> ``scp``,
-    ``lifecycle.256M-qcow2-convert`` -> ``qcow2-convert``), else the base name
-    (``migrate.2G`` -> ``migrate``)."""
-    base, _, variant = workload.partition(".")
-    kept = [t for t in variant.split("-") if t and not _SIZE_TOKEN.match(t)]
-    return "-".join(kept) or base
-
-
-def workload_size(workload: str) -> float | None:
-    """The bytes of the variant's one size token (``lifecycle.256M-raw-copy`` ->
-    268435456.0); None without exactly one."""
-    _, _, variant = workload.partition(".")
-    sizes = [t for t in variant.split("-") if _SIZE_TOKEN.match(t)]
-    return float(parse_size(sizes[0])) if len(sizes) == 1 else None
-
-
 # -- series ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class SizeSeries:
@@ -197,6 +157,12 @@ def _per_repetition(rows: Sequence[Row], workloads: Sequence[str]
     return out
 
 
+def _facts(rows: Sequence[Row]) -> dict[tuple[str, str], tuple[str, float | None]]:
+    """(platform, workload) -> (method, image size) from the cells' identity fields;
+    a cell without a method is labelled with its workload's name."""
+    return {(r.platform, r.workload): (r.method or r.workload, r.image_size) for r in rows}
+
+
 def _duration(values: Mapping[tuple[str, str], float], phase: str) -> float | None:
     return next((values[(phase, m)] for m in DURATION_METRICS if (phase, m) in values), None)
 
@@ -209,32 +175,36 @@ def _size_series(points: Mapping[tuple[str, str], list[tuple[float, float]]]
 def propagation_series(rows: Sequence[Row], workloads: Sequence[str]) -> list[SizeSeries]:
     """Per (platform, method): (image size, initial + transfer + terminal seconds) of
     every repetition. The size is the ``size_bytes`` moved, or on a cache hit (nothing
-    moved) the variant's size token; cache hits form their own series (``overlay
+    moved) the cell's ``image_size``; cache hits form their own series (``overlay
     (cache hit)``): they do not move the image, so they are a different trend.
     Repetitions without any size are left out."""
     points: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    facts = _facts(rows)
     for (platform, workload, _), values in _per_repetition(rows, workloads).items():
+        method, image_size = facts[(platform, workload)]
         moved = next((v for (_, m), v in values.items() if m == "size_bytes"), None)
-        size = moved if moved else workload_size(workload)
+        size = moved if moved else image_size
         durations = [d for p in PROPAGATION_STEPS if (d := _duration(values, p)) is not None]
         if size is None or not durations:
             continue
         hit = any(m == "cache_hit" and v >= 1 for (_, m), v in values.items())
-        method = workload_method(workload) + (" (cache hit)" if hit else "")
+        method += " (cache hit)" if hit else ""
         points[(platform, method)].append((size, sum(durations)))
     return _size_series(points)
 
 
 def lifecycle_series(rows: Sequence[Row], workloads: Sequence[str]) -> list[SizeSeries]:
     """Per (platform, method): (image size, ``create`` seconds) of every repetition
-    (seed 003 Fig. 13). The size is the variant's size token (an overlay's file is a
+    (seed 003 Fig. 13). The size is the cell's ``image_size`` (an overlay's file is a
     few hundred kB whatever the image), else the ``create`` phase's ``size_bytes``."""
     points: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    facts = _facts(rows)
     for (platform, workload, _), values in _per_repetition(rows, workloads).items():
-        size = workload_size(workload) or values.get(("create", "size_bytes"))
+        method, image_size = facts[(platform, workload)]
+        size = image_size or values.get(("create", "size_bytes"))
         seconds = _duration(values, "create")
         if size and seconds is not None:
-            points[(platform, workload_method(workload))].append((size, seconds))
+            points[(platform, method)].append((size, seconds))
     return _size_series(points)
 
 

@@ -40,7 +40,7 @@ def add_report_options(report: argparse.ArgumentParser) -> None:
 
 def cmd_report_export(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench report --format csv|json-rows|parquet|html``."""
-    from hvbench.cli.study_cmds import _latest
+    from hvbench.report.model import latest_run_id
 
     binary = args.format == "parquet"
     if binary and not args.output and sys.stdout.isatty():
@@ -48,7 +48,7 @@ def cmd_report_export(args: argparse.Namespace, out: Console, err: Console) -> i
                         "stdout")
     store = Store(Path(args.db), create=False)
     try:
-        run_id = args.run or _latest(store, args.db)
+        run_id = args.run or latest_run_id(store, args.db)
         data = _export_bytes(store, run_id, args)
     finally:
         store.close()
@@ -73,49 +73,26 @@ def _export_bytes(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
 
 
 def _html(store: Store, run_id: str, series: str | None) -> str:
-    from hvbench.analysis.scenarios import split_platform
-    from hvbench.cli.study_cmds import _natives
-    from hvbench.report.html import ReportInput, parse_series_choice, render_html
+    from hvbench.report.html import (
+        AUTO_SERIES,
+        SCENARIO_MONITORS,
+        parse_series_choice,
+        render_html,
+    )
+    from hvbench.report.model import load_run_report
+    from hvbench.report.render import html_input
 
     choice = parse_series_choice(series) if series else None
-    run = store.get_run(run_id)
-    rows = store.measurements(run_id)
-    stored = store.cells(run_id)
-    scenarios = any(split_platform(c.platform_name)[1] for c in stored)
-    monitors = _monitors_to_load(store.sample_monitors(run_id), choice, scenarios=scenarios)
-    failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
-                for f in store.failures(run_id)]
-    return render_html(ReportInput(
-        run_id=run_id, study_name=run.study_name, status=run.status,
-        created_at=run.created_at, finished_at=run.finished_at, env=run.env,
-        study_text=run.study_text, rows=rows, natives=_natives(store, run_id),
-        samples=_ok_samples(store, run_id, rows, monitors), series=choice,
-        failures=failures, cells={c.name: (c.platform_name, c.workload_name) for c in stored},
-        platforms={c.platform_name: c.platform for c in stored}))
-
-
-def _ok_samples(store: Store, run_id: str, rows: list[Any], monitors: list[str]) -> list[Any]:
-    """The samples of ``monitors`` from repetitions that succeeded (have measurements)."""
-    ok = {(r.cell, r.repetition) for r in rows}
-    return [s for monitor in monitors for s in store.samples(run_id, monitor=monitor)
-            if (s.cell, s.repetition) in ok]
-
-
-def _monitors_to_load(monitors: list[str], choice: Any, *, scenarios: bool = False
-                      ) -> list[str]:
-    """Only the monitors a series choice (or the automatic ones) can draw, plus, for a
-    run with scenarios, those its Scenarios section reads."""
-    import fnmatch
-
-    from hvbench.report.html import AUTO_SERIES, SCENARIO_MONITORS
-
+    # Only the monitors a series choice (or the automatic ones) can draw, plus, for a
+    # run with scenarios, those its Scenarios section reads.
     patterns = [choice.monitor] if choice else [c.monitor for c in AUTO_SERIES]
-    if scenarios:
+    if any(c.identity.scenario for c in store.cells(run_id)):
         patterns += SCENARIO_MONITORS
-    return [m for m in monitors if any(fnmatch.fnmatchcase(m, p) for p in patterns)]
+    report = load_run_report(store, run_id, monitors=patterns)
+    return render_html(html_input(report, choice))
 
 
-# -- the extra tables and JSON of `hvbench report` (table and json formats) ------------------
+# -- the extra tables of `hvbench report` (table format) ---------------------------------------
 def extra_report_tables(rows: Sequence[Any], platforms: Mapping[str, Mapping[str, Any]]
                         ) -> list[Table]:
     """What the ``table`` format prints after the phase tables: the propagation fits,
@@ -123,36 +100,12 @@ def extra_report_tables(rows: Sequence[Any], platforms: Mapping[str, Mapping[str
     guests started on demand, CPU weights; no CoV, which would read every sample).
     Pure: empty for a run with neither. ``platforms``: stored platform definitions by
     name (the weights columns read them)."""
-    from hvbench.analysis.scenarios import build_scenario_report, rich_table, scenario_tables
-    from hvbench.report.tables import propagation_fit_table
+    from hvbench.analysis.scenarios import build_scenario_report, scenario_tables
+    from hvbench.report.tables import propagation_fit_table, rich_table
 
     tables = [t for t in (propagation_fit_table(rows),) if t is not None]
     report = build_scenario_report(rows, platforms=platforms)
     return tables + [rich_table(t) for t in scenario_tables(report)]
-
-
-def report_json(store: Store, run_id: str) -> str:
-    """``--format json``: every summary with its % of native, the run's environment,
-    and ``scenarios`` (empty lists for a run without them). For a run with scenarios
-    every CoV series is computed, so all its samples are read; other runs read none (a
-    storage matrix's would make the summaries slow for nothing)."""
-    from hvbench.analysis.scenarios import build_scenario_report, scenario_json, split_platform
-    from hvbench.cli.study_cmds import _natives
-    from hvbench.report.tables import phase_stats, summary_json
-
-    run = store.get_run(run_id)
-    rows = store.measurements(run_id)
-    stored = store.cells(run_id)
-    monitors = (store.sample_monitors(run_id)
-                if any(split_platform(c.platform_name)[1] for c in stored) else [])
-    scenarios = build_scenario_report(
-        rows, _ok_samples(store, run_id, rows, monitors),
-        {c.name: (c.platform_name, c.workload_name) for c in stored},
-        {c.platform_name: c.platform for c in stored})
-    meta: dict[str, Any] = {"id": run_id, "study": run.study_name, "status": run.status,
-                            "env": run.env}
-    return summary_json(phase_stats(rows), _natives(store, run_id), meta,
-                        {"scenarios": scenario_json(scenarios)})
 
 
 # -- compare -------------------------------------------------------------------------------
@@ -171,7 +124,7 @@ def _side_spec(text: str, run: str | None) -> tuple[str | None, str | None]:
 
 def _resolve_sides(args: argparse.Namespace, store: Store
                    ) -> tuple[tuple[str, str | None], tuple[str, str | None]]:
-    from hvbench.cli.study_cmds import _latest
+    from hvbench.report.model import latest_run_id
 
     a = _side_spec(args.a, args.run)
     b = _side_spec(args.b, args.run)
@@ -180,7 +133,7 @@ def _resolve_sides(args: argparse.Namespace, store: Store
                         "--run RUN with platform names), not one of each")
     latest = None
     if a[0] is None or b[0] is None:
-        latest = _latest(store, args.db)
+        latest = latest_run_id(store, args.db)
     side_a, side_b = (a[0] or latest or "", a[1]), (b[0] or latest or "", b[1])
     if side_a == side_b:
         raise SpecError(f"compare: A and B are the same ({_label(*side_a)})")
@@ -323,7 +276,7 @@ def comparison_json(result: Any, label_a: str, label_b: str, alpha: float,
 def cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench check [RUN] --bounds FILE``: exit 1 when a bound fails, else 0."""
     from hvbench.analysis.bounds import evaluate, failed, parse_bounds
-    from hvbench.cli.study_cmds import _latest, _natives
+    from hvbench.report.model import latest_run_id, natives_of
 
     path = Path(args.bounds)
     try:
@@ -333,8 +286,8 @@ def cmd_check(args: argparse.Namespace, out: Console, err: Console) -> int:
     bounds = parse_bounds(text, str(path))
     store = Store(Path(args.db), create=False)
     try:
-        run_id = args.run or _latest(store, args.db)
-        results = evaluate(bounds, store.measurements(run_id), _natives(store, run_id))
+        run_id = args.run or latest_run_id(store, args.db)
+        results = evaluate(bounds, store.measurements(run_id), natives_of(store.cells(run_id)))
     finally:
         store.close()
     out.print(bounds_table(results, run_id))

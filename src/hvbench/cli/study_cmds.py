@@ -18,16 +18,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hvbench.cli.report_cmds import (
-    EXPORT_FORMATS,
-    add_report_options,
-    cmd_report_export,
-    extra_report_tables,
-    report_json,
-)
-from hvbench.errors import SpecError
+from hvbench.cli.report_cmds import EXPORT_FORMATS, add_report_options, cmd_report_export
 from hvbench.model.study import Study
-from hvbench.report.tables import TCG_BANNER, phase_stats, phase_table, warnings_for
+from hvbench.report.model import latest_run_id, load_run_report
+from hvbench.report.render import report_json, terminal_header, terminal_tables
 from hvbench.run.runner import PlannedItem, load_study, remove_orphans, resume_study, run_study
 from hvbench.store.sqlite import Store
 
@@ -89,37 +83,17 @@ def _run_with_progress(study: Study, store: Store, resume: str | None, err: Cons
     return outcome.run_id
 
 
-def _natives(store: Store, run_id: str) -> dict[str, str | None]:
-    """For each workload, the native platform that is its baseline (if any)."""
-    natives: dict[str, str | None] = {}
-    for cell in store.cells(run_id):
-        natives.setdefault(cell.workload_name, None)
-        if cell.platform.get("kind") == "native" and natives[cell.workload_name] is None:
-            natives[cell.workload_name] = cell.platform_name
-    return natives
-
-
 def _print_report(store: Store, run_id: str, out: Console, err: Console) -> None:
-    run = store.get_run(run_id)
-    env = run.env
-    out.print(f"[bold]run {run_id}[/]  study {run.study_name}  status {run.status}  "
-              f"host {env.get('kernel')}  QEMU {env.get('qemu_version')}  "
-              f"accelerator {env.get('accelerator')}")
-    if env.get("accelerator") == "tcg":
-        out.print(f"[bold white on red] {TCG_BANNER} [/]")
-    natives = _natives(store, run_id)
-    rows = store.measurements(run_id)
-    stats = phase_stats(rows)
-    for phase in stats:
-        out.print(phase_table(phase, natives.get(phase.workload)))
-    # Propagation fits and scenario tables (degradation against alone, ...), if any.
-    platforms = {c.platform_name: c.platform for c in store.cells(run_id)}
-    for table in extra_report_tables(rows, platforms):
+    # The terminal does not print the CoV: no samples are read.
+    report = load_run_report(store, run_id, monitors=[])
+    for line in terminal_header(report):
+        out.print(line)
+    for table in terminal_tables(report):
         out.print(table)
-    for warning in warnings_for(stats):
+    for warning in report.warnings:
         # Warnings quote study text such as "[study]": never read them as rich markup.
         err.print(f"warning: {warning}", style="yellow", markup=False)
-    for failure in store.failures(run_id):
+    for failure in report.failures:
         first = failure.error.splitlines()[0] if failure.error else ""
         err.print(f"failed: {failure.cell} rep {failure.repetition + 1}: {first}",
                   style="red", markup=False)
@@ -127,17 +101,18 @@ def _print_report(store: Store, run_id: str, out: Console, err: Console) -> None
 
 def cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench report``: the tables (phase summaries, then propagation fits and
-    scenario tables when the run has them), ``json`` (the summaries and ``scenarios``),
+    scenario tables when the run has them), ``json`` (the summaries, ``scenarios`` and
+    ``propagation``),
     or an export format (:func:`hvbench.cli.report_cmds.cmd_report_export`)."""
     if args.format in EXPORT_FORMATS:
         return cmd_report_export(args, out, err)
     store = Store(Path(args.db))
     try:
-        run_id = args.run or _latest(store, args.db)
+        run_id = args.run or latest_run_id(store, args.db)
         if args.format == "table":
             _print_report(store, run_id, out, err)
             return 0
-        text = report_json(store, run_id)
+        text = report_json(load_run_report(store, run_id))
         if args.output:
             Path(args.output).write_text(text)
         else:
@@ -145,13 +120,6 @@ def cmd_report(args: argparse.Namespace, out: Console, err: Console) -> int:
     finally:
         store.close()
     return 0
-
-
-def _latest(store: Store, db: str) -> str:
-    run = store.latest_run()
-    if run is None:
-        raise SpecError(f"{db}: no runs yet (start one with `hvbench run STUDY.toml`)")
-    return str(run.id)
 
 
 def cmd_runs(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -43,8 +43,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hvbench.analysis.metrics import main_metrics, short_label
 from hvbench.analysis.scenarios import (
-    SCENARIO_SEP,
     Degradation,
     OnDemandSeries,
     SampleLike,
@@ -54,9 +54,19 @@ from hvbench.analysis.scenarios import (
     cov_tables,
     ondemand_series,
     scenario_tables,
-    split_platform,
 )
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
+from hvbench.analysis.summaries import (
+    PhaseStats,
+    Row,
+    compared_to_native,
+    fmt_value,
+    mean_ci_text,
+    pct_of_native_text,
+    phase_key,
+    phase_stats,
+    warnings_for,
+)
 from hvbench.analysis.trends import (
     FIT_HEADERS,
     PROPAGATION_STEPS,
@@ -85,19 +95,7 @@ from hvbench.report.plots import (
     time_series_grid,
     trend_lines,
 )
-from hvbench.report.tables import (
-    MAIN_LABELS,
-    MAX_COLUMNS,
-    RELATIVE_METRICS,
-    TCG_BANNER,
-    PhaseStats,
-    Row,
-    fmt_value,
-    mean_ci_text,
-    phase_key,
-    phase_stats,
-    warnings_for,
-)
+from hvbench.report.tables import MAX_COLUMNS, TCG_BANNER
 
 __all__ = [
     "AUTO_SERIES",
@@ -254,12 +252,12 @@ def bar_charts(stats: Sequence[PhaseStats], natives: Mapping[str, str | None]
             if metric:
                 by_metric[metric].append(item)
         for metric, phases in by_metric.items():
-            label = MAIN_LABELS[metric]
+            label = short_label(metric)
             values = {(p.phase, platform): _interval(s) for p in phases
                       for platform, s in p.metrics[metric].items()}
             out.append((workload, _chart(f"{workload}: {label}, mean with 95 % CI", label,
                                          platforms, [p.phase for p in phases], values)))
-            if native and metric in RELATIVE_METRICS:
+            if native and compared_to_native(metric):
                 pct = _pct_values(phases, metric, native)
                 if pct:
                     out.append((workload, _chart(
@@ -328,7 +326,7 @@ def summary_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[s
             s = per[platform]
             rows.append([item.phase, platform,
                          f"{fmt_value(s.mean)} ± {fmt_value(s.ci95_half_width)} "
-                         f"{MAIN_LABELS[metric]}",
+                         f"{short_label(metric)}",
                          _pct_text(per, platform, native, metric),
                          "-" if s.cov_pct is None else f"{s.cov_pct:.1f}", str(s.n),
                          *(_mean_text(item, m, platform)
@@ -338,14 +336,9 @@ def summary_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[s
 
 def _pct_text(per: Mapping[str, Summary], platform: str, native: str | None,
               metric: str) -> str:
-    if not native or native not in per or metric not in RELATIVE_METRICS:
+    if not native or not compared_to_native(metric):
         return "-"
-    interval = _pct_interval(per[platform], per[native])
-    if interval is None:
-        return "-"
-    if interval.low is None or interval.high is None:
-        return f"{interval.value:.1f} %"
-    return f"{interval.value:.1f} % [{interval.low:.0f}-{interval.high:.0f}]"
+    return pct_of_native_text(per, platform, native)
 
 
 def _mean_text(item: PhaseStats, metric: str, platform: str) -> str:
@@ -467,12 +460,12 @@ def scenario_charts(items: Sequence[Degradation]) -> list[BarChart]:
     by_workload: dict[str, dict[tuple[str, str], Interval]] = defaultdict(dict)
     labels: dict[str, str] = {}
     for d in items:
-        if d.alone is None or d.metric not in MAIN_LABELS or d.alone.mean == 0:
+        if d.alone is None or d.metric not in main_metrics() or d.alone.mean == 0:
             continue
         interval = _pct_interval(d.other, d.alone)
         if interval is not None:
-            by_workload[d.workload][(d.phase, f"{d.platform}{SCENARIO_SEP}{d.scenario}")] = interval
-            labels[d.workload] = MAIN_LABELS[d.metric]
+            by_workload[d.workload][(d.phase, d.measured)] = interval
+            labels[d.workload] = short_label(d.metric)
     charts = []
     for workload, values in by_workload.items():
         phases = sorted({p for p, _ in values}, key=phase_key)
@@ -762,7 +755,7 @@ def render_html(data: ReportInput) -> str:
     cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
     # The CoV of every sampled series is only shown for scenario runs: skip the work
     # (a storage matrix has hundreds of thousands of samples) elsewhere.
-    scenario_run = any(split_platform(r.platform)[1] for r in data.rows)
+    scenario_run = any(r.scenario for r in data.rows)
     extra = {"series": _series_section(data, cells),
              "scenarios": _scenario_section(data, build_scenario_report(
                  data.rows, data.samples if scenario_run else (), cells, data.platforms),

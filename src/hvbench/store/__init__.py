@@ -5,6 +5,7 @@
 
 from hvbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from hvbench.store.records import (
+    CellIdentity,
     CellRecord,
     CellRow,
     FailureRow,
@@ -18,12 +19,14 @@ from hvbench.store.records import (
     RunSummary,
     SampleRecord,
     SampleRow,
+    cell_record,
 )
 from hvbench.store.sqlite import Store, StoreError, new_run_id, utc_now
 
 __all__ = [
     "MIGRATIONS",
     "SCHEMA_VERSION",
+    "CellIdentity",
     "CellRecord",
     "CellRow",
     "FailureRow",
@@ -39,6 +42,7 @@ __all__ = [
     "SampleRow",
     "Store",
     "StoreError",
+    "cell_record",
     "new_run_id",
     "utc_now",
 ]

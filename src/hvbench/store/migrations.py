@@ -7,8 +7,11 @@ previous version intact. Never edit a released migration: append a new one.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
+
+from hvbench.store.records import identity_of
 
 _V1 = (
     """CREATE TABLE runs (
@@ -96,10 +99,41 @@ def migrate_to_1(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+#: Version 2: a cell's identity as columns (see ``records.CellIdentity``).
+_V2_COLUMNS = (
+    "base_platform TEXT NOT NULL DEFAULT ''",
+    "scenario TEXT",
+    "platform_kind TEXT NOT NULL DEFAULT ''",
+    "workload_kind TEXT NOT NULL DEFAULT ''",
+    "method TEXT",
+    "image_size INTEGER",
+    "file_size INTEGER",
+    "neighbour_roles_json TEXT NOT NULL DEFAULT '[]'",
+)
+
+
+def migrate_to_2(conn: sqlite3.Connection) -> None:
+    """Add the cells' identity columns and fill them from the stored platform and
+    workload definitions (structured JSON), so a version 1 database reports as before
+    without any report parsing a name."""
+    for column in _V2_COLUMNS:
+        conn.execute(f"ALTER TABLE cells ADD COLUMN {column}")
+    rows = conn.execute(
+        "SELECT id, platform_name, platform_json, workload_json FROM cells").fetchall()
+    for cell_id, platform_name, platform_json, workload_json in rows:
+        found = identity_of(platform_name, json.loads(platform_json), json.loads(workload_json))
+        conn.execute(
+            "UPDATE cells SET base_platform=?, scenario=?, platform_kind=?, workload_kind=?,"
+            " method=?, image_size=?, file_size=?, neighbour_roles_json=? WHERE id=?",
+            (found.base_platform, found.scenario, found.platform_kind, found.workload_kind,
+             found.method, found.image_size, found.file_size,
+             json.dumps(list(found.neighbour_roles)), cell_id))
+
+
 Migration = Callable[[sqlite3.Connection], None]
 
 #: ``MIGRATIONS[i]`` migrates from user_version ``i`` to ``i + 1``.
-MIGRATIONS: list[Migration] = [migrate_to_1]
+MIGRATIONS: list[Migration] = [migrate_to_1, migrate_to_2]
 
 #: The schema version this hvbench writes.
 SCHEMA_VERSION = len(MIGRATIONS)

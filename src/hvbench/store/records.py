@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from hvbench.model.study import Cell
+if TYPE_CHECKING:
+    from hvbench.model.study import Cell
 
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 RepetitionStatus = Literal["ok", "failed"]
@@ -21,14 +22,38 @@ REPETITION_STATUSES: tuple[RepetitionStatus, ...] = ("ok", "failed")
 
 
 @dataclass(frozen=True)
+class CellIdentity:
+    """What a cell is, as fields (schema version 2), so that reports never parse names:
+    the platform variant without its scenario, the scenario, the kinds, and the facts
+    the reports group by (an image's size and how it is made or moved, a disk
+    workload's file size, the roles of a scenario's neighbours)."""
+
+    base_platform: str
+    platform_kind: str = ""
+    workload_kind: str = ""
+    scenario: str | None = None
+    #: Propagation: the transfer method (``scp``, ``overlay``, ...); lifecycle: the image
+    #: format and how it is created (``qcow2-overlay``).
+    method: str | None = None
+    #: Bytes of the system image (propagation, lifecycle).
+    image_size: int | None = None
+    #: Bytes of a disk workload's test file.
+    file_size: int | None = None
+    neighbour_roles: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class CellRecord:
-    """One cell of a study: a platform (native or a VM configuration) times a workload."""
+    """One cell of a study: a platform (native or a VM configuration) times a workload.
+
+    ``identity`` None: derived from the definitions (:func:`identity_of`)."""
 
     name: str
     platform_name: str
     platform: Mapping[str, Any]
     workload_name: str
     workload: Mapping[str, Any]
+    identity: CellIdentity | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +126,7 @@ class CellRow:
     platform: dict[str, Any]
     workload_name: str
     workload: dict[str, Any]
+    identity: CellIdentity = CellIdentity("")
 
 
 @dataclass(frozen=True)
@@ -117,6 +143,12 @@ class MeasurementRow:
     metric: str
     value: float
     unit: str
+    #: The cell's identity fields (schema version 2); None: not known (rows built
+    #: by hand), read as the platform alone.
+    base_platform: str | None = None
+    scenario: str | None = None
+    method: str | None = None
+    image_size: float | None = None
 
 
 @dataclass(frozen=True)
@@ -155,12 +187,54 @@ class FailureRow:
     finished_at: str
 
 
+def _int_or_none(value: Any) -> int | None:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _method(workload: Mapping[str, Any]) -> str | None:
+    kind = workload.get("kind")
+    if kind == "propagation":
+        return str(workload.get("method", "")) or None
+    if kind == "lifecycle":
+        return f"{workload.get('image_format', 'raw')}-{workload.get('create', 'copy')}"
+    return None
+
+
+def identity_of(platform_name: str, platform: Mapping[str, Any],
+                workload: Mapping[str, Any], base_platform: str | None = None
+                ) -> CellIdentity:
+    """A cell's identity from its stored platform and workload definitions (the JSON
+    of schema version 1, which the v2 migration reads too). ``base_platform`` None:
+    ``platform_name`` without the ``@<scenario>`` suffix its scenario's name gives
+    (version 1 kept the platform variant only in that name)."""
+    scenario_def = platform.get("scenario")
+    scenario = scenario_def.get("name") if isinstance(scenario_def, Mapping) else None
+    if base_platform is None:
+        base_platform = platform_name
+        if scenario is not None:
+            base_platform = platform_name.removesuffix(f"@{scenario}")
+    roles = tuple(str(n.get("role", "idle")) for n in scenario_def.get("neighbours", ())
+                  if isinstance(n, Mapping)) if isinstance(scenario_def, Mapping) else ()
+    kind = workload.get("kind", "disk")
+    return CellIdentity(
+        base_platform=base_platform, platform_kind=str(platform.get("kind", "qemu")),
+        workload_kind=str(kind), scenario=None if scenario is None else str(scenario),
+        method=_method(workload),
+        image_size=_int_or_none(workload.get("image_size")),
+        file_size=_int_or_none(workload.get("file_size")) if kind == "disk" else None,
+        neighbour_roles=roles)
+
+
 def cell_record(cell: Cell) -> CellRecord:
-    """How the store keeps ``cell``: its names, its workload's definition and its
-    platform's, in a scenario with the scenario's (``platform.scenario``)."""
+    """The store's record of a study cell, with its identity fields: the platform
+    variant's and the scenario's names come from the cell itself, the facts from the
+    specs (never from the names)."""
     platform: dict[str, Any] = cell.platform.spec.model_dump(mode="json")
     if cell.scenario is not None:
         platform = {**platform, "scenario": {"name": cell.scenario.name,
                                              **cell.scenario.spec.model_dump(mode="json")}}
-    return CellRecord(cell.name, cell.platform_name, platform, cell.workload.name,
-                      cell.workload.spec.model_dump(mode="json"))
+    workload: dict[str, Any] = cell.workload.spec.model_dump(mode="json")
+    identity = identity_of(cell.platform_name, platform, workload,
+                           base_platform=cell.platform.name)
+    return CellRecord(cell.name, cell.platform_name, platform, cell.workload.name, workload,
+                      identity)

@@ -31,6 +31,7 @@ from hvbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from hvbench.store.records import (
     REPETITION_STATUSES,
     RUN_STATUSES,
+    CellIdentity,
     CellRecord,
     CellRow,
     FailureRow,
@@ -44,11 +45,13 @@ from hvbench.store.records import (
     RunSummary,
     SampleRecord,
     SampleRow,
+    identity_of,
 )
 
 # The record types are re-exported so callers can take everything from this module.
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "CellIdentity",
     "CellRecord",
     "CellRow",
     "FailureRow",
@@ -286,10 +289,16 @@ class Store:
                     "started; start a new run instead of resuming"
                 )
             return int(row["id"])
+        ident = cell.identity or identity_of(cell.platform_name, cell.platform, cell.workload)
         cursor = conn.execute(
             "INSERT INTO cells (run_id, name, platform_name, platform_json, workload_name,"
-            " workload_json) VALUES (?,?,?,?,?,?)",
-            (run_id, cell.name, cell.platform_name, platform, cell.workload_name, workload),
+            " workload_json, base_platform, scenario, platform_kind, workload_kind, method,"
+            " image_size, file_size, neighbour_roles_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, cell.name, cell.platform_name, platform, cell.workload_name, workload,
+             ident.base_platform, ident.scenario, ident.platform_kind, ident.workload_kind,
+             ident.method, ident.image_size, ident.file_size,
+             json.dumps(list(ident.neighbour_roles))),
         )
         return _rowid(cursor)
 
@@ -483,14 +492,15 @@ class Store:
     def cells(self, run_id: str) -> list[CellRow]:
         """The cells of a run in the order they were added."""
         rows = self._read(
-            "SELECT id, name, platform_name, platform_json, workload_name, workload_json"
-            " FROM cells WHERE run_id = ? ORDER BY id",
+            "SELECT id, name, platform_name, platform_json, workload_name, workload_json,"
+            " base_platform, scenario, platform_kind, workload_kind, method, image_size,"
+            " file_size, neighbour_roles_json FROM cells WHERE run_id = ? ORDER BY id",
             (run_id,),
         )
         return [
             CellRow(id=int(r["id"]), name=r["name"], platform_name=r["platform_name"],
                     platform=json.loads(r["platform_json"]), workload_name=r["workload_name"],
-                    workload=json.loads(r["workload_json"]))
+                    workload=json.loads(r["workload_json"]), identity=_identity(r))
             for r in rows
         ]
 
@@ -518,7 +528,8 @@ class Store:
         self._require_run(run_id)
         rows = self._read(
             "SELECT c.id AS cell_id, c.name AS cell, c.platform_name, c.workload_name,"
-            " p.repetition, p.position, m.phase, m.metric, m.value, m.unit"
+            " p.repetition, p.position, m.phase, m.metric, m.value, m.unit,"
+            " c.base_platform, c.scenario, c.method, c.image_size"
             " FROM measurements m JOIN repetitions p ON m.repetition_id = p.id"
             " JOIN cells c ON p.cell_id = c.id"
             " WHERE p.run_id = ? AND (p.status = 'ok' OR ?)"
@@ -530,7 +541,10 @@ class Store:
                            platform=r["platform_name"], workload=r["workload_name"],
                            repetition=int(r["repetition"]), position=int(r["position"]),
                            phase=r["phase"], metric=r["metric"], value=float(r["value"]),
-                           unit=r["unit"])
+                           unit=r["unit"], base_platform=r["base_platform"],
+                           scenario=r["scenario"], method=r["method"],
+                           image_size=None if r["image_size"] is None
+                           else float(r["image_size"]))
             for r in rows
         ]
 
@@ -665,6 +679,14 @@ def _rowid(cursor: sqlite3.Cursor) -> int:
     if cursor.lastrowid is None:  # cannot happen after an INSERT; keeps the type exact
         raise StoreError("SQLite returned no row id for an INSERT")
     return cursor.lastrowid
+
+
+def _identity(row: sqlite3.Row) -> CellIdentity:
+    return CellIdentity(
+        base_platform=row["base_platform"], platform_kind=row["platform_kind"],
+        workload_kind=row["workload_kind"], scenario=row["scenario"], method=row["method"],
+        image_size=row["image_size"], file_size=row["file_size"],
+        neighbour_roles=tuple(json.loads(row["neighbour_roles_json"])))
 
 
 def _run_record(row: sqlite3.Row) -> RunRecord:

@@ -1,0 +1,518 @@
+"""The metric catalogue: every metric a workload, monitor, the runner or a scenario
+stores, declared once with its unit, label, direction and role in the reports.
+
+Pure data and look-ups; the report, ``hvbench compare``, ``hvbench check`` and the
+scenario tables read it instead of keeping their own lists of names.
+
+A name is exact (``mb_s``) or a pattern whose ``<placeholders>`` stand for one dotted
+part (``host.disk.<dev>.util_pct``), a number (``<i>``, ``<k>``, ``<n>``) or, for a
+network interface's label, any text (``net.<if>.rx_mbit_s``). :func:`lookup` tries the
+exact names first, then the patterns in declaration order, so a specific entry
+(``qemu.vcpu.cpu_pct``, shown in the phase tables) wins over the pattern it also
+matches (``qemu.<class>.cpu_pct``).
+
+Roles in the reports (the numbers are positions, lowest first):
+
+- ``main``: the headline (throughput) metric of a phase is the present one with the
+  lowest rank; its ``short`` label heads the tables and charts;
+- ``detail``: the rows under the headline in the terminal's phase tables;
+- ``vs_native``: shown in % of the native platform (a boot time has no native);
+- ``vs_alone``: compared with the platform alone in the scenario degradation table
+  (besides the headline, which always is unless it is a boot time);
+- ``direction``: ``higher`` or ``lower`` is better, or ``neutral`` (CPU %, sizes,
+  counts): what ``hvbench compare`` calls better or worse, and the sign of a
+  degradation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+__all__ = [
+    "CATALOGUE",
+    "Direction",
+    "Layer",
+    "MetricSpec",
+    "detail_metrics",
+    "direction_of",
+    "is_known",
+    "lookup",
+    "main_metric",
+    "main_metrics",
+    "short_label",
+    "unknown_metrics",
+    "vs_alone_metrics",
+]
+
+Direction = Literal["higher", "lower", "neutral"]
+#: Who stores the metric: a workload's parser, a host monitor's window summary, the
+#: runner itself, or a scenario (neighbours, on-demand starts, the dip).
+Layer = Literal["workload", "monitor", "runner", "scenario"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric (or family of metrics, when ``name`` is a pattern)."""
+
+    name: str
+    unit: str
+    label: str
+    direction: Direction
+    layer: Layer
+    #: What stores it: ``fio``, ``iperf3``, ``httperf``, ``lifecycle``, ``propagation``,
+    #: ``diskstats``, ``host.cpu``, ``threads``, ``netdev``, ``runner``, ``scenario``.
+    producer: str
+    #: Short label (headline rows, degradation table, charts); default: ``label``.
+    short: str = ""
+    vs_native: bool = False
+    main: int | None = None
+    detail: int | None = None
+    vs_alone: int | None = None
+
+    @property
+    def short_label(self) -> str:
+        """:attr:`short`, else :attr:`label`."""
+        return self.short or self.label
+
+    @property
+    def is_pattern(self) -> bool:
+        """True when :attr:`name` has placeholders."""
+        return "<" in self.name
+
+
+#: The layer each producer belongs to.
+_LAYERS: dict[str, Layer] = {
+    "fio": "workload",
+    "iperf3": "workload",
+    "httperf": "workload",
+    "lifecycle": "workload",
+    "propagation": "workload",
+    "lifecycle/propagation": "workload",
+    "diskstats": "monitor",
+    "host.cpu": "monitor",
+    "threads": "monitor",
+    "netdev": "monitor",
+    "runner": "runner",
+    "scenario": "scenario",
+}
+
+
+def _m(
+    name: str,
+    unit: str,
+    label: str,
+    direction: Direction,
+    producer: str,
+    *,
+    short: str = "",
+    vs_native: bool = False,
+    main: int | None = None,
+    detail: int | None = None,
+    vs_alone: int | None = None,
+) -> MetricSpec:
+    return MetricSpec(
+        name,
+        unit,
+        label,
+        direction,
+        _LAYERS[producer],
+        producer,
+        short=short,
+        vs_native=vs_native,
+        main=main,
+        detail=detail,
+        vs_alone=vs_alone,
+    )
+
+
+_THREAD_CLASS_METRICS = (
+    ("cpu_pct", "%", "CPU % (of one core)"),
+    ("run_pct", "%", "on-CPU %"),
+    ("wait_pct", "%", "run-queue wait %"),
+    ("blocked_pct", "%", "blocked %"),
+    ("exec_per_s", "1/s", "executions/s"),
+    ("cpu_ms_per_exec", "ms", "CPU ms per execution"),
+    ("threads", "count", "threads"),
+)
+_HOST_CPU_METRICS = ("busy", "user", "system", "irq", "iowait", "steal", "idle")
+_DISK_METRICS = (
+    ("r_s", "1/s", "r/s"),
+    ("w_s", "1/s", "w/s"),
+    ("d_s", "1/s", "d/s"),
+    ("f_s", "1/s", "f/s"),
+    ("r_kb_s", "kB/s", "rkB/s"),
+    ("w_kb_s", "kB/s", "wkB/s"),
+    ("d_kb_s", "kB/s", "dkB/s"),
+    ("r_mb_s", "MB/s", "rMB/s"),
+    ("w_mb_s", "MB/s", "wMB/s"),
+    ("rrqm_s", "1/s", "rrqm/s"),
+    ("wrqm_s", "1/s", "wrqm/s"),
+    ("drqm_s", "1/s", "drqm/s"),
+    ("rrqm_pct", "%", "%rrqm"),
+    ("wrqm_pct", "%", "%wrqm"),
+    ("drqm_pct", "%", "%drqm"),
+    ("r_await_ms", "ms", "r_await ms"),
+    ("w_await_ms", "ms", "w_await ms"),
+    ("d_await_ms", "ms", "d_await ms"),
+    ("f_await_ms", "ms", "f_await ms"),
+    ("rareq_sz_kb", "kB", "rareq-sz"),
+    ("wareq_sz_kb", "kB", "wareq-sz"),
+    ("dareq_sz_kb", "kB", "dareq-sz"),
+    ("aqu_sz", "", "aqu-sz"),
+)
+_NET_METRICS = (
+    ("rx_mbit_s", "Mbit/s", "rx Mbit/s"),
+    ("tx_mbit_s", "Mbit/s", "tx Mbit/s"),
+    ("rx_pps", "1/s", "rx packets/s"),
+    ("tx_pps", "1/s", "tx packets/s"),
+    ("rx_drop_s", "1/s", "rx drops/s"),
+    ("tx_drop_s", "1/s", "tx drops/s"),
+    ("rx_err_s", "1/s", "rx errors/s"),
+    ("tx_err_s", "1/s", "tx errors/s"),
+    ("rx_bytes", "bytes", "rx bytes"),
+    ("tx_bytes", "bytes", "tx bytes"),
+)
+_HTTPERF_ERRORS = (
+    "client-timo",
+    "socket-timo",
+    "connrefused",
+    "connreset",
+    "fd-unavail",
+    "addrunavail",
+    "ftab-full",
+    "other",
+    "non-2xx",
+)
+
+
+def _latency(
+    name: str,
+    label: str,
+    producer: str,
+    *,
+    short: str = "",
+    detail: int | None = None,
+    vs_alone: int | None = None,
+) -> MetricSpec:
+    return _m(name, "ms", label, "lower", producer, short=short, detail=detail, vs_alone=vs_alone)
+
+
+def _workload_metrics() -> list[MetricSpec]:
+    return [
+        # -- fio (disk workloads) ---------------------------------------------------------
+        _m("mb_s", "MB/s", "MB/s", "higher", "fio", vs_native=True, main=0),
+        _m("ops_s", "ops/s", "ops/s", "higher", "fio", vs_native=True, main=1),
+        _m("iops", "IOPS", "IOPS", "higher", "fio", detail=0),
+        _latency("lat_mean_ms", "mean latency ms", "fio"),
+        _latency("lat_p50_ms", "p50 latency ms", "fio"),
+        _latency("lat_p99_ms", "p99 latency ms", "fio", detail=1, vs_alone=3),
+        _latency("lat_p999_ms", "p99.9 latency ms", "fio"),
+        _m("cpu_pct", "%", "workload CPU % (fio usr+sys)", "neutral", "fio", detail=2),
+        _m("cpu_usr_pct", "%", "fio usr CPU %", "neutral", "fio"),
+        _m("cpu_sys_pct", "%", "fio sys CPU %", "neutral", "fio"),
+        # -- iperf3 (network workloads) ---------------------------------------------------
+        _m("mbit_s", "Mbit/s", "Mbit/s", "higher", "iperf3", vs_native=True, main=2),
+        _m("sender_mbit_s", "Mbit/s", "sender Mbit/s", "neutral", "iperf3"),
+        _m("bytes", "B", "bytes received", "neutral", "iperf3"),
+        _m("cpu_platform_pct", "%", "iperf3 CPU % on the platform", "neutral", "iperf3", detail=5),
+        _m("cpu_peer_pct", "%", "iperf3 CPU % on the peer", "neutral", "iperf3", detail=6),
+        _m("retransmits", "count", "TCP retransmits", "lower", "iperf3", detail=3),
+        _m("lost_pct", "%", "UDP loss %", "lower", "iperf3", detail=4),
+        _latency("jitter_ms", "UDP jitter ms", "iperf3"),
+        # -- httperf (web workloads) ------------------------------------------------------
+        _m(
+            "max_rate_rps",
+            "req/s",
+            "max sustained req/s",
+            "higher",
+            "httperf",
+            vs_native=True,
+            main=3,
+        ),
+        _m("replies_s", "replies/s", "replies/s", "higher", "httperf", vs_native=True, main=4),
+        _m("offered_rps", "req/s", "offered req/s", "neutral", "httperf"),
+        _m("achieved_ratio", "ratio", "achieved / offered rate", "neutral", "httperf"),
+        _latency(
+            "reply_ms",
+            "reply time ms (first byte)",
+            "httperf",
+            short="reply ms",
+            detail=7,
+            vs_alone=0,
+        ),
+        _latency(
+            "transfer_ms", "transfer time ms", "httperf", short="transfer ms", detail=8, vs_alone=1
+        ),
+        _latency(
+            "connect_ms", "connect time ms", "httperf", short="connect ms", detail=9, vs_alone=2
+        ),
+        _latency("conn_ms", "connection lifetime ms", "httperf"),
+        _m("max_concurrent", "count", "max concurrent connections", "neutral", "httperf"),
+        _m("errors", "count", "httperf errors", "neutral", "httperf"),
+        _m("error_pct", "%", "httperf errors %", "lower", "httperf", detail=10),
+        *(
+            _m(f"err.{kind}", "count", f"httperf {kind} errors", "neutral", "httperf")
+            for kind in _HTTPERF_ERRORS
+        ),
+        _m("client_cpu_pct", "%", "httperf client CPU %", "neutral", "httperf", detail=11),
+        _m("net_mbit_s", "Mbit/s", "httperf net Mbit/s", "neutral", "httperf"),
+        _m("steps", "count", "max-rate steps", "neutral", "httperf"),
+    ]
+
+
+def _life_metrics() -> list[MetricSpec]:
+    return [
+        # -- lifecycle and propagation (self-booting workloads) ---------------------------
+        _m("duration_s", "s", "duration s", "neutral", "lifecycle/propagation"),
+        _m("size_bytes", "bytes", "image bytes", "neutral", "lifecycle/propagation"),
+        _m("prepare_s", "s", "QEMU prepare s", "neutral", "lifecycle"),
+        _m("guest_uptime_s", "s", "guest uptime at init s", "neutral", "lifecycle"),
+        _m("qmp_event", "flag", "QMP SHUTDOWN event seen", "neutral", "lifecycle"),
+        _m("host_busy_pct", "%", "host CPU busy %", "neutral", "lifecycle"),
+        _m("qemu_cpu_pct", "%", "idle guests' QEMU CPU %", "neutral", "lifecycle"),
+        _m("qemu_cpu_pct_per_guest", "%", "QEMU CPU % per idle guest", "neutral", "lifecycle"),
+        _m("qemu_vcpu_pct", "%", "idle guests' vCPU %", "neutral", "lifecycle"),
+        _m("qemu_run_pct", "%", "idle guests' on-CPU %", "neutral", "lifecycle"),
+        _m("host_cpus", "count", "host CPUs", "neutral", "lifecycle"),
+        _m("guests", "count", "idle guests", "neutral", "lifecycle"),
+        _m("window_s", "s", "idle window s", "neutral", "lifecycle"),
+        _m("bytes_on_wire", "bytes", "bytes on the wire", "neutral", "propagation"),
+        _m("bytes_to_repo", "bytes", "bytes to the repository", "neutral", "propagation"),
+        _m("link_rate_bits", "bit/s", "repository link rate", "neutral", "propagation"),
+        _m("link_share_pct", "%", "share of the link rate", "neutral", "propagation"),
+        _m("cache_hit", "flag", "image cache hit", "neutral", "propagation"),
+        _m("verify_s", "s", "checksum s", "neutral", "propagation"),
+        _m("setup_s", "s", "image set-up s", "neutral", "propagation"),
+    ]
+
+
+def _runner_metrics() -> list[MetricSpec]:
+    return [
+        _m("boot_s", "s", "boot s", "lower", "runner", main=5),
+        _m("phase_wall_s", "s", "phase wall-clock s", "lower", "runner"),
+        _m("vhost", "bool", "vhost-net in use", "neutral", "runner"),
+        _m("cache_dropped.<which>", "bool", "page cache dropped", "neutral", "runner"),
+    ]
+
+
+def _host_monitor_metrics() -> list[MetricSpec]:
+    out = [
+        _m(
+            "host.disk.<dev>.avgrq_sz",
+            "sectors",
+            "host avgrq-sz (sectors)",
+            "neutral",
+            "diskstats",
+            short="avgrq-sz",
+            detail=12,
+        ),
+        _m(
+            "host.disk.<dev>.avgqu_sz",
+            "",
+            "host avgqu-sz",
+            "neutral",
+            "diskstats",
+            short="avgqu-sz",
+            detail=13,
+        ),
+        _m(
+            "host.disk.<dev>.util_pct",
+            "%",
+            "host %util",
+            "neutral",
+            "diskstats",
+            short="%util",
+            detail=14,
+        ),
+    ]
+    out += [
+        _m(
+            f"host.disk.<dev>.{key}",
+            unit,
+            f"host {label}",
+            "lower" if key.endswith("_ms") else "neutral",
+            "diskstats",
+            short=label,
+        )
+        for key, unit, label in _DISK_METRICS
+    ]
+    out += [
+        _m(f"host.cpu.{key}_pct", "%", f"host CPU {key} %", "neutral", "host.cpu")
+        for key in _HOST_CPU_METRICS
+    ]
+    out += [
+        _m(f"host.cpu.cpu<n>.{key}_pct", "%", f"host CPU <n> {key} %", "neutral", "host.cpu")
+        for key in _HOST_CPU_METRICS
+    ]
+    return out
+
+
+def _net_monitor_metrics() -> list[MetricSpec]:
+    out = [
+        _m(
+            "net.guest-tap0.rx_mbit_s",
+            "Mbit/s",
+            "host tap rx Mbit/s (guest sends)",
+            "neutral",
+            "netdev",
+            detail=15,
+        ),
+        _m(
+            "net.guest-tap0.tx_mbit_s",
+            "Mbit/s",
+            "host tap tx Mbit/s (guest receives)",
+            "neutral",
+            "netdev",
+            detail=16,
+        ),
+    ]
+    return out + [
+        _m(f"net.<if>.{key}", unit, label, "neutral", "netdev") for key, unit, label in _NET_METRICS
+    ]
+
+
+def _thread_metrics() -> list[MetricSpec]:
+    out = [
+        _m("qemu.vcpu.cpu_pct", "%", "QEMU vCPU threads CPU %", "neutral", "threads", detail=17),
+        _m(
+            "qemu.vcpu.wait_pct", "%", "QEMU vCPU run-queue wait %", "neutral", "threads", detail=18
+        ),
+        _m("qemu.vcpu.blocked_pct", "%", "QEMU vCPU blocked %", "neutral", "threads", detail=19),
+        _m(
+            "qemu.vcpu.exec_per_s", "1/s", "QEMU vCPU executions/s", "neutral", "threads", detail=20
+        ),
+        # cpu_ms_per_exec ends with neither _ms nor a throughput: no direction.
+        _m(
+            "qemu.vcpu.cpu_ms_per_exec",
+            "ms",
+            "QEMU vCPU ms per execution",
+            "neutral",
+            "threads",
+            detail=21,
+        ),
+        _m("qemu.main.cpu_pct", "%", "QEMU main loop CPU %", "neutral", "threads", detail=22),
+        _m("qemu.vhost.cpu_pct", "%", "vhost-net threads CPU %", "neutral", "threads", detail=23),
+        _m("qemu.total.cpu_pct", "%", "QEMU process CPU %", "neutral", "threads", detail=24),
+    ]
+    # The target's QEMU (``qemu``), a scenario neighbour's (``nb<i>``) and the
+    # lifecycle's idle guests (``qemu<i>``).
+    for who in ("qemu", "nb<i>", "qemu<i>"):
+        out += [
+            _m(f"{who}.<class>.{key}", unit, f"{who} <class> {label}", "neutral", "threads")
+            for key, unit, label in _THREAD_CLASS_METRICS
+        ]
+    return out
+
+
+def _scenario_metrics() -> list[MetricSpec]:
+    return [
+        _m("nb<i>.load.replies_per_s", "replies/s", "load replies/s", "neutral", "scenario"),
+        _m("nb<i>.load.goodput_mbit_s", "Mbit/s", "load goodput Mbit/s", "neutral", "scenario"),
+        _m("nb<i>.load.file_kb", "kB", "load file size kB", "neutral", "scenario"),
+        _m("ondemand.<k>.asked_at_s", "s", "asked for at s", "neutral", "scenario"),
+        _m("ondemand.<k>.startup_s", "s", "start-up s", "neutral", "scenario"),
+        _m("dip.baseline", "", "dip baseline", "neutral", "scenario"),
+        _m("dip.depth_pct", "%", "dip depth %", "neutral", "scenario"),
+        _m("dip.length_s", "s", "dip length s", "neutral", "scenario"),
+        _m("dip.min_normalized", "", "lowest normalized", "neutral", "scenario"),
+    ]
+
+
+#: Every metric hvbench stores, in declaration order.
+CATALOGUE: tuple[MetricSpec, ...] = (
+    *_workload_metrics(),
+    *_life_metrics(),
+    *_runner_metrics(),
+    *_host_monitor_metrics(),
+    *_net_monitor_metrics(),
+    *_thread_metrics(),
+    *_scenario_metrics(),
+)
+
+_PLACEHOLDER = re.compile(r"<(\w+)>")
+#: What each placeholder matches: numbers for indexes, any text for an interface's
+#: label (labels such as ``nb0-tap0`` or ``lab-bridge``), else one dotted part.
+_PLACEHOLDER_RE = {"i": r"\d+", "k": r"\d+", "n": r"\d+", "if": r".+"}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    parts = _PLACEHOLDER.split(name)
+    regex = "".join(
+        re.escape(p) if i % 2 == 0 else _PLACEHOLDER_RE.get(p, r"[^.]+")
+        for i, p in enumerate(parts)
+    )
+    return re.compile(f"^{regex}$")
+
+
+_EXACT = {spec.name: spec for spec in CATALOGUE if not spec.is_pattern}
+_PATTERNS = tuple((_pattern(spec.name), spec) for spec in CATALOGUE if spec.is_pattern)
+
+
+@cache
+def lookup(metric: str) -> MetricSpec | None:
+    """The catalogue entry of a stored metric name; None when it is not declared."""
+    found = _EXACT.get(metric)
+    if found is not None:
+        return found
+    return next((spec for regex, spec in _PATTERNS if regex.match(metric)), None)
+
+
+def is_known(metric: str) -> bool:
+    """True when the catalogue declares ``metric``."""
+    return lookup(metric) is not None
+
+
+def unknown_metrics(metrics: Iterable[str]) -> list[str]:
+    """The distinct names the catalogue does not declare, sorted."""
+    return sorted({m for m in metrics if not is_known(m)})
+
+
+def direction_of(metric: str) -> Direction:
+    """Which way ``metric`` is better; ``neutral`` for undeclared names."""
+    spec = lookup(metric)
+    return "neutral" if spec is None else spec.direction
+
+
+def short_label(metric: str) -> str:
+    """The short label of a declared metric, else the name itself."""
+    spec = lookup(metric)
+    return metric if spec is None else spec.short_label
+
+
+def _ranked(rank: Callable[[MetricSpec], int | None]) -> tuple[MetricSpec, ...]:
+    found = [(r, s) for s in CATALOGUE if (r := rank(s)) is not None]
+    return tuple(s for _, s in sorted(found, key=lambda item: item[0]))
+
+
+#: Headline metrics, best first; detail rows and degradation metrics in table order.
+_MAIN = _ranked(lambda s: s.main)
+_DETAIL = _ranked(lambda s: s.detail)
+_VS_ALONE = _ranked(lambda s: s.vs_alone)
+
+
+def main_metrics() -> tuple[str, ...]:
+    """The headline metric names in rank order (``mb_s`` ... ``boot_s``)."""
+    return tuple(s.name for s in _MAIN)
+
+
+def main_metric(metrics: Iterable[str], *, boot: bool = True) -> str | None:
+    """The present metric with the best headline rank; ``boot=False`` skips metrics
+    measured before a scenario starts (``boot_s``)."""
+    present = set(metrics)
+    return next(
+        (s.name for s in _MAIN if s.name in present and (boot or s.layer != "runner")), None
+    )
+
+
+def detail_metrics() -> tuple[MetricSpec, ...]:
+    """The entries shown under the headline in the terminal's phase tables, in order."""
+    return _DETAIL
+
+
+def vs_alone_metrics() -> tuple[str, ...]:
+    """Metrics compared with alone besides the headline, in table order."""
+    return tuple(s.name for s in _VS_ALONE)

@@ -1,0 +1,222 @@
+"""Per-phase summaries of a run's measurements and the text of their table cells.
+
+Pure: rows in, dataclasses and strings out. The terminal (``report.tables``), the HTML
+report and ``--format json`` all read these, so a number is formatted one way
+everywhere. Which metric heads a phase and which rows follow it comes from the metric
+catalogue (:mod:`hvbench.analysis.metrics`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from hvbench.analysis.metrics import detail_metrics, lookup, main_metric
+from hvbench.analysis.stats import Summary, percent_of_summary, stability_warnings, summarize
+from hvbench.model.study import LIFECYCLE_PHASES, PROFILE_PHASES, PROPAGATION_PHASES
+
+__all__ = [
+    "PhaseStats",
+    "Row",
+    "TextTable",
+    "compared_to_native",
+    "cov_text",
+    "fmt_value",
+    "mean_ci_text",
+    "pct_of_native_text",
+    "phase_key",
+    "phase_rows",
+    "phase_stats",
+    "warnings_for",
+]
+
+#: Phases in the order a reader expects them: the profiles' (write before read), then
+#: propagation's and the lifecycle's steps in the order they happen. ``shutdown`` ends
+#: both, so it goes after the lifecycle's ``agent`` (propagation's ``terminal`` comes
+#: before ``create`` anyway, and the two kinds never share a workload).
+_KNOWN_PHASES = tuple(dict.fromkeys(
+    [p for phases in PROFILE_PHASES.values() for p in phases]
+    + [p for p in PROPAGATION_PHASES if p != "shutdown"] + list(LIFECYCLE_PHASES)
+    + ["idle"]))
+_SIZE_PHASE = re.compile(r"^(\d+)kB$")
+
+
+class Row(Protocol):
+    """One stored measurement with its dimensions (the store's MeasurementRow)."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def platform(self) -> str: ...
+    @property
+    def workload(self) -> str: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def value(self) -> float: ...
+    @property
+    def unit(self) -> str: ...
+    # The cell's identity fields (store schema version 2): None when unknown.
+    @property
+    def base_platform(self) -> str | None: ...
+    @property
+    def scenario(self) -> str | None: ...
+    @property
+    def method(self) -> str | None: ...
+    @property
+    def image_size(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """A table as text: what the terminal, the HTML report and the JSON all carry."""
+
+    title: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    #: How many leading columns are labels (left-aligned).
+    left: int = 1
+    note: str = ""
+
+
+@dataclass
+class PhaseStats:
+    """Summaries of every metric of one workload phase, per platform."""
+
+    workload: str
+    phase: str
+    platforms: list[str]
+    metrics: dict[str, dict[str, Summary]] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+
+    def throughput_metric(self) -> str | None:
+        """The catalogue's headline metric among this phase's metrics."""
+        return main_metric(self.metrics)
+
+
+def phase_stats(rows: Iterable[Row]) -> list[PhaseStats]:
+    """Group rows by (workload, phase) and summarise each metric per platform."""
+    values: dict[tuple[str, str], dict[str, dict[str, list[float]]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(list)))
+    units: dict[str, str] = {}
+    order: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in rows:
+        key = (row.workload, row.phase)
+        values[key][row.metric][row.platform].append(row.value)
+        units[row.metric] = row.unit
+        if row.platform not in order[key]:
+            order[key].append(row.platform)
+    out = []
+    for (workload, phase), metrics in values.items():
+        stats = PhaseStats(workload, phase, order[(workload, phase)])
+        for metric, per_platform in metrics.items():
+            stats.metrics[metric] = {p: summarize(v) for p, v in per_platform.items()}
+            stats.units[metric] = units[metric]
+        out.append(stats)
+    return out
+
+
+def phase_key(phase: str) -> tuple[int, int, str]:
+    """Profiles' phase order (write before read), web sizes by size, others by name."""
+    if phase in _KNOWN_PHASES:
+        return (1, _KNOWN_PHASES.index(phase), phase)
+    match = _SIZE_PHASE.match(phase)
+    if match:
+        return (2, int(match.group(1)), phase)
+    return (0 if phase == "boot" else 3, 0, phase)
+
+
+def fmt_value(value: float) -> str:
+    """A number as the tables print it: whole above 1000, else 3 significant digits."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def mean_ci_text(summary: Summary, unit: str = "") -> str:
+    """``mean ± half-width`` of the 95 % CI; the mean alone for a single repetition
+    (a CI of ± 0 would claim a precision one value cannot give)."""
+    tail = f" {unit}" if unit else ""
+    if summary.n < 2:
+        return f"{fmt_value(summary.mean)}{tail}"
+    half = summary.ci95_half_width
+    # Equal values leave rounding noise (1e-14) in the sd: print it as the 0 it is.
+    if half <= 1e-9 * abs(summary.mean):
+        half = 0.0
+    return f"{fmt_value(summary.mean)} ± {fmt_value(half)}{tail}"
+
+
+def pct_of_native_text(per: Mapping[str, Summary], platform: str, native: str) -> str:
+    """``% of native [low-high]`` (delta-method interval, clipped at 0: a ratio of
+    throughputs is never negative); ``-`` without a value or with a native mean of 0."""
+    if platform not in per or native not in per or per[native].mean == 0:
+        return "-"
+    pct, low, high = percent_of_summary(per[platform], per[native])
+    if low is None or high is None:
+        return f"{pct:.1f} %"
+    return f"{pct:.1f} % [{max(low, 0.0):.0f}-{high:.0f}]"
+
+
+def cov_text(summary: Summary | None) -> str:
+    """The CoV in % with one decimal; ``-`` without one."""
+    if summary is None or summary.cov_pct is None:
+        return "-"
+    return f"{summary.cov_pct:.1f}"
+
+
+def compared_to_native(metric: str) -> bool:
+    """True for metrics the reports show in % of the native platform."""
+    spec = lookup(metric)
+    return spec is not None and spec.vs_native
+
+
+def _detail_metric(stats: PhaseStats, name: str, pattern: bool) -> str | None:
+    if not pattern:
+        return name if name in stats.metrics else None
+    spec = lookup(name)
+    return next((m for m in sorted(stats.metrics) if lookup(m) is spec), None)
+
+
+def phase_rows(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]:
+    """Label and one text per platform for every row of a phase's table: the headline
+    mean ± CI, % of native, CoV, the catalogue's detail rows present, n."""
+    rows: list[tuple[str, list[str]]] = []
+    main = stats.throughput_metric()
+    if main:
+        per = stats.metrics[main]
+        label = lookup(main)
+        rows.append((f"{label.short_label if label else main} mean ± 95% CI", [
+            f"{fmt_value(per[p].mean)} ± {fmt_value(per[p].ci95_half_width)}" if p in per else "-"
+            for p in stats.platforms]))
+        if native and native in per and compared_to_native(main):
+            rows.append(("% of native", [pct_of_native_text(per, p, native)
+                                         for p in stats.platforms]))
+        rows.append(("CoV %", [cov_text(per.get(p)) for p in stats.platforms]))
+    for spec in detail_metrics():
+        metric = _detail_metric(stats, spec.name, spec.is_pattern)
+        if metric:
+            per = stats.metrics[metric]
+            rows.append((spec.label, [fmt_value(per[p].mean) if p in per else "-"
+                                      for p in stats.platforms]))
+    if main:
+        rows.append(("n", [str(stats.metrics[main][p].n) if p in stats.metrics[main] else "0"
+                           for p in stats.platforms]))
+    return rows
+
+
+def warnings_for(stats: Sequence[PhaseStats]) -> list[str]:
+    """Stability warnings of every throughput metric, prefixed with where they apply."""
+    out = []
+    for phase in stats:
+        metric = phase.throughput_metric()
+        if metric is None:
+            continue
+        for platform, summary in phase.metrics[metric].items():
+            for warning in stability_warnings(summary, metric=metric):
+                out.append(f"{phase.workload}/{phase.phase} on {platform}: {warning}")
+    return out

@@ -1,0 +1,131 @@
+"""One report model of a run: the store is read once here and every section computed
+once; the terminal, JSON, HTML and export renderers print this model.
+
+:func:`load_run_report` reads the store; :func:`build_run_report` is the pure part
+(rows in, sections out), which the HTML renderer also uses for its input.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
+from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
+from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
+from hvbench.errors import SpecError
+from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
+from hvbench.store.sqlite import Store
+
+__all__ = [
+    "FIT_HEADERS",
+    "RunReport",
+    "build_run_report",
+    "latest_run_id",
+    "load_run_report",
+    "natives_of",
+]
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything a report of one run shows, computed once."""
+
+    run: RunRecord
+    cells: list[CellRow]
+    rows: list[MeasurementRow]
+    #: workload -> its native platform, if any.
+    natives: dict[str, str | None]
+    phases: list[PhaseStats]
+    warnings: list[str]
+    failures: list[FailureRow]
+    #: :data:`FIT_HEADERS` rows of the propagation fits (empty without propagation).
+    propagation_fits: list[list[str]]
+    scenarios: ScenarioReport
+    samples: list[SampleRow] = field(default_factory=list)
+
+    @property
+    def has_scenarios(self) -> bool:
+        """True when a cell ran in a scenario."""
+        return any(c.identity.scenario for c in self.cells)
+
+    def cell_dimensions(self) -> dict[str, tuple[str, str]]:
+        """cell -> (platform, workload)."""
+        return {c.name: (c.platform_name, c.workload_name) for c in self.cells}
+
+    def platform_definitions(self) -> dict[str, dict[str, Any]]:
+        """platform name -> its stored definition."""
+        return {c.platform_name: c.platform for c in self.cells}
+
+
+def natives_of(cells: Iterable[CellRow]) -> dict[str, str | None]:
+    """For each workload, the native platform that is its baseline (if any)."""
+    natives: dict[str, str | None] = {}
+    for cell in cells:
+        natives.setdefault(cell.workload_name, None)
+        if cell.identity.platform_kind == "native" and natives[cell.workload_name] is None:
+            natives[cell.workload_name] = cell.platform_name
+    return natives
+
+
+def latest_run_id(store: Store, db: str) -> str:
+    """The newest run's id.
+
+    Raises:
+        SpecError: the database holds no run.
+    """
+    run = store.latest_run()
+    if run is None:
+        raise SpecError(f"{db}: no runs yet (start one with `hvbench run STUDY.toml`)")
+    return str(run.id)
+
+
+def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[MeasurementRow],
+                     failures: Sequence[FailureRow] = (), samples: Sequence[SampleRow] = ()
+                     ) -> RunReport:
+    """Every section of the report from what the store holds (pure)."""
+    stats = phase_stats(rows)
+    dimensions = {c.name: (c.platform_name, c.workload_name) for c in cells}
+    scenarios = build_scenario_report(rows, samples, dimensions or None,
+                                      {c.platform_name: c.platform for c in cells})
+    return RunReport(run=run, cells=list(cells), rows=list(rows), natives=natives_of(cells),
+                     phases=stats, warnings=warnings_for(stats), failures=list(failures),
+                     propagation_fits=propagation_fit_rows(rows), scenarios=scenarios,
+                     samples=list(samples))
+
+
+def ok_samples(store: Store, run_id: str, rows: Sequence[MeasurementRow],
+               monitors: Sequence[str]) -> list[SampleRow]:
+    """The samples of ``monitors`` from repetitions that succeeded (have measurements)."""
+    ok = {(r.cell, r.repetition) for r in rows}
+    return [s for monitor in monitors for s in store.samples(run_id, monitor=monitor)
+            if (s.cell, s.repetition) in ok]
+
+
+def load_run_report(store: Store, run_id: str, *,
+                    monitors: Sequence[str] | None = None) -> RunReport:
+    """Read run ``run_id`` once and compute its report. ``monitors``: fnmatch patterns of
+    the sample monitors to load; None: for a run with scenarios, every monitor (the
+    CoV of every series), else none (a storage matrix's samples would make the
+    summaries slow for nothing).
+
+    Raises:
+        StoreError: no such run, or the database cannot be read.
+    """
+    run = store.get_run(run_id)
+    cells = store.cells(run_id)
+    rows = store.measurements(run_id)
+    if monitors is None:
+        monitors = ["*"] if any(c.identity.scenario for c in cells) else []
+    wanted = [m for m in (store.sample_monitors(run_id) if monitors else [])
+              if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
+    return build_run_report(run, cells, rows, store.failures(run_id),
+                            ok_samples(store, run_id, rows, wanted))
+
+
+def summary_meta(report: RunReport) -> Mapping[str, Any]:
+    """The ``run`` object of the JSON."""
+    return {"id": report.run.id, "study": report.run.study_name,
+            "status": report.run.status, "env": report.run.env}

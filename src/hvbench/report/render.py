@@ -1,0 +1,87 @@
+"""Renderers of the one report model (:class:`hvbench.report.model.RunReport`): the
+terminal's tables, ``--format json`` and the HTML report's input. Each prints the same
+sections: the phase summaries, the propagation fits and the scenario tables (the CoV
+only where samples were loaded: JSON and HTML).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+from hvbench.analysis.scenarios import scenario_json, scenario_tables
+from hvbench.analysis.trends import FIT_HEADERS
+from hvbench.report.html import ReportInput, SeriesChoice
+from hvbench.report.model import RunReport, summary_meta
+from hvbench.report.tables import (
+    TCG_BANNER,
+    phase_table,
+    propagation_fit_table_of,
+    rich_table,
+    summary_json,
+)
+
+__all__ = ["html_input", "report_json", "section_titles", "terminal_header",
+           "terminal_tables"]
+
+
+def terminal_header(report: RunReport) -> list[str]:
+    """The first lines of the table format (rich markup): the run, and under TCG the
+    red banner."""
+    run, env = report.run, report.run.env
+    lines = [f"[bold]run {run.id}[/]  study {run.study_name}  status {run.status}  "
+             f"host {env.get('kernel')}  QEMU {env.get('qemu_version')}  "
+             f"accelerator {env.get('accelerator')}"]
+    if env.get("accelerator") == "tcg":
+        lines.append(f"[bold white on red] {TCG_BANNER} [/]")
+    return lines
+
+
+def terminal_tables(report: RunReport) -> list[Table]:
+    """Every table the terminal prints: one per phase, then the propagation fits and
+    the scenario tables (not the CoV, which needs every sample)."""
+    tables = [phase_table(p, report.natives.get(p.workload)) for p in report.phases]
+    fits = propagation_fit_table_of(report.propagation_fits)
+    if fits is not None:
+        tables.append(fits)
+    return tables + [rich_table(t) for t in scenario_tables(report.scenarios)]
+
+
+def _propagation_json(fits: Sequence[Sequence[str]]) -> list[dict[str, str]]:
+    keys = ("platform", "method", "fit", "equation", "r_squared", "intercept_s")
+    return [dict(zip(keys, row, strict=True)) for row in fits]
+
+
+def report_json(report: RunReport) -> str:
+    """``--format json``: every summary with its % of native, the run's environment,
+    ``scenarios`` and ``propagation`` (the fits the terminal prints: platform, method,
+    fit, equation, R², intercept; empty without propagation)."""
+    return summary_json(report.phases, report.natives, summary_meta(report),
+                        {"scenarios": scenario_json(report.scenarios),
+                         "propagation": {"headers": list(FIT_HEADERS),
+                                         "fits": _propagation_json(report.propagation_fits)}})
+
+
+def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:
+    """The HTML renderer's input from the model."""
+    run = report.run
+    failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
+                for f in report.failures]
+    return ReportInput(
+        run_id=run.id, study_name=run.study_name, status=run.status,
+        created_at=run.created_at, finished_at=run.finished_at, env=run.env,
+        study_text=run.study_text, rows=report.rows, natives=report.natives,
+        samples=report.samples, series=series, failures=failures,
+        cells=report.cell_dimensions(), platforms=report.platform_definitions())
+
+
+def section_titles(report: RunReport) -> dict[str, list[str]]:
+    """The titles of the sections each renderer shows, for parity checks: phases as
+    ``workload / phase``, then the propagation fits and the scenario tables."""
+    phases = [f"{p.workload} / {p.phase}" for p in report.phases]
+    extra: list[str] = ["propagation fits"] if report.propagation_fits else []
+    extra += [t.title for t in scenario_tables(report.scenarios)]
+    out: dict[str, Any] = {"phases": phases, "extra": extra}
+    return out
