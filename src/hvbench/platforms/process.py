@@ -26,12 +26,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 
 from hvbench.errors import CommandError, GuestTimeoutError, HostError, RootRequiredError, tail
 from hvbench.host import facts
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.started import StartStop
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
@@ -98,7 +98,7 @@ def run_in_group(
     return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
 
 
-class BackgroundProcess:
+class BackgroundProcess(StartStop):
     """One external long-running process, e.g. ``iperf3 -s`` in a lab host.
 
     ``name`` labels it in errors and in the registry; ``netns`` runs it in that network
@@ -121,18 +121,6 @@ class BackgroundProcess:
         self._registry = registry
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_dir: Path | None = None
-
-    def __enter__(self) -> BackgroundProcess:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     @property
     def argv(self) -> list[str]:

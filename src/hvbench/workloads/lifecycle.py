@@ -87,6 +87,7 @@ from typing import Any, Literal
 
 from hvbench.errors import GuestBootError, GuestError, HostError, ImageError
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.started import StartStop
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import (
     SystemFormat,
@@ -222,7 +223,7 @@ class LineClock:
         return out
 
 
-class ConsoleWatch:
+class ConsoleWatch(StartStop):
     """Reads a guest's console log in a thread while the guest boots, keeping each line
     with the time it appeared (see :class:`LineClock`).
 
@@ -240,13 +241,6 @@ class ConsoleWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hvbench-console",
                                         daemon=True)
-
-    def __enter__(self) -> ConsoleWatch:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> None:
         self._thread.start()

@@ -80,6 +80,7 @@ from typing import IO, Any
 from hvbench.errors import CommandError, HostError, ImageError
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.started import StartStop
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import check_free_disk, make_overlay, sha256_file
 from hvbench.model.spec import VmSpec
@@ -347,7 +348,7 @@ def directory_bytes(directory: Path) -> int:
     return total
 
 
-class ArrivalWatch:
+class ArrivalWatch(StartStop):
     """Samples :func:`directory_bytes` of ``directory`` every ``interval`` seconds in a
     thread until the first byte is there, then every :data:`SERIES_S`, keeping (time,
     bytes) whenever the byte count changed (and the first sample). A context manager;
@@ -360,13 +361,6 @@ class ArrivalWatch:
         self.polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> ArrivalWatch:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _sample(self) -> None:
         now = time.monotonic()
