@@ -87,7 +87,7 @@ from hvbench.model.spec import VmSpec
 from hvbench.model.study import PropagationWorkloadSpec
 from hvbench.platforms.process import die_with_parent
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.workloads import marks as timing
+from hvbench.workloads import timeline
 from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.repository import (
     HttpServer,
@@ -161,13 +161,13 @@ def zstd_argv(dest: str) -> list[str]:
 
 def split_phases(marks: Mapping[str, float]) -> dict[str, float]:
     """Each phase's duration from the marks (see :data:`PHASE_BOUNDS`)."""
-    return timing.phase_durations(marks, PHASE_BOUNDS)
+    return timeline.phase_durations(marks, PHASE_BOUNDS)
 
 
 def check_order(marks: Mapping[str, float]) -> None:
     """Raise ValueError unless every mark of :data:`MARKS` is present and none comes
     before the previous one."""
-    timing.check_order(marks, MARKS)
+    timeline.check_order(marks, MARKS)
 
 
 def first_arrival(samples: Sequence[tuple[float, int]]) -> float | None:
@@ -461,7 +461,7 @@ class _Propagation:
                  window: contextlib.AbstractContextManager[Any] | None) -> None:
         self.spec, self.vm, self.repo, self.tmp = spec, vm, repo, tmp
         self.name, self.image, self.window = name, image, window
-        self.deadline = timing.Deadline(spec.timeout_s, "propagation")
+        self.times = timeline.Timeline(spec.timeout_s, "propagation")
         self.incoming = tmp / "incoming"
         self.logs = tmp / "logs"
         self.incoming.mkdir()
@@ -489,12 +489,12 @@ class _Propagation:
         check_free_disk(self.tmp, source.size, "the fetched image")
         dest = self.incoming / source.name
         argvs = client_commands(self.spec.method, self.repo, source, dest,
-                                self.deadline.left("the transfer"))
+                                self.times.remaining("the transfer"))
         with self._window():
             rx0, tx0 = link_bytes(veth)
             with ArrivalWatch(self.incoming) as watch:
                 client = run_client(argvs, cwd=self.tmp, logs=self.logs,
-                                    timeout=self.deadline.left("the transfer"))
+                                    timeout=self.times.remaining("the transfer"))
             rx1, tx1 = link_bytes(veth)
         if not client.ok:
             failed = next(rc for rc in client.returncodes if rc != 0)
@@ -546,7 +546,7 @@ class _Propagation:
         if disk is None:
             raise HostError("internal: no image to boot")
         guest = QemuPlatform(self.vm, name=self.name, image=self.image, base_dir=self.tmp,
-                             boot_timeout=self.deadline.left("the guest's boot"),
+                             boot_timeout=self.times.remaining("the guest's boot"),
                              root_disk=disk, root_format=fmt)
         boot_start = time.monotonic()
         guest.launch()  # stops itself if it raises
@@ -649,11 +649,13 @@ def run_propagation(spec: PropagationWorkloadSpec, vm: VmSpec, *, repo: ImageRep
                            window=window)
         fetch = run.fetch(source)
         guest, terminal = run.terminal(source, fetch)
-        marks = dict(fetch.marks)
-        marks["agent_ready"] = terminal.pop("agent_ready")
-        marks["shutdown_requested"] = time.monotonic()
-        marks["guest_exited"] = marks["shutdown_requested"] + guest.shutdown(
-            run.deadline.left("the guest's shutdown"))
+        times = run.times
+        times.update(fetch.marks)
+        times.mark("agent_ready", terminal.pop("agent_ready"))
+        requested = times.mark("shutdown_requested")
+        times.mark("guest_exited",
+                   requested + guest.shutdown(times.remaining("the guest's shutdown")))
+        marks = dict(times.marks)
         described = guest.describe()
     finally:
         if guest is not None:
