@@ -16,7 +16,11 @@ overlay      a cache hit: nothing moves; a miss: as ``http``, then the verified 
              enters the node's base cache (:class:`NodeImageCache`)
 ===========  ==============================================================================
 
-All marks are on one monotonic clock:
+Each client process is a :class:`~hvbench.platforms.process.BackgroundProcess`: in the
+process registry while it runs (Ctrl-C's ``REGISTRY.stop_all()`` reaches it), stopped
+soft then hard on a timeout, its output tail in the :class:`CommandError` of a failure.
+
+All marks are on one monotonic clock (:class:`~hvbench.workloads.timeline.Timeline`):
 
 - ``request``: just before the client is spawned (so process start-up, connection set-up,
   authentication and the server's own start of the transfer count as the seeds'
@@ -68,14 +72,12 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hvbench.errors import CommandError, HostError, ImageError
 from hvbench.host.commands import require_tool
@@ -85,7 +87,7 @@ from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import check_free_disk, make_overlay, sha256_file
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import PropagationWorkloadSpec
-from hvbench.platforms.process import die_with_parent
+from hvbench.platforms.process import BackgroundProcess
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads import timeline
 from hvbench.workloads.outcome import PhaseOutcome
@@ -223,7 +225,7 @@ class ClientRun:
     argvs: list[list[str]]
     started: float = 0.0
     ended: float = 0.0
-    returncodes: list[int | None] = field(default_factory=list)
+    returncodes: list[int] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
 
     @property
@@ -255,85 +257,76 @@ def _read_tail(path: Path) -> str:
         return ""
 
 
-def _kill_all(procs: Sequence[subprocess.Popen[bytes]]) -> None:
-    """SIGKILL each process's group (each leads its own session), then reap them."""
-    for proc in procs:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    for proc in procs:
-        proc.wait()
-
-
 def run_client(argvs: Sequence[Sequence[str]], *, cwd: Path, logs: Path,
                timeout: float) -> ClientRun:
-    """Run one command, or two joined by a pipe, to completion: each in a session of
-    its own (killed as a group), ``PR_SET_PDEATHSIG=SIGKILL``, each one's output (stdout
-    and stderr; a pipeline's first stdout goes into the pipe) in a file under
+    """Run one command, or two joined by a pipe, to completion, each a
+    :class:`BackgroundProcess` (own session, ``PR_SET_PDEATHSIG=SIGKILL``, in the
+    process registry, so Ctrl-C's ``REGISTRY.stop_all()`` reaches it), each one's output
+    (stdout and stderr; a pipeline's first stdout goes into the pipe) in a file under
     ``logs``. ``started``/``ended``: just before the first spawn, just after the last
     exit.
 
-    After ``timeout`` seconds (or on Ctrl-C) the whole group is killed and
-    :class:`CommandError` (exit status None, "timed out") raised; a non-zero exit is
-    not an error here (see :attr:`ClientRun.ok`). :class:`ToolMissingError` if a
-    program is missing."""
+    After ``timeout`` seconds (or on Ctrl-C) every process is stopped (SIGTERM to its
+    group, SIGKILL after :data:`~hvbench.platforms.process.TERM_WAIT_S` s) and
+    :class:`CommandError` (exit status None, "timed out", the output tails) raised; a
+    non-zero exit is not an error here (see :attr:`ClientRun.ok`).
+    :class:`ToolMissingError` if a program is missing."""
     if not 1 <= len(argvs) <= 2:
         raise ValueError("a client is one command or a pipeline of two")
     for argv in argvs:
         require_tool(argv[0])
     run = ClientRun([list(a) for a in argvs])
-    files: list[IO[bytes]] = []
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: list[BackgroundProcess] = []
     try:
-        for i in range(len(argvs)):
-            files.append((logs / f"client{i}.out").open("wb"))
-        run.started = time.monotonic()
-        _spawn(run.argvs, procs, files, cwd)
-        deadline = run.started + timeout
-        for proc in reversed(procs):
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        run.started = _spawn(run.argvs, procs, logs, cwd)
+        statuses = _wait_all(procs, run.started + timeout)
         run.ended = time.monotonic()
-    except subprocess.TimeoutExpired as exc:
-        _kill_all(procs)
-        raise CommandError(run.argv, None, _outputs(logs, len(argvs)),
-                           f"fetching the image (no exit within {timeout:g} s)") from exc
-    except BaseException:
-        _kill_all(procs)
-        raise
     finally:
-        for handle in files:
-            handle.close()
-    run.returncodes = [p.returncode for p in procs]
+        for proc in reversed(procs):
+            proc.stop()
     run.outputs = [_read_tail(logs / f"client{i}.out") for i in range(len(argvs))]
+    if statuses is None:
+        raise CommandError(run.argv, None, run.output(),
+                           f"fetching the image (no exit within {timeout:g} s)")
+    run.returncodes = statuses
     return run
 
 
-def _spawn(argvs: list[list[str]], procs: list[subprocess.Popen[bytes]],
-           files: list[IO[bytes]], cwd: Path) -> None:
-    """Start the pipeline's processes into ``procs``, each leading a new session (a
-    process cannot join a process group of another session)."""
+def _wait_all(procs: Sequence[BackgroundProcess], deadline: float) -> list[int] | None:
+    """The exit statuses of ``procs`` (in their order), waiting for the last first (a
+    pipeline ends when its reader does); None if one still runs at ``deadline``."""
+    statuses: list[int] = []
+    for proc in reversed(procs):
+        status = proc.wait(deadline - time.monotonic())
+        if status is None:
+            return None
+        statuses.insert(0, status)
+    return statuses
+
+
+def _spawn(argvs: list[list[str]], procs: list[BackgroundProcess], logs: Path,
+           cwd: Path) -> float:
+    """Start the pipeline's processes into ``procs`` (each appended before it starts, so
+    the caller stops whatever got started); returns when the first was spawned."""
     piped = len(argvs) == 2
-    first = subprocess.Popen(
-        argvs[0], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE if piped else files[0], stderr=files[0], cwd=cwd,
-        start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
-    )
+    first = BackgroundProcess(argvs[0], name=f"propagation client {argvs[0][0]}", cwd=cwd,
+                              output=logs / "client0.out", pipe_stdout=piped)
     procs.append(first)
+    first.start()
+    if first.spawned_at is None:
+        raise HostError(f"internal: {first.name} started without a spawn time")
     if not piped:
-        return
+        return first.spawned_at
     try:
-        second = subprocess.Popen(
-            argvs[1], stdin=first.stdout, stdout=files[1], stderr=files[1], cwd=cwd,
-            start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
-        )
+        second = BackgroundProcess(argvs[1], name=f"propagation client {argvs[1][0]}",
+                                   cwd=cwd, output=logs / "client1.out", stdin=first.stdout)
+        procs.append(second)
+        second.start()
     finally:
         # Only the two children keep the pipe open: curl sees EPIPE if zstd dies.
         if first.stdout is not None:
             first.stdout.close()
-    procs.append(second)
-
-
-def _outputs(logs: Path, count: int) -> str:
-    return "\n".join(_read_tail(logs / f"client{i}.out") for i in range(count))
+    return first.spawned_at
 
 
 # -- arrival poll ----------------------------------------------------------------------
