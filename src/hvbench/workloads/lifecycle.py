@@ -104,7 +104,6 @@ from hvbench.monitors.sampler import MonitorResult, MonitorSet
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads import timeline
 from hvbench.workloads.outcome import PhaseOutcome
-from hvbench.workloads.timeline import Timeline
 
 RAW_KIND = "lifecycle-json"
 #: How often the console watcher reads the console log, seconds: the resolution of the
@@ -462,7 +461,7 @@ def _launch_watched(guest: QemuPlatform) -> tuple[float, list[tuple[float, str]]
     return launch_at, watch.lines
 
 
-def _live(guest: QemuPlatform, times: Timeline) -> tuple[list[tuple[float, str]], str]:
+def _live(guest: QemuPlatform, times: timeline.Timeline) -> tuple[list[tuple[float, str]], str]:
     """Boot ``guest`` and shut it down, marking ``times`` from qemu_start on; returns
     (console lines, the first /init line). Raises GuestBootError (no /init line before
     the agent answered), GuestError (shutdown failed), GuestTimeoutError."""
@@ -492,7 +491,7 @@ class _Run:
     scratch: Path
     tmp: Path
     cache: RepositoryCache | None
-    times: Timeline
+    times: timeline.Timeline
 
     def repository(self, fmt: SystemFormat) -> tuple[RepositoryImage, bool]:
         """The repository image of ``image_size`` in ``fmt``: from the cache if there,
@@ -687,7 +686,7 @@ def run_lifecycle(spec: LifecycleWorkloadSpec, vm: VmSpec, *, name: str, scratch
     image = image or find_image()
     if image is None:
         raise ImageError("no guest image is built yet: run `hvbench image build`")
-    times = Timeline(spec.timeout_s, "lifecycle")
+    times = timeline.Timeline(spec.timeout_s, "lifecycle")
     tmp = make_owned_dir(scratch, "lifecycle-")
     try:
         run = _Run(spec, vm, _guest_name(name), image, scratch, tmp, source_cache, times)
