@@ -23,7 +23,6 @@ from hvbench.workloads.lifecycle import (
     LifeRecord,
     LineClock,
     RepositoryImage,
-    _Deadline,
     _guest_name,
     _raw_document,
     boot_marks,
@@ -38,6 +37,7 @@ from hvbench.workloads.lifecycle import (
     shutdown_marks,
     split_phases,
 )
+from hvbench.workloads.timeline import Timeline
 
 #: QemuPlatform.timings of a launch() called at t = 100 and a shutdown() at t = 110.
 LAUNCH = {"prepared_s": 0.01, "spawned_s": 0.03, "qmp_s": 0.2, "agent_s": 4.5,
@@ -237,9 +237,9 @@ def test_copy_is_a_durable_byte_copy(tmp_path: Path) -> None:
 
 
 def test_deadline_and_guest_name() -> None:
-    deadline = _Deadline(60.0)
-    assert 0 < deadline.left("a step") <= 60.0
-    with pytest.raises(GuestTimeoutError, match=r"sampling.*timeout_s = 60 s"):
-        deadline.left("sampling", need=120.0)
+    times = Timeline(60.0, "lifecycle")
+    assert 0 < times.remaining("a step") <= 60.0
+    with pytest.raises(GuestTimeoutError, match=r"lifecycle.*sampling.*timeout_s = 60 s"):
+        times.remaining("sampling", need=120.0)
     assert _guest_name("qemu-tcg/lifecycle #1") == "qemu-tcg-lifecycle-1"
     assert _guest_name("//") == "lifecycle"

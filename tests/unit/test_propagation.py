@@ -5,6 +5,7 @@ arrival poll and the node's base-image cache."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -14,11 +15,13 @@ from hvbench.errors import CommandError, HostError, SpecError
 from hvbench.model.lab import LabHostSpec
 from hvbench.model.study import PROPAGATION_PHASES
 from hvbench.netlab.lab import LabHost
+from hvbench.platforms.registry import REGISTRY
 from hvbench.workloads.propagation import (
     MARKS,
     PHASE_BOUNDS,
     RAW_KIND,
     ArrivalWatch,
+    ClientRun,
     PropagationRecord,
     _curl_json,
     _Fetch,
@@ -280,6 +283,26 @@ def test_run_client_reports_failures_and_kills_on_timeout(tmp_path: Path) -> Non
     with pytest.raises(ValueError, match="pipeline of two"):
         run_client([], cwd=tmp_path, logs=tmp_path, timeout=1)
 
+
+def test_run_client_processes_are_registered_and_stopped_by_stop_all(tmp_path: Path) -> None:
+    # What Ctrl-C does: the CLI's REGISTRY.stop_all() reaches a running client.
+    runs: list[ClientRun] = []
+    worker = threading.Thread(target=lambda: runs.append(run_client(
+        [["sh", "-c", "echo started >&2; exec sleep 30"], ["cat"]], cwd=tmp_path,
+        logs=tmp_path, timeout=60)))
+    worker.start()
+    deadline = time.monotonic() + 10
+    names: list[str] = []
+    while time.monotonic() < deadline and len(names) < 2:
+        names = [p.name for p in REGISTRY.live() if p.name.startswith("propagation client")]
+        time.sleep(0.01)
+    assert names == ["propagation client sh", "propagation client cat"]
+    started = time.monotonic()
+    assert REGISTRY.stop_all()[-2:] == ["propagation client cat", "propagation client sh"]
+    worker.join(10)
+    assert not worker.is_alive() and time.monotonic() - started < 5
+    assert runs[0].returncodes[0] < 0 and not runs[0].ok
+    assert not [p for p in REGISTRY.live() if p.name.startswith("propagation client")]
 
 def test_arrival_watch_sees_the_first_bytes(tmp_path: Path) -> None:
     incoming = tmp_path / "incoming"

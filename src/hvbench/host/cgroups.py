@@ -35,12 +35,12 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from hvbench.errors import HostError, HvbenchError, RootRequiredError
 from hvbench.host import facts
 from hvbench.host.paths import work_dir
+from hvbench.host.started import StartStop
 
 CgroupVersion = Literal[1, 2]
 #: Name prefix of every cgroup hvbench creates (directly under a hierarchy's root).
@@ -385,7 +385,7 @@ def remove_cgroups(paths: Iterable[Path], roots: Sequence[Path] = ()
 
 
 # -- the cgroups of one run ----------------------------------------------------------
-class CpuCgroups:
+class CpuCgroups(StartStop):
     """The cgroups of one run, under a parent named ``hvbench-<tag>`` in each hierarchy
     that holds the cpu, cpuset and cpuacct controllers.
 
@@ -405,14 +405,6 @@ class CpuCgroups:
         self._record: Path | None = None
         self._record_data: dict[str, Any] = {}
         self._started = False
-
-    def __enter__(self) -> CpuCgroups:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     @property
     def support(self) -> CgroupSupport:

@@ -23,10 +23,10 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from hvbench.errors import HvbenchError, SpecError
+from hvbench.host.started import StartStop
 from hvbench.monitors.base import Monitor, MonitorReport, Sample, SeriesRow, ThreadReport
 from hvbench.monitors.devices import backing_device, device_for_path, whole_disk
 from hvbench.monitors.readers import (
@@ -93,7 +93,7 @@ class MonitorResult:
         return self.sampler_cpu_s / self.seconds * 100.0 if self.seconds > 0 else 0.0
 
 
-class MonitorSet:
+class MonitorSet(StartStop):
     """Samples ``monitors`` at ``hz`` in one daemon thread between start() and stop().
 
     A monitor that fails to open or fails while sampling (its process exited, its
@@ -124,14 +124,6 @@ class MonitorSet:
         self.result: MonitorResult | None = None
         #: The sampling thread's kernel thread id while it runs (for /proc checks).
         self.thread_id: int | None = None
-
-    def __enter__(self) -> MonitorSet:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     def start(self) -> None:
         """Open the monitors, take the first samples and start the thread. Raises

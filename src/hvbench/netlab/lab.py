@@ -25,13 +25,13 @@ import shutil
 import signal
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from hvbench.errors import CommandError, HostError, HvbenchError, RootRequiredError
 from hvbench.host import facts
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.started import StartStop
 from hvbench.model.lab import RESERVED_HOST_NAMES, LabHostSpec, LabSpec
 from hvbench.netlab import names
 from hvbench.netlab.tc import is_unknown_qdisc, link_shaping_commands, netem_probe_argv
@@ -319,7 +319,7 @@ def used_networks() -> list[str]:
 
 
 # -- the lab -----------------------------------------------------------------------------
-class NetLab:
+class NetLab(StartStop):
     """The lab of a :class:`LabSpec`; see the module docstring.
 
     Errors from :meth:`start` and :meth:`add_host`: :class:`RootRequiredError`,
@@ -339,14 +339,6 @@ class NetLab:
         self._tag = ""
         self._count = 0
         self._guests: list[str] = []
-
-    def __enter__(self) -> NetLab:
-        self.start()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     # -- properties ----------------------------------------------------------------------
     def _require_plan(self) -> names.AddressPlan:

@@ -1,5 +1,5 @@
-"""BackgroundProcess: one long-running external program (a server), started and stopped
-with the same habits as :class:`~hvbench.platforms.qemu.QemuPlatform`.
+"""BackgroundProcess: one long-running external program (a server, a transfer client),
+started and stopped with the same habits as :class:`~hvbench.platforms.qemu.QemuPlatform`.
 
 ``__init__`` only stores; ``start()`` spawns the program in its own session with
 ``PR_SET_PDEATHSIG=SIGKILL`` (so even ``kill -9`` of hvbench takes it down), its output
@@ -10,6 +10,11 @@ it and removes the log directory. It is safe to call twice and is a context mana
 
 A process may run inside a network namespace: its argv is then prefixed with
 ``ip netns exec NS``, which enters the namespace and *execs* the program (same pid).
+
+A client that runs to completion (a transfer) uses the same class: its output can go to
+a file the caller keeps (``output``), its stdout into a pipe read by a second process
+(``pipe_stdout``, ``stdin``), and :meth:`BackgroundProcess.wait` waits for its exit
+within a timeout; ``stop()`` still ends it soft to hard if it has not exited.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
+from typing import IO
 
 from hvbench.errors import CommandError, GuestTimeoutError, HostError, RootRequiredError, tail
 from hvbench.host import facts
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.started import StartStop
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
@@ -98,11 +104,17 @@ def run_in_group(
     return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
 
 
-class BackgroundProcess:
+class BackgroundProcess(StartStop):
     """One external long-running process, e.g. ``iperf3 -s`` in a lab host.
 
     ``name`` labels it in errors and in the registry; ``netns`` runs it in that network
-    namespace (root needed); ``env`` is added to hvbench's environment.
+    namespace (root needed); ``env`` is added to hvbench's environment; ``cwd`` is its
+    working directory (default: hvbench's).
+
+    Output: stdout and stderr go to a log file in a private directory removed by
+    :meth:`stop`, or to ``output`` (truncated at start; the caller's, kept after stop).
+    With ``pipe_stdout`` only stderr goes there and stdout into a pipe, :attr:`stdout`,
+    for the ``stdin`` of a second process (default stdin: /dev/null).
     """
 
     def __init__(
@@ -112,27 +124,27 @@ class BackgroundProcess:
         name: str,
         netns: str | None = None,
         env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        output: Path | None = None,
+        stdin: IO[bytes] | None = None,
+        pipe_stdout: bool = False,
         registry: ProcessRegistry = REGISTRY,
     ) -> None:
         self.name = name
         self.netns = netns
         self._argv = list(argv)
         self._env = dict(env) if env else None
+        self._cwd = cwd
+        self._output = output
+        self._stdin = stdin
+        self._pipe_stdout = pipe_stdout
         self._registry = registry
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_dir: Path | None = None
-
-    def __enter__(self) -> BackgroundProcess:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        #: time.monotonic() just before the process was spawned (None before start).
+        self.spawned_at: float | None = None
+        #: The exit status of the last run once stopped (negative: killed by a signal).
+        self.returncode: int | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -144,8 +156,18 @@ class BackgroundProcess:
         return self._proc.pid if self._proc else None
 
     @property
+    def stdout(self) -> IO[bytes] | None:
+        """The read end of the stdout pipe (``pipe_stdout``) while running. Hand it to
+        the next process as ``stdin``, then close it: only the two processes should
+        hold the pipe, so the writer sees EPIPE if the reader dies."""
+        return self._proc.stdout if self._proc else None
+
+    @property
     def log_path(self) -> Path | None:
-        """The file holding the process's stdout and stderr (None when stopped)."""
+        """The file holding the process's output: ``output`` if given, else the private
+        log (None when stopped)."""
+        if self._output is not None:
+            return self._output
         return self._log_dir / "output.log" if self._log_dir else None
 
     def is_running(self) -> bool:
@@ -172,6 +194,7 @@ class BackgroundProcess:
         """
         if self._proc is not None:
             raise HostError(f"{self.name} is already running (pid {self._proc.pid})")
+        self.returncode = None
         deadline = time.monotonic() + timeout
         try:
             self._spawn()
@@ -187,12 +210,21 @@ class BackgroundProcess:
                                         f"{self.netns}")
             require_tool("ip")
         require_tool(self._argv[0])
-        self._log_dir = make_owned_dir(Path(tempfile.gettempdir()), "hvb-proc-")
+        if self._output is None:
+            self._log_dir = make_owned_dir(Path(tempfile.gettempdir()), "hvb-proc-")
+        path = self.log_path
+        if path is None:
+            raise HostError(f"internal: {self.name} has no output file")
         env = {**os.environ, **self._env} if self._env else None
-        with (self._log_dir / "output.log").open("wb") as log:
+        with path.open("wb") as log:
+            # Stamped here, after the checks and the log file, so a caller timing the
+            # process (a transfer's request mark) counts the spawn and nothing before.
+            self.spawned_at = time.monotonic()
             self._proc = subprocess.Popen(
-                self.argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                env=env, start_new_session=True,
+                self.argv, stdin=subprocess.DEVNULL if self._stdin is None else self._stdin,
+                stdout=subprocess.PIPE if self._pipe_stdout else log,
+                stderr=log if self._pipe_stdout else subprocess.STDOUT,
+                env=env, cwd=self._cwd, start_new_session=True,
                 preexec_fn=die_with_parent,  # noqa: PLW1509
             )
         self._registry.add(self)
@@ -213,10 +245,25 @@ class BackgroundProcess:
                 raise CommandError(self.argv, status, output, f"starting {self.name}")
             time.sleep(READY_POLL_S)
 
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the process to exit: its exit status, or
+        None if it still runs (it is left running: :meth:`stop` ends it). Once stopped
+        (e.g. by ``REGISTRY.stop_all()`` on Ctrl-C) the status it ended with. Raises
+        :class:`HostError` if it was never started."""
+        proc = self._proc
+        if proc is None:
+            if self.returncode is None:
+                raise HostError(f"{self.name} is not started")
+            return self.returncode
+        try:
+            return proc.wait(timeout=max(0.0, timeout))
+        except subprocess.TimeoutExpired:
+            return None
+
     def stop(self) -> None:
         """SIGTERM to the process group, up to :data:`TERM_WAIT_S` s, then SIGKILL;
-        unregister; remove the log directory. Safe twice; never raises for a process
-        that is already gone."""
+        unregister; remove the log directory (not a caller's ``output``). Safe twice;
+        never raises for a process that is already gone."""
         proc = self._proc
         try:
             if proc is not None:
@@ -224,6 +271,9 @@ class BackgroundProcess:
         finally:
             if proc is not None:
                 self._registry.discard(self)
+                self.returncode = proc.returncode
+                if proc.stdout is not None:
+                    proc.stdout.close()
             self._proc = None
             if self._log_dir is not None:
                 shutil.rmtree(self._log_dir, ignore_errors=True)

@@ -19,12 +19,13 @@ import ipaddress
 import math
 import re
 import secrets
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Literal, Protocol, runtime_checkable
 
 from hvbench.errors import CommandError, GuestError, SpecError
+from hvbench.host.started import StopOnExit
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.process import BackgroundProcess, tcp_port_open
 
@@ -104,30 +105,23 @@ class Endpoint:
 
 
 # -- servers ---------------------------------------------------------------------------
-class ServerHandle:
-    """A server started by :func:`start_server`. ``stop()`` is safe twice."""
+class ServerHandle(StopOnExit):
+    """A server started by :func:`start_server`, already running: ``with`` only stops
+    it. ``stop()`` is safe twice."""
 
     name: str
 
-    def __enter__(self) -> ServerHandle:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
+    @abstractmethod
     def stop(self) -> None:
-        raise NotImplementedError
+        """Stop the server; safe twice."""
 
+    @abstractmethod
     def is_running(self) -> bool:
-        raise NotImplementedError
+        """True while the server runs."""
 
+    @abstractmethod
     def log_tail(self, lines: int = 30) -> str:
-        raise NotImplementedError
+        """The last ``lines`` lines of the server's output."""
 
 
 class ProcessServer(ServerHandle):

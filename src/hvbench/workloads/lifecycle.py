@@ -87,6 +87,7 @@ from typing import Any, Literal
 
 from hvbench.errors import GuestBootError, GuestError, HostError, ImageError
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.started import StartStop
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import (
     SystemFormat,
@@ -101,7 +102,7 @@ from hvbench.monitors.base import SeriesRow
 from hvbench.monitors.readers import HostCpuSampler, ThreadCpuSampler
 from hvbench.monitors.sampler import MonitorResult, MonitorSet
 from hvbench.platforms.qemu import AccelChoice, QemuPlatform
-from hvbench.workloads import marks as timing
+from hvbench.workloads import timeline
 from hvbench.workloads.outcome import PhaseOutcome
 
 RAW_KIND = "lifecycle-json"
@@ -172,19 +173,19 @@ def shutdown_marks(requested_at: float, timings: Mapping[str, float]) -> dict[st
 def check_order(marks: Mapping[str, float]) -> None:
     """Raise ValueError unless every mark of :data:`MARKS` is present and none comes
     before the one listed ahead of it."""
-    timing.check_order(marks, MARKS)
+    timeline.check_order(marks, MARKS)
 
 
 def split_phases(marks: Mapping[str, float]) -> dict[str, float]:
     """Each lifecycle phase's duration in seconds, in :data:`LIFECYCLE_PHASES` order.
     Raises ValueError when marks are missing or out of order (see :func:`check_order`)."""
     check_order(marks)
-    return timing.phase_durations(marks, PHASE_BOUNDS, LIFECYCLE_PHASES)
+    return timeline.phase_durations(marks, PHASE_BOUNDS, LIFECYCLE_PHASES)
 
 
 def gaps(marks: Mapping[str, float]) -> dict[str, float]:
     """The stretches between phases (:data:`GAP_BOUNDS`), seconds."""
-    return {name: marks[end] - marks[start] for name, (start, end) in GAP_BOUNDS.items()}
+    return timeline.phase_durations(marks, GAP_BOUNDS)
 
 
 def guest_uptime(line: str) -> float | None:
@@ -222,7 +223,7 @@ class LineClock:
         return out
 
 
-class ConsoleWatch:
+class ConsoleWatch(StartStop):
     """Reads a guest's console log in a thread while the guest boots, keeping each line
     with the time it appeared (see :class:`LineClock`).
 
@@ -240,13 +241,6 @@ class ConsoleWatch:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hvbench-console",
                                         daemon=True)
-
-    def __enter__(self) -> ConsoleWatch:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> None:
         self._thread.start()
@@ -441,13 +435,6 @@ class IdleRecord:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
-class _Deadline(timing.Deadline):
-    """The lifecycle workload's ``timeout_s``, shared by its steps."""
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(seconds, "lifecycle")
-
-
 def _guest_name(name: str) -> str:
     """``name`` made safe for a directory prefix and QEMU's -name."""
     return _NAME_RE.sub("-", name).strip("-") or "lifecycle"
@@ -474,22 +461,23 @@ def _launch_watched(guest: QemuPlatform) -> tuple[float, list[tuple[float, str]]
     return launch_at, watch.lines
 
 
-def _live(guest: QemuPlatform, deadline: _Deadline
-          ) -> tuple[dict[str, float], list[tuple[float, str]], str]:
-    """Boot ``guest`` and shut it down; returns (the marks from qemu_start on, console
-    lines, the first /init line). Raises GuestBootError (no /init line before the agent
-    answered), GuestError (shutdown failed), GuestTimeoutError."""
+def _live(guest: QemuPlatform, times: timeline.Timeline) -> tuple[list[tuple[float, str]], str]:
+    """Boot ``guest`` and shut it down, marking ``times`` from qemu_start on; returns
+    (console lines, the first /init line). Raises GuestBootError (no /init line before
+    the agent answered), GuestError (shutdown failed), GuestTimeoutError."""
     launch_at, console = _launch_watched(guest)
-    marks = boot_marks(launch_at, guest.timings)
+    boot = boot_marks(launch_at, guest.timings)
     first = first_init_line(console)
-    if first is None or first[0] > marks["agent_answered"]:
+    if first is None or first[0] > boot["agent_answered"]:
         markers = " or ".join(INIT_MARKERS)
         raise _boot_error(guest, f"guest {guest.name}: no /init line ({markers}) on the "
                           "console before the agent answered: cannot split kernel from agent")
-    marks["init_started"] = first[0]
-    requested_at = time.monotonic()
-    guest.shutdown(deadline.left("the guest's shutdown"))
-    return marks | shutdown_marks(requested_at, guest.timings), console, first[1]
+    times.update(boot)
+    times.mark("init_started", first[0])
+    requested_at = times.now()
+    guest.shutdown(times.remaining("the guest's shutdown"))
+    times.update(shutdown_marks(requested_at, guest.timings))
+    return console, first[1]
 
 
 @dataclass
@@ -503,7 +491,7 @@ class _Run:
     scratch: Path
     tmp: Path
     cache: RepositoryCache | None
-    deadline: _Deadline
+    times: timeline.Timeline
     #: The guests' accelerator, decided by the caller (required for accel=auto).
     accel: AccelChoice | None = None
 
@@ -519,7 +507,7 @@ class _Run:
                      else make_owned_dir(self.scratch, "lifecycle-repo-"))
         entry = write_repository(image=self.image, size=self.spec.image_size, fmt=fmt,
                                  directory=directory, raw=raw,
-                                 timeout=self.deadline.left("writing the repository image"))
+                                 timeout=self.times.remaining("writing the repository image"))
         if self.cache is not None:
             self.cache[key] = entry
         return entry, False
@@ -536,17 +524,18 @@ class _Run:
             check_free_disk(self.tmp, spec.image_size, "the guest's system image")
         _cold([source.path])
         created = create_image(spec.create, source, spec.image_format, self.tmp,
-                               self.deadline.left("creating the system image"))
+                               self.times.remaining("creating the system image"))
         _cold([created.path] + ([source.path] if spec.create == "overlay" else []))
         guest = QemuPlatform(self.vm, name=self.name, image=self.image, base_dir=self.tmp,
-                             boot_timeout=self.deadline.left("the guest's boot"),
+                             boot_timeout=self.times.remaining("the guest's boot"),
                              root_disk=created.path, root_format=created.format,
                              accel_choice=self.accel)
+        self.times.update({"create_start": created.start, "create_end": created.end})
         try:
-            marks, console, init_line = _live(guest, self.deadline)
+            console, init_line = _live(guest, self.times)
         finally:
             guest.stop()
-        marks |= {"create_start": created.start, "create_end": created.end}
+        marks = dict(self.times.marks)
         try:
             check_order(marks)
         except ValueError as exc:
@@ -566,11 +555,11 @@ class _Run:
             for i in range(self.spec.idle_guests):
                 guest = QemuPlatform(
                     self.vm, name=f"{self.name}-idle{i}", image=self.image, base_dir=self.tmp,
-                    boot_timeout=self.deadline.left(f"booting idle guest {i}"),
+                    boot_timeout=self.times.remaining(f"booting idle guest {i}"),
                     accel_choice=self.accel)
                 guests.append(guest)
                 guest.launch()
-            self.deadline.left("sampling the idle guests", need=self.spec.idle_s)
+            self.times.remaining("sampling the idle guests", need=self.spec.idle_s)
             result = _sample_idle(guests, self.spec.idle_s)
             described = [g.describe() for g in guests]
         finally:
@@ -703,10 +692,10 @@ def run_lifecycle(spec: LifecycleWorkloadSpec, vm: VmSpec, *, name: str, scratch
     image = image or find_image()
     if image is None:
         raise ImageError("no guest image is built yet: run `hvbench image build`")
-    deadline = _Deadline(spec.timeout_s)
+    times = timeline.Timeline(spec.timeout_s, "lifecycle")
     tmp = make_owned_dir(scratch, "lifecycle-")
     try:
-        run = _Run(spec, vm, _guest_name(name), image, scratch, tmp, source_cache, deadline,
+        run = _Run(spec, vm, _guest_name(name), image, scratch, tmp, source_cache, times,
                    accel)
         life = run.life()
         idle = run.idle() if spec.idle_guests else None

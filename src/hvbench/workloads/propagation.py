@@ -16,7 +16,11 @@ overlay      a cache hit: nothing moves; a miss: as ``http``, then the verified 
              enters the node's base cache (:class:`NodeImageCache`)
 ===========  ==============================================================================
 
-All marks are on one monotonic clock:
+Each client process is a :class:`~hvbench.platforms.process.BackgroundProcess`: in the
+process registry while it runs (Ctrl-C's ``REGISTRY.stop_all()`` reaches it), stopped
+soft then hard on a timeout, its output tail in the :class:`CommandError` of a failure.
+
+All marks are on one monotonic clock (:class:`~hvbench.workloads.timeline.Timeline`):
 
 - ``request``: just before the client is spawned (so process start-up, connection set-up,
   authentication and the server's own start of the transfer count as the seeds'
@@ -68,25 +72,24 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from hvbench.errors import CommandError, HostError, ImageError
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.started import StartStop
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import check_free_disk, make_overlay, sha256_file
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import PropagationWorkloadSpec
-from hvbench.platforms.process import die_with_parent
+from hvbench.platforms.process import BackgroundProcess
 from hvbench.platforms.qemu import AccelChoice, QemuPlatform
-from hvbench.workloads import marks as timing
+from hvbench.workloads import timeline
 from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.repository import (
     HttpServer,
@@ -160,13 +163,13 @@ def zstd_argv(dest: str) -> list[str]:
 
 def split_phases(marks: Mapping[str, float]) -> dict[str, float]:
     """Each phase's duration from the marks (see :data:`PHASE_BOUNDS`)."""
-    return timing.phase_durations(marks, PHASE_BOUNDS)
+    return timeline.phase_durations(marks, PHASE_BOUNDS)
 
 
 def check_order(marks: Mapping[str, float]) -> None:
     """Raise ValueError unless every mark of :data:`MARKS` is present and none comes
     before the previous one."""
-    timing.check_order(marks, MARKS)
+    timeline.check_order(marks, MARKS)
 
 
 def first_arrival(samples: Sequence[tuple[float, int]]) -> float | None:
@@ -222,7 +225,7 @@ class ClientRun:
     argvs: list[list[str]]
     started: float = 0.0
     ended: float = 0.0
-    returncodes: list[int | None] = field(default_factory=list)
+    returncodes: list[int] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
 
     @property
@@ -254,85 +257,76 @@ def _read_tail(path: Path) -> str:
         return ""
 
 
-def _kill_all(procs: Sequence[subprocess.Popen[bytes]]) -> None:
-    """SIGKILL each process's group (each leads its own session), then reap them."""
-    for proc in procs:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    for proc in procs:
-        proc.wait()
-
-
 def run_client(argvs: Sequence[Sequence[str]], *, cwd: Path, logs: Path,
                timeout: float) -> ClientRun:
-    """Run one command, or two joined by a pipe, to completion: each in a session of
-    its own (killed as a group), ``PR_SET_PDEATHSIG=SIGKILL``, each one's output (stdout
-    and stderr; a pipeline's first stdout goes into the pipe) in a file under
+    """Run one command, or two joined by a pipe, to completion, each a
+    :class:`BackgroundProcess` (own session, ``PR_SET_PDEATHSIG=SIGKILL``, in the
+    process registry, so Ctrl-C's ``REGISTRY.stop_all()`` reaches it), each one's output
+    (stdout and stderr; a pipeline's first stdout goes into the pipe) in a file under
     ``logs``. ``started``/``ended``: just before the first spawn, just after the last
     exit.
 
-    After ``timeout`` seconds (or on Ctrl-C) the whole group is killed and
-    :class:`CommandError` (exit status None, "timed out") raised; a non-zero exit is
-    not an error here (see :attr:`ClientRun.ok`). :class:`ToolMissingError` if a
-    program is missing."""
+    After ``timeout`` seconds (or on Ctrl-C) every process is stopped (SIGTERM to its
+    group, SIGKILL after :data:`~hvbench.platforms.process.TERM_WAIT_S` s) and
+    :class:`CommandError` (exit status None, "timed out", the output tails) raised; a
+    non-zero exit is not an error here (see :attr:`ClientRun.ok`).
+    :class:`ToolMissingError` if a program is missing."""
     if not 1 <= len(argvs) <= 2:
         raise ValueError("a client is one command or a pipeline of two")
     for argv in argvs:
         require_tool(argv[0])
     run = ClientRun([list(a) for a in argvs])
-    files: list[IO[bytes]] = []
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: list[BackgroundProcess] = []
     try:
-        for i in range(len(argvs)):
-            files.append((logs / f"client{i}.out").open("wb"))
-        run.started = time.monotonic()
-        _spawn(run.argvs, procs, files, cwd)
-        deadline = run.started + timeout
-        for proc in reversed(procs):
-            proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        run.started = _spawn(run.argvs, procs, logs, cwd)
+        statuses = _wait_all(procs, run.started + timeout)
         run.ended = time.monotonic()
-    except subprocess.TimeoutExpired as exc:
-        _kill_all(procs)
-        raise CommandError(run.argv, None, _outputs(logs, len(argvs)),
-                           f"fetching the image (no exit within {timeout:g} s)") from exc
-    except BaseException:
-        _kill_all(procs)
-        raise
     finally:
-        for handle in files:
-            handle.close()
-    run.returncodes = [p.returncode for p in procs]
+        for proc in reversed(procs):
+            proc.stop()
     run.outputs = [_read_tail(logs / f"client{i}.out") for i in range(len(argvs))]
+    if statuses is None:
+        raise CommandError(run.argv, None, run.output(),
+                           f"fetching the image (no exit within {timeout:g} s)")
+    run.returncodes = statuses
     return run
 
 
-def _spawn(argvs: list[list[str]], procs: list[subprocess.Popen[bytes]],
-           files: list[IO[bytes]], cwd: Path) -> None:
-    """Start the pipeline's processes into ``procs``, each leading a new session (a
-    process cannot join a process group of another session)."""
+def _wait_all(procs: Sequence[BackgroundProcess], deadline: float) -> list[int] | None:
+    """The exit statuses of ``procs`` (in their order), waiting for the last first (a
+    pipeline ends when its reader does); None if one still runs at ``deadline``."""
+    statuses: list[int] = []
+    for proc in reversed(procs):
+        status = proc.wait(deadline - time.monotonic())
+        if status is None:
+            return None
+        statuses.insert(0, status)
+    return statuses
+
+
+def _spawn(argvs: list[list[str]], procs: list[BackgroundProcess], logs: Path,
+           cwd: Path) -> float:
+    """Start the pipeline's processes into ``procs`` (each appended before it starts, so
+    the caller stops whatever got started); returns when the first was spawned."""
     piped = len(argvs) == 2
-    first = subprocess.Popen(
-        argvs[0], stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE if piped else files[0], stderr=files[0], cwd=cwd,
-        start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
-    )
+    first = BackgroundProcess(argvs[0], name=f"propagation client {argvs[0][0]}", cwd=cwd,
+                              output=logs / "client0.out", pipe_stdout=piped)
     procs.append(first)
+    first.start()
+    if first.spawned_at is None:
+        raise HostError(f"internal: {first.name} started without a spawn time")
     if not piped:
-        return
+        return first.spawned_at
     try:
-        second = subprocess.Popen(
-            argvs[1], stdin=first.stdout, stdout=files[1], stderr=files[1], cwd=cwd,
-            start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
-        )
+        second = BackgroundProcess(argvs[1], name=f"propagation client {argvs[1][0]}",
+                                   cwd=cwd, output=logs / "client1.out", stdin=first.stdout)
+        procs.append(second)
+        second.start()
     finally:
         # Only the two children keep the pipe open: curl sees EPIPE if zstd dies.
         if first.stdout is not None:
             first.stdout.close()
-    procs.append(second)
-
-
-def _outputs(logs: Path, count: int) -> str:
-    return "\n".join(_read_tail(logs / f"client{i}.out") for i in range(count))
+    return first.spawned_at
 
 
 # -- arrival poll ----------------------------------------------------------------------
@@ -347,7 +341,7 @@ def directory_bytes(directory: Path) -> int:
     return total
 
 
-class ArrivalWatch:
+class ArrivalWatch(StartStop):
     """Samples :func:`directory_bytes` of ``directory`` every ``interval`` seconds in a
     thread until the first byte is there, then every :data:`SERIES_S`, keeping (time,
     bytes) whenever the byte count changed (and the first sample). A context manager;
@@ -360,13 +354,6 @@ class ArrivalWatch:
         self.polls = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> ArrivalWatch:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _sample(self) -> None:
         now = time.monotonic()
@@ -469,7 +456,7 @@ class _Propagation:
         self.spec, self.vm, self.repo, self.tmp = spec, vm, repo, tmp
         self.accel = accel
         self.name, self.image, self.window = name, image, window
-        self.deadline = timing.Deadline(spec.timeout_s, "propagation")
+        self.times = timeline.Timeline(spec.timeout_s, "propagation")
         self.incoming = tmp / "incoming"
         self.logs = tmp / "logs"
         self.incoming.mkdir()
@@ -497,12 +484,12 @@ class _Propagation:
         check_free_disk(self.tmp, source.size, "the fetched image")
         dest = self.incoming / source.name
         argvs = client_commands(self.spec.method, self.repo, source, dest,
-                                self.deadline.left("the transfer"))
+                                self.times.remaining("the transfer"))
         with self._window():
             rx0, tx0 = link_bytes(veth)
             with ArrivalWatch(self.incoming) as watch:
                 client = run_client(argvs, cwd=self.tmp, logs=self.logs,
-                                    timeout=self.deadline.left("the transfer"))
+                                    timeout=self.times.remaining("the transfer"))
             rx1, tx1 = link_bytes(veth)
         if not client.ok:
             failed = next(rc for rc in client.returncodes if rc != 0)
@@ -554,7 +541,7 @@ class _Propagation:
         if disk is None:
             raise HostError("internal: no image to boot")
         guest = QemuPlatform(self.vm, name=self.name, image=self.image, base_dir=self.tmp,
-                             boot_timeout=self.deadline.left("the guest's boot"),
+                             boot_timeout=self.times.remaining("the guest's boot"),
                              root_disk=disk, root_format=fmt, accel_choice=self.accel)
         boot_start = time.monotonic()
         guest.launch()  # stops itself if it raises
@@ -659,11 +646,13 @@ def run_propagation(spec: PropagationWorkloadSpec, vm: VmSpec, *, repo: ImageRep
                            window=window, accel=accel)
         fetch = run.fetch(source)
         guest, terminal = run.terminal(source, fetch)
-        marks = dict(fetch.marks)
-        marks["agent_ready"] = terminal.pop("agent_ready")
-        marks["shutdown_requested"] = time.monotonic()
-        marks["guest_exited"] = marks["shutdown_requested"] + guest.shutdown(
-            run.deadline.left("the guest's shutdown"))
+        times = run.times
+        times.update(fetch.marks)
+        times.mark("agent_ready", terminal.pop("agent_ready"))
+        requested = times.mark("shutdown_requested")
+        times.mark("guest_exited",
+                   requested + guest.shutdown(times.remaining("the guest's shutdown")))
+        marks = dict(times.marks)
         described = guest.describe()
     finally:
         if guest is not None:

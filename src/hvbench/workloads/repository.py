@@ -42,12 +42,12 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from hvbench.errors import CommandError, HostError, ImageError, SpecError
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.started import StartStop, StopOnExit
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import check_free_disk, write_raw_image
 from hvbench.netlab.lab import LabHost
@@ -154,7 +154,7 @@ def lighttpd_argv(config: str) -> list[str]:
 
 
 # -- the servers -----------------------------------------------------------------------
-class RepoServer:
+class RepoServer(StartStop):
     """One server process of the repository on its lab host.
 
     ``__init__`` only stores; :meth:`start` writes the server's files into
@@ -381,7 +381,7 @@ class NodeImageCache:
 
 
 # -- the repository --------------------------------------------------------------------
-class ImageRepository:
+class ImageRepository(StopOnExit):
     """Images served from lab host ``host``; see the module docstring.
 
     ``__init__`` only stores. :meth:`start` creates a private directory under
@@ -406,13 +406,6 @@ class ImageRepository:
         self.images: dict[int, RepoImage] = {}
         self.compressed: dict[int, CompressedImage] = {}
         self._cache: NodeImageCache | None = None
-
-    def __enter__(self) -> ImageRepository:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        self.stop()
 
     @property
     def address(self) -> str:
