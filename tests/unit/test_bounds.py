@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from hvbench.analysis.bounds import Bound, BoundsFile, evaluate, failed, parse_bounds
+from hvbench.cli.check import bounds_summary, bounds_table
 from hvbench.cli.main import main
-from hvbench.cli.report_cmds import bounds_summary, bounds_table
 from hvbench.errors import SpecError
 from hvbench.store.records import CellRecord, MeasurementRecord, MeasurementRow
 from hvbench.store.sqlite import Store

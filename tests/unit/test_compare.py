@@ -24,8 +24,8 @@ from hvbench.analysis.compare import (
     select_keys,
     side_values,
 )
+from hvbench.cli.compare import comparison_footer, comparison_header, comparison_table
 from hvbench.cli.main import main
-from hvbench.cli.report_cmds import comparison_footer, comparison_header, comparison_table
 from hvbench.errors import SpecError
 from hvbench.store.records import CellRecord, MeasurementRecord, MeasurementRow
 from hvbench.store.sqlite import Store
@@ -244,7 +244,7 @@ def main_raise(argv: list[str]) -> None:
     from hvbench.cli.main import build_parser, err, out
 
     args = build_parser().parse_args(argv)
-    args.study_handler(args, out, err)
+    args.handler(args, out, err)
 
 
 def test_cli_two_platforms_of_the_latest_run(tmp_path: Path,

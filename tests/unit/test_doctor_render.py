@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from hvbench.cli.main import doctor_table
+from hvbench.cli.doctor import doctor_table
 from hvbench.platforms.doctor import render
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -152,16 +152,24 @@ def test_propagation_fit_table_for_the_terminal() -> None:
         assert expected in text, expected
 
 
-def test_extra_report_tables_order() -> None:
-    from hvbench.cli.report_cmds import extra_report_tables
+def test_after_the_phase_tables_come_the_fits_then_the_scenario_tables() -> None:
+    from hvbench.report.model import build_run_report
+    from hvbench.report.render import terminal_tables
+    from hvbench.store.records import RunRecord
 
-    assert extra_report_tables(load()[2], {}) == []
+    run = RunRecord("r", "s", "s.toml", "", 0, "t", None, "complete", "0", None, {})
+
+    def extra_titles(rows: list[MeasurementRow]) -> list[str]:
+        report = build_run_report(run, [], rows)
+        tables = terminal_tables(report)[len(report.phases):]
+        return [str(t.title).split(" (")[0].split(":")[0] for t in tables]
+
+    assert extra_titles(load()[2]) == []
     alone = [MeasurementRow(0, "vm/w", "vm", "w", r, 0, "tx", "mbit_s", 100.0 + r, "")
              for r in range(3)]
     busy = [MeasurementRow(0, "vm@idle1/w", "vm@idle1", "w", r, 0, "tx", "mbit_s", 90.0 + r, "",
                            "vm", "idle1") for r in range(3)]
-    tables = extra_report_tables([*propagation_fixture(), *alone, *busy], {})
-    assert [str(t.title).split(" (")[0].split(":")[0] for t in tables] == \
+    assert extra_titles([*propagation_fixture(), *alone, *busy]) == \
         ["propagation", "Degradation against alone"]
 
 

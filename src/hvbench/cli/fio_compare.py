@@ -8,15 +8,35 @@ host filesystem. Both use O_DIRECT, so neither measures a page cache.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from hvbench.cli.common import warn_tcg
+from hvbench.cli.vmopts import add_vm_options, vm_spec_from_args
 from hvbench.model.spec import DiskSpec, VmSpec, parse_size
 from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads.fio import FioJob, FioResult, run_fio
+
+
+def register(sub: Any) -> None:
+    fio = sub.add_parser("fio-compare", help="one fio job natively and in a guest, side by side")
+    add_vm_options(fio)
+    fio.add_argument("--rw", default="write", help="fio rw mode (default write)")
+    fio.add_argument("--bs", default="64K", help="block size (default 64K)")
+    fio.add_argument("--size", default="64M", help="bytes of I/O per job (default 64M)")
+    fio.add_argument("--boot-timeout", type=float, default=60.0)
+    fio.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
+    table, accel = run_fio_compare(vm_spec_from_args(args), args, err)
+    out.print(table)
+    warn_tcg(err, accel)
+    return 0
 
 
 def _job(args: argparse.Namespace, filename: str) -> FioJob:

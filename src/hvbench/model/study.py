@@ -17,7 +17,7 @@ import itertools
 import random
 import re
 import tomllib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -774,6 +774,15 @@ def select_cells(study: Study, only: Sequence[str] = (), exclude: Sequence[str] 
         given = [*(f"only {p!r}" for p in only), *(f"exclude {p!r}" for p in exclude)]
         raise SpecError(f"{study.path}: no cell remains after {', '.join(given)} (cells: "
                         f"{', '.join(c.name for c in study.cells)})")
+    return dataclasses.replace(study, cells=cells)
+
+
+def keep_cells(study: Study, names: Collection[str]) -> Study:
+    """``study`` with only the cells named in ``names`` (exact names: a resumed run
+    keeps the cells its start selected). Raises :class:`SpecError` when none is left."""
+    cells = tuple(c for c in study.cells if c.name in names)
+    if not cells:
+        raise SpecError(f"{study.path}: none of the stored cells is in the study any more")
     return dataclasses.replace(study, cells=cells)
 
 

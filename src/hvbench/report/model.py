@@ -82,6 +82,28 @@ def latest_run_id(store: Store, db: str) -> str:
     return str(run.id)
 
 
+def resolve_run_id(store: Store, run: str | None, db: str) -> str:
+    """``run`` as a stored run id: an exact id, or a prefix that only one id has (what
+    a user types after reading ``hvbench runs``); None: the latest run.
+
+    Raises:
+        SpecError: the database holds no run, no run id starts with ``run``, or more
+            than one does (they are named).
+    """
+    if run is None:
+        return latest_run_id(store, db)
+    matches = store.run_ids(prefix=run)
+    if run in matches:
+        return run
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise SpecError(f"{db}: no run {run!r} (`hvbench runs --db {db}` lists them)")
+    shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+    raise SpecError(f"{db}: {run!r} is the start of {len(matches)} run ids ({shown}): "
+                    "give more of it")
+
+
 def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[MeasurementRow],
                      failures: Sequence[FailureRow] = (), samples: Sequence[SampleRow] = ()
                      ) -> RunReport:

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
 from hvbench.analysis.trends import FIT_HEADERS
+from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.tables import (
@@ -23,7 +24,7 @@ from hvbench.report.tables import (
     summary_json,
 )
 
-__all__ = ["html_input", "report_json", "section_titles", "terminal_header",
+__all__ = ["export_bytes", "html_input", "report_json", "section_titles", "terminal_header",
            "terminal_tables"]
 
 
@@ -52,6 +53,15 @@ def terminal_tables(report: RunReport) -> list[Table]:
 def _propagation_json(fits: Sequence[Sequence[str]]) -> list[dict[str, str]]:
     keys = ("platform", "method", "fit", "equation", "r_squared", "intercept_s")
     return [dict(zip(keys, row, strict=True)) for row in fits]
+
+
+def export_bytes(report: RunReport, fmt: str) -> bytes:
+    """The run's measurements, one row each with its cell's definition, as ``csv``,
+    ``json-rows`` or ``parquet`` (needs pyarrow: :class:`ExportError` otherwise)."""
+    definitions = {c.name: (c.platform, c.workload) for c in report.cells}
+    table = measurement_table(report.rows, report.run.id, definitions)
+    encoders = {"csv": to_csv, "json-rows": to_json, "parquet": to_parquet}
+    return encoders[fmt](table)
 
 
 def report_json(report: RunReport) -> str:

@@ -51,6 +51,8 @@ class StudyPlan:
     estimate_s: float
     #: Cells whose estimate comes from earlier runs in the store.
     from_history: tuple[str, ...]
+    #: Per cell, the estimated seconds of one repetition (boots by the runner aside).
+    cell_seconds: Mapping[str, float]
 
 
 def repetition_order(study: Study, repetition: int) -> list[Cell]:
@@ -124,6 +126,13 @@ def group_guests(group: Sequence[PlannedItem]) -> int:
     return total
 
 
+def done_in(store: Store, run_id: str) -> set[tuple[str, int]]:
+    """The (cell name, repetition) pairs of run ``run_id`` already stored as ok: what
+    resuming it skips. Raises :class:`StoreError` when the store cannot be read."""
+    names = {c.id: c.name for c in store.cells(run_id)}
+    return {(names[cell_id], rep) for cell_id, rep in store.done(run_id)}
+
+
 def plan_study(study: Study, store: Store | None = None, *,
                done: Collection[tuple[str, int]] = (), warmup: bool = True) -> StudyPlan:
     """The plan of running ``study`` (``done``: (cell, repetition) pairs a resumed run
@@ -141,7 +150,8 @@ def plan_study(study: Study, store: Store | None = None, *,
         study=study.study.name, cells=tuple(c.name for c in study.cells),
         repetitions=study.study.repetitions, warmup=study.study.warmup if warmup else 0,
         items=tuple(items), platform_boots=boots, guest_boots=guests, estimate_s=estimate,
-        from_history=tuple(c.name for c in study.cells if history.get(c.name)))
+        from_history=tuple(c.name for c in study.cells if history.get(c.name)),
+        cell_seconds=seconds)
 
 
 def _item_seconds(cells: Sequence[Cell], history: Mapping[str, Sequence[float]]

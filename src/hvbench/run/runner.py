@@ -32,7 +32,7 @@ from hvbench.host import facts
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
-from hvbench.model.study import Cell, Study
+from hvbench.model.study import Cell, Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
@@ -398,9 +398,17 @@ class RunOutcome:
 
 
 def resume_study(store: Store, run_id: str) -> Study:
-    """The study of a stored run, parsed from the text stored with it."""
+    """The study of a stored run, parsed from the text stored with it, as the run was
+    started: only the cells it stored (``--only``/``--exclude``) and as many repetitions
+    as it ordered (``--repetitions``).
+
+    Raises :class:`StoreError` (no such run) and :class:`SpecError` (the stored text no
+    longer parses, or none of its cells remains)."""
     record = store.get_run(run_id)
-    return parse_study_text(record.study_text, record.study_path, facts.memory_bytes() or 0)
+    study = parse_study_text(record.study_text, record.study_path, facts.memory_bytes() or 0)
+    study = keep_cells(study, {c.name for c in store.cells(run_id)})
+    ordered = len(store.order(run_id))
+    return with_repetitions(study, ordered) if ordered else study
 
 
 def run_study(study: Study, store: Store, *, resume: str | None = None,

@@ -463,6 +463,13 @@ class Store:
             raise self._no_run(run_id)
         return _run_record(rows[0])
 
+    def run_ids(self, *, prefix: str = "") -> list[str]:
+        """The ids of the runs whose id starts with ``prefix`` (all by default), oldest
+        first."""
+        rows = self._read("SELECT id FROM runs WHERE substr(id, 1, ?) = ? "
+                          "ORDER BY created_at, id", (len(prefix), prefix))
+        return [str(r["id"]) for r in rows]
+
     def latest_run(self) -> RunRecord | None:
         """The most recently created run, or None for an empty database."""
         rows = self._read(

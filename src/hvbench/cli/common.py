@@ -1,0 +1,70 @@
+"""What every command module shares: the handler signature, the ``--db`` option, the
+TCG warning, resolving a run id, and printing a run's report (``run`` and ``report``
+both end with it)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from rich.console import Console
+
+from hvbench.report.model import load_run_report, resolve_run_id
+from hvbench.report.render import terminal_header, terminal_tables
+from hvbench.store.sqlite import Store
+
+#: Every command's handler: parsed arguments, stdout and stderr consoles -> exit code.
+Handler = Callable[[argparse.Namespace, Console, Console], int]
+#: The results database a command uses unless ``--db`` names another.
+DEFAULT_DB = "hvbench.db"
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """``--db FILE`` (default ./hvbench.db)."""
+    parser.add_argument("--db", default=DEFAULT_DB,
+                        help=f"results database, an SQLite file (default ./{DEFAULT_DB})")
+
+
+def add_run_argument(parser: argparse.ArgumentParser) -> None:
+    """The optional ``RUN`` positional: a run id or a unique prefix of one."""
+    parser.add_argument("run", nargs="?",
+                        help="run id or a unique prefix of one (default: the latest run)")
+
+
+def short_number(value: float) -> str:
+    """A number as the comparison and bounds tables show it: whole above 1000, else
+    three significant digits."""
+    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def warn_tcg(err: Console, accel: str | None) -> None:
+    """The red warning every command prints when guests ran under TCG."""
+    from hvbench.platforms.doctor import TCG_WARNING
+
+    if accel == "tcg":
+        err.print(f"[bold red]WARNING: {TCG_WARNING}[/]")
+
+
+def run_id_of(store: Store, args: argparse.Namespace) -> str:
+    """``args.run`` resolved (a unique prefix is enough), or the latest run.
+
+    Raises :class:`SpecError`: no run, an unknown id, or an ambiguous prefix."""
+    return resolve_run_id(store, args.run, args.db)
+
+
+def print_report(store: Store, run_id: str, out: Console, err: Console) -> None:
+    """The terminal report of ``run_id``: header, tables, then warnings and failures on
+    stderr."""
+    # The terminal does not print the CoV: no samples are read.
+    report = load_run_report(store, run_id, monitors=[])
+    for line in terminal_header(report):
+        out.print(line)
+    for table in terminal_tables(report):
+        out.print(table)
+    for warning in report.warnings:
+        # Warnings quote study text such as "[study]": never read them as rich markup.
+        err.print(f"warning: {warning}", style="yellow", markup=False)
+    for failure in report.failures:
+        first = failure.error.splitlines()[0] if failure.error else ""
+        err.print(f"failed: {failure.cell} rep {failure.repetition + 1}: {first}",
+                  style="red", markup=False)

@@ -1,0 +1,206 @@
+"""``hvbench compare A B``: is B different from A? A permutation test per cell, phase
+and metric, refused when the two runs' environments or definitions differ.
+
+The table builders are pure (a comparison in, a rich ``Table`` or lines out) and
+golden-tested; :func:`handle` reads the store, prints and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from hvbench.cli.common import add_db_option, short_number
+from hvbench.errors import SpecError
+from hvbench.store.sqlite import Store
+
+
+def register(sub: Any) -> None:
+    """``hvbench compare``."""
+    from hvbench.analysis.compare import DEFAULT_ALPHA, DEFAULT_THRESHOLD_PCT
+
+    compare = sub.add_parser(
+        "compare", help="is B different from A? permutation test per cell and metric",
+        description="A and B are two runs (RUN), or two platforms: RUN:PLATFORM, "
+                    ":PLATFORM (latest run) or PLATFORM with --run RUN.")
+    compare.add_argument("a", metavar="A")
+    compare.add_argument("b", metavar="B")
+    compare.add_argument("--run", help="the run whose platforms A and B are")
+    compare.add_argument("--metric", action="append", metavar="PATTERN",
+                         help="metric name or fnmatch pattern, repeatable (default: the "
+                              "throughput metric of each phase)")
+    compare.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                         help=f"significance level (default {DEFAULT_ALPHA:g})")
+    compare.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD_PCT,
+                         help="smallest |delta| %% that counts (default "
+                              f"{DEFAULT_THRESHOLD_PCT:g})")
+    compare.add_argument("--force", action="store_true",
+                         help="compare runs whose environments or cells differ")
+    compare.add_argument("--format", choices=("table", "json"), default="table")
+    add_db_option(compare)
+    compare.set_defaults(handler=handle)
+
+
+def _side_spec(text: str, run: str | None) -> tuple[str | None, str | None]:
+    """``RUN``, ``RUN:PLATFORM``, ``:PLATFORM`` (the --run or latest run), or, with
+    ``--run``, a bare ``PLATFORM``: (run or None for latest, platform or None)."""
+    if ":" in text:
+        run_part, platform = text.split(":", 1)
+        if not platform:
+            raise SpecError(f"{text!r}: expected RUN:PLATFORM (the platform is empty)")
+        return run_part or run, platform
+    if run is not None:
+        return run, text
+    return text, None
+
+
+def _resolve_sides(args: argparse.Namespace, store: Store
+                   ) -> tuple[tuple[str, str | None], tuple[str, str | None]]:
+    from hvbench.report.model import resolve_run_id
+
+    a = _side_spec(args.a, args.run)
+    b = _side_spec(args.b, args.run)
+    if (a[1] is None) != (b[1] is None):
+        raise SpecError("compare: give two runs or two platforms (RUN:PLATFORM or "
+                        "--run RUN with platform names), not one of each")
+    # A run may be named by a unique prefix of its id; none: the latest run.
+    side_a = (resolve_run_id(store, a[0], args.db), a[1])
+    side_b = (resolve_run_id(store, b[0], args.db), b[1])
+    if side_a == side_b:
+        raise SpecError(f"compare: A and B are the same ({_label(*side_a)})")
+    return side_a, side_b
+
+
+def _label(run: str, platform: str | None) -> str:
+    return f"run {run}" + (f" platform {platform}" if platform else "")
+
+
+def _check_comparable(store: Store, a: tuple[str, str | None], b: tuple[str, str | None],
+                      force: bool) -> list[str]:
+    """Refusals (as notes when forced) about differing environments and definitions."""
+    from hvbench.analysis.compare import ComparisonRefused, definition_differences, env_differences
+
+    problems = []
+    if a[0] != b[0]:
+        diffs = env_differences(store.get_run(a[0]).env, store.get_run(b[0]).env)
+        if diffs:
+            problems.append("the environments differ in key fields: " + ", ".join(
+                f"{f} ({va!r} vs {vb!r})" for f, va, vb in diffs))
+        changed = definition_differences(*(_definitions(store, *side) for side in (a, b)))
+        if changed:
+            problems.append("these are defined differently: " + ", ".join(changed))
+    if problems and not force:
+        raise ComparisonRefused(f"compare {_label(*a)} with {_label(*b)}: refused, "
+                                f"{'; '.join(problems)}; pass --force to compare anyway")
+    return problems
+
+
+def _definitions(store: Store, run: str, platform: str | None) -> dict[str, Any]:
+    cells = store.cells(run)
+    if platform is None:
+        return {c.name: (c.platform, c.workload) for c in cells}
+    return {c.workload_name: c.workload for c in cells if c.platform_name == platform}
+
+
+def _side(store: Store, run: str, platform: str | None) -> Any:
+    from hvbench.analysis.compare import Side, side_values
+
+    rows = store.measurements(run)
+    if platform is not None and not any(r.platform == platform for r in rows):
+        known = sorted({r.platform for r in rows})
+        raise SpecError(f"run {run} has no measurements of platform {platform!r} "
+                        f"(platforms: {', '.join(known) or 'none'})")
+    return Side(_label(run, platform), side_values(rows, platform))
+
+
+def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """``hvbench compare A B``: exit 0 whatever the verdicts (2 on bad input or refusal)."""
+    from hvbench.analysis.compare import compare_sides
+
+    store = Store(Path(args.db), create=False)
+    try:
+        a, b = _resolve_sides(args, store)
+        notes = _check_comparable(store, a, b, args.force)
+        side_a, side_b = _side(store, *a), _side(store, *b)
+    finally:
+        store.close()
+    result = compare_sides(side_a, side_b, metrics=args.metric or (), alpha=args.alpha,
+                           threshold_pct=args.threshold)
+    if args.format == "json":
+        print(comparison_json(result, side_a.label, side_b.label, args.alpha, args.threshold))
+        return 0
+    for note in notes:
+        err.print(f"forced: {note}", style="yellow", markup=False)
+    for line in comparison_header(side_a.label, side_b.label, args.alpha, args.threshold):
+        out.print(line, markup=False)
+    out.print(comparison_table(result))
+    for line in comparison_footer(result):
+        out.print(line, markup=False)
+    return 0
+
+
+def comparison_header(label_a: str, label_b: str, alpha: float, threshold: float) -> list[str]:
+    """What is compared and how (pure)."""
+    return [f"A: {label_a}", f"B: {label_b}",
+            f"two-sided permutation test of the difference of means over the repetitions; "
+            f"significant = p < {alpha:g} and |delta| > {threshold:g} %"]
+
+
+def _p_text(p: float) -> str:
+    if math.isnan(p):
+        return "-"
+    return "<0.0001" if p < 1e-4 else f"{p:.3g}"
+
+
+def comparison_table(result: Any) -> Table:
+    """One row per (cell, phase, metric): means, delta %, p, verdict (pure)."""
+    table = Table(title="compare", title_justify="left", box=box.SIMPLE_HEAD,
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("cell/phase", overflow="fold", min_width=10)
+    table.add_column("metric", overflow="fold", min_width=10)
+    for name in ("n", "mean A", "mean B", "Δ %", "p"):
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("verdict", min_width=15)
+    for c in result.comparisons:
+        delta = "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}"
+        verdict = f"{c.verdict} ({c.change})" if c.change else c.verdict
+        style = "bold red" if c.change == "worse" else "bold" if c.change else ""
+        table.add_row(f"{c.cell}/{c.phase}", c.metric, f"{c.n_a}/{c.n_b}", short_number(c.mean_a),
+                      short_number(c.mean_b), delta, _p_text(c.p_value), verdict, style=style)
+    return table
+
+
+def comparison_footer(result: Any) -> list[str]:
+    """Counts of the verdicts and what only one side has (pure)."""
+    counts: dict[str, int] = {}
+    for c in result.comparisons:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    lines = [", ".join(f"{n} {v}" for v, n in sorted(counts.items())) or "nothing compared"]
+    for side, keys in (("A", result.only_a), ("B", result.only_b)):
+        if keys:
+            lines.append(f"only in {side}: " + ", ".join("/".join(k) for k in keys))
+    if any(c.verdict == "too few repetitions" for c in result.comparisons):
+        lines.append("too few repetitions: even the most extreme split cannot reach alpha; "
+                     "6 repetitions per side reach p = 0.002")
+    return lines
+
+
+def comparison_json(result: Any, label_a: str, label_b: str, alpha: float,
+                    threshold: float) -> str:
+    """The comparison as JSON (pure); NaN p-values become null."""
+    rows = []
+    for c in result.comparisons:
+        item = dict(c.__dict__)
+        item["p_value"] = None if math.isnan(c.p_value) else c.p_value
+        rows.append(item)
+    return json.dumps({"a": label_a, "b": label_b, "alpha": alpha, "threshold_pct": threshold,
+                       "comparisons": rows,
+                       "only_a": [list(k) for k in result.only_a],
+                       "only_b": [list(k) for k in result.only_b]}, indent=2)

@@ -1,0 +1,88 @@
+"""``hvbench report [RUN]``: a run's tables in the terminal, or the same report as JSON
+or HTML, or its measurements as CSV, JSON rows or Parquet. Every format renders the
+one report model (:func:`hvbench.report.model.load_run_report`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from hvbench.cli.common import add_db_option, add_run_argument, print_report, run_id_of
+from hvbench.errors import SpecError
+from hvbench.store.sqlite import Store
+
+#: Formats that export measurements or a document rather than print tables.
+EXPORT_FORMATS = ("csv", "json-rows", "parquet", "html")
+
+
+def register(sub: Any) -> None:
+    report = sub.add_parser("report", help="tables of a run (default: the latest)")
+    add_run_argument(report)
+    report.add_argument("--format", choices=("table", "json", *EXPORT_FORMATS),
+                        default="table")
+    report.add_argument("-o", "--output", help="write to this file instead of stdout")
+    add_db_option(report)
+    report.add_argument(
+        "--series", metavar="MONITOR:KEY[+KEY]",
+        help="time series drawn in the HTML report, e.g. host.disk.*:util_pct, "
+             "host.cpu:busy_pct, qemu:vcpu.cpu_pct, iperf3:mbit_s (default: iperf3 "
+             "Mbit/s, else host disk MB/s, else host CPU busy %%)")
+    report.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """The tables (phase summaries, then propagation fits and scenario tables when the
+    run has them) on stdout, warnings and failures on stderr; or a document."""
+    if args.format == "parquet" and not args.output and sys.stdout.isatty():
+        raise SpecError("--format parquet writes binary data: give -o FILE or redirect "
+                        "stdout")
+    with Store(Path(args.db), create=False) as store:
+        run_id = run_id_of(store, args)
+        if args.format == "table":
+            print_report(store, run_id, out, err)
+            return 0
+        data = _document(store, run_id, args)
+    if args.output:
+        Path(args.output).write_bytes(data)
+        if args.format in EXPORT_FORMATS:
+            err.print(f"wrote {args.output} ({len(data)} bytes)")
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    return 0
+
+
+def _document(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
+    from hvbench.report.model import load_run_report
+    from hvbench.report.render import export_bytes, report_json
+
+    if args.format == "json":
+        text = report_json(load_run_report(store, run_id))
+        return (text if text.endswith("\n") else text + "\n").encode()
+    if args.format == "html":
+        return _html(store, run_id, args.series).encode()
+    return export_bytes(load_run_report(store, run_id, monitors=[]), args.format)
+
+
+def _html(store: Store, run_id: str, series: str | None) -> str:
+    from hvbench.report.html import (
+        AUTO_SERIES,
+        SCENARIO_MONITORS,
+        parse_series_choice,
+        render_html,
+    )
+    from hvbench.report.model import load_run_report
+    from hvbench.report.render import html_input
+
+    choice = parse_series_choice(series) if series else None
+    # Only the monitors a series choice (or the automatic ones) can draw, plus, for a
+    # run with scenarios, those its Scenarios section reads.
+    patterns = [choice.monitor] if choice else [c.monitor for c in AUTO_SERIES]
+    if any(c.identity.scenario for c in store.cells(run_id)):
+        patterns += SCENARIO_MONITORS
+    report = load_run_report(store, run_id, monitors=patterns)
+    return render_html(html_input(report, choice))

@@ -1,0 +1,169 @@
+"""``hvbench run [STUDY]``: run a study (or resume one), a progress bar with ETA on
+stderr, then the report; ``--dry-run`` prints the plan and starts nothing."""
+
+from __future__ import annotations
+
+import argparse
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from hvbench.cli.common import add_db_option, print_report
+from hvbench.errors import SpecError
+from hvbench.model.study import Study, select_cells, with_repetitions
+from hvbench.run.plan import StudyPlan
+from hvbench.store.sqlite import Store
+
+QUICK_STUDY = "quick.toml"
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser("run", help="run a study (default: the bundled quick study)")
+    run.add_argument("study", nargs="?", help="study file (TOML)")
+    run.add_argument("--resume", metavar="RUN",
+                     help="complete an interrupted run (its cells and repetitions as started)")
+    add_db_option(run)
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the cells, repetitions, guests to boot and an estimated "
+                          "duration; start nothing")
+    run.add_argument("--only", action="append", default=[], metavar="PATTERN",
+                     help="run only the cells whose name matches (shell pattern such as "
+                          "'vm-*/dd' or '*@idle*/*'; repeatable)")
+    run.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                     help="leave out the cells whose name matches (repeatable)")
+    run.add_argument("--repetitions", type=int, metavar="N",
+                     help="measured repetitions of each cell instead of the study's")
+    run.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from hvbench.run.plan import done_in, plan_study
+    from hvbench.run.runner import resume_study
+
+    if args.resume and (args.only or args.exclude or args.repetitions is not None):
+        raise SpecError("--resume completes a run with the cells and repetitions it was "
+                        "started with: drop --only, --exclude and --repetitions")
+    if args.dry_run:
+        # A dry run reads earlier runs for its estimate but never creates a database.
+        store = Store(Path(args.db), create=False) if Path(args.db).is_file() else None
+        try:
+            study = resume_study(store, args.resume) if args.resume and store else \
+                _study(args)
+            done = done_in(store, args.resume) if args.resume and store else set()
+            plan = plan_study(study, store, done=done, warmup=not args.resume)
+        finally:
+            if store is not None:
+                store.close()
+        for line in plan_lines(plan):
+            out.print(line, markup=False)
+        out.print(plan_table(plan))
+        return 0
+    with Store(Path(args.db)) as store:
+        study = resume_study(store, args.resume) if args.resume else _study(args)
+        run_id = _run_with_progress(study, store, args.resume, err)
+        print_report(store, run_id, out, err)
+    return 0
+
+
+def _study(args: argparse.Namespace) -> Study:
+    """The study file (the bundled quick study by default), loaded and checked, with the
+    command line's selection and repetition count applied."""
+    from hvbench.run.runner import load_study
+
+    study = load_study(Path(args.study) if args.study else bundled_quick_study())
+    if args.only or args.exclude:
+        study = select_cells(study, args.only, args.exclude)
+    if args.repetitions is not None:
+        study = with_repetitions(study, args.repetitions)
+    return study
+
+
+def bundled_quick_study() -> Path:
+    """The default study a bare ``hvbench run`` uses (examples/quick.toml)."""
+    candidate = Path(__file__).resolve().parents[3] / "examples" / QUICK_STUDY
+    if candidate.exists():
+        return candidate
+    packaged = resources.files("hvbench") / "examples" / QUICK_STUDY
+    return Path(str(packaged))
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s"
+
+
+def plan_lines(plan: StudyPlan) -> list[str]:
+    """What a dry run says before its table (pure)."""
+    measured = sum(1 for item in plan.items if item.repetition >= 0)
+    source = (f"{len(plan.from_history)} of {len(plan.cells)} cells from earlier runs"
+              if plan.from_history else "rough defaults per workload kind; no earlier runs")
+    return [f"study {plan.study}: {len(plan.cells)} cells x {plan.repetitions} repetitions"
+            f" = {measured} measurements to run"
+            + (f" (+{len(plan.items) - measured} warm-up)" if plan.warmup else ""),
+            f"guests to boot: {plan.guest_boots} ({plan.platform_boots} for the cells' "
+            "own platforms)",
+            f"estimated duration: {_duration(plan.estimate_s)} ({source})",
+            "dry run: nothing was started"]
+
+
+def plan_table(plan: StudyPlan) -> Table:
+    """One row per cell: its items to run and the estimate of one repetition (pure)."""
+    table = Table(title="cells", title_justify="left")
+    table.add_column("cell", overflow="fold")
+    table.add_column("to run", justify="right")
+    table.add_column("est. per repetition", justify="right")
+    table.add_column("estimate from")
+    counts: dict[str, int] = {}
+    for item in plan.items:
+        counts[item.cell.name] = counts.get(item.cell.name, 0) + 1
+    history = set(plan.from_history)
+    for name in plan.cells:
+        table.add_row(name, str(counts.get(name, 0)), _duration(plan.cell_seconds[name]),
+                      "earlier runs" if name in history else "default")
+    return table
+
+
+def _progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}", table_column=None),
+        BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("ETA"), TimeRemainingColumn(),
+        console=console, transient=False,
+    )
+
+
+def _run_with_progress(study: Study, store: Store, resume: str | None, err: Console) -> str:
+    from hvbench.run.runner import PlannedItem, run_study
+
+    err.print(f"study [bold]{study.study.name}[/]: {len(study.cells)} cells x "
+              f"{study.study.repetitions} repetitions")
+    with _progress(err) as progress:
+        task = progress.add_task("starting", total=None)
+
+        def on_plan(total: int) -> None:
+            progress.update(task, total=total)
+
+        def hook(item: PlannedItem, state: str) -> None:
+            rep = "warm-up" if item.repetition < 0 else f"rep {item.repetition + 1}"
+            progress.update(task, description=f"{item.cell.name} ({rep}): {state}")
+            if state in ("done", "failed"):
+                progress.advance(task)
+
+        outcome = run_study(study, store, resume=resume, progress=hook, on_plan=on_plan)
+    if outcome.failures:
+        err.print(f"[red]{outcome.failures} cell repetitions failed; see `hvbench report "
+                  f"{outcome.run_id}` (their console logs are stored)[/]")
+    err.print(f"run [bold]{outcome.run_id}[/] complete")
+    return outcome.run_id

@@ -1,0 +1,43 @@
+"""``hvbench runs``: the runs in a results database."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from hvbench.cli.common import add_db_option
+from hvbench.store.records import RunSummary
+
+
+def register(sub: Any) -> None:
+    runs = sub.add_parser("runs", help="list the runs in the database")
+    add_db_option(runs)
+    runs.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from hvbench.store.sqlite import Store
+
+    with Store(Path(args.db), create=False) as store:
+        out.print(runs_table(store.list_runs(), args.db))
+    return 0
+
+
+def runs_table(runs: Sequence[RunSummary], db: str) -> Table:
+    """One row per run (pure). The id is the one thing a user copies from this table,
+    so its column never shrinks or wraps: the study name folds instead."""
+    table = Table(title=f"runs in {db}")
+    table.add_column("run", no_wrap=True, min_width=max((len(r.id) for r in runs), default=3))
+    table.add_column("study", overflow="fold")
+    table.add_column("created", overflow="fold")
+    for column in ("status", "cells", "ok", "failed", "accel"):
+        table.add_column(column, no_wrap=column != "status")
+    for run in runs:
+        table.add_row(run.id, run.study_name, run.created_at, run.status, str(run.n_cells),
+                      str(run.n_ok), str(run.n_failed), str(run.accelerator))
+    return table

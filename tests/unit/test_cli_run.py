@@ -1,0 +1,120 @@
+"""`hvbench run --dry-run / --only / --exclude / --repetitions`, run-id prefixes and
+the `runs` table: no guest boots, no database is created."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from hvbench.cli.main import main
+from hvbench.cli.run import plan_lines, plan_table
+from hvbench.cli.runs import runs_table
+from hvbench.errors import SpecError
+from hvbench.model.study import select_cells
+from hvbench.report.model import resolve_run_id
+from hvbench.run.plan import plan_study
+from hvbench.run.runner import load_study, resume_study
+from hvbench.store.records import RunSummary, cell_record
+from hvbench.store.sqlite import Store
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+STUDIES = sorted(EXAMPLES.rglob("*.toml"))
+
+
+def _text(renderable: object, width: int = 250) -> str:
+    console = Console(file=io.StringIO(), width=width, highlight=False)
+    console.print(renderable)
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    return file.getvalue()
+
+
+@pytest.mark.parametrize("path", STUDIES, ids=[p.name for p in STUDIES])
+def test_dry_run_of_every_example_lists_its_cells(path: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "none.db"
+    assert main(["run", str(path), "--dry-run", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "dry run: nothing was started" in out and "estimated duration" in out
+    assert not db.exists(), "a dry run must not create a database"
+    study = load_study(path)
+    table = _text(plan_table(plan_study(study)))
+    for cell in study.cells:
+        assert cell.name in table
+
+
+def test_selection_and_repetitions_shape_the_plan() -> None:
+    study = load_study(EXAMPLES / "quick.toml")
+    names = [c.name for c in study.cells]
+    assert main(["run", str(EXAMPLES / "quick.toml"), "--dry-run", "--repetitions", "5",
+                 "--only", names[0], "--db", "/nonexistent/x.db"]) == 0
+    chosen = select_cells(study, only=[names[0]])
+    plan = plan_study(chosen)
+    assert plan.cells == (names[0],)
+    lines = plan_lines(plan)
+    assert lines[0].startswith(f"study {study.study.name}: 1 cells x")
+    assert "guests to boot" in lines[1]
+
+
+def test_a_selection_that_leaves_nothing_is_one_line(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    assert main(["run", str(EXAMPLES / "quick.toml"), "--dry-run", "--exclude", "*"]) == 2
+    err = capsys.readouterr().err
+    assert "no cell remains after exclude '*'" in err
+
+
+def test_resume_refuses_a_new_selection(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--resume", "r1", "--only", "x", "--dry-run"]) == 2
+    assert "drop --only" in capsys.readouterr().err
+
+
+def _stored_run(db: Path, run_id: str, study_path: Path, *, only: list[str],
+                repetitions: int) -> None:
+    """A run started as `hvbench run --only ... --repetitions N` stores: only the chosen
+    cells, and the order of each of its N repetitions."""
+    study = select_cells(load_study(study_path), only=only)
+    with Store(db) as store:
+        store.create_run(run_id=run_id, study_name=study.study.name,
+                         study_path=str(study_path), study_text=study.text, seed=0, env={},
+                         hvbench_version="0", git_commit=None)
+        store.add_cells(run_id, [cell_record(c) for c in study.cells])
+        for rep in range(repetitions):
+            store.record_order(run_id, rep, [c.name for c in study.cells])
+
+
+def test_resume_keeps_the_cells_and_repetitions_the_run_started_with(tmp_path: Path) -> None:
+    path = EXAMPLES / "quick.toml"
+    first = load_study(path).cells[0].name
+    db = tmp_path / "r.db"
+    _stored_run(db, "20261125-000000-abcd", path, only=[first], repetitions=2)
+    with Store(db) as store:
+        study = resume_study(store, "20261125-000000-abcd")
+    assert [c.name for c in study.cells] == [first]
+    assert study.study.repetitions == 2
+
+
+def test_run_ids_resolve_from_a_unique_prefix(tmp_path: Path) -> None:
+    path = EXAMPLES / "quick.toml"
+    db = tmp_path / "r.db"
+    for run_id in ("20261125-000000-abcd", "20261125-000000-abef", "20261126-000000-0000"):
+        _stored_run(db, run_id, path, only=["*"], repetitions=1)
+    with Store(db) as store:
+        assert resolve_run_id(store, "20261126", str(db)) == "20261126-000000-0000"
+        assert resolve_run_id(store, "20261125-000000-abcd", str(db)) == "20261125-000000-abcd"
+        assert resolve_run_id(store, None, str(db)) == "20261126-000000-0000"
+        with pytest.raises(SpecError, match="start of 2 run ids"):
+            resolve_run_id(store, "20261125-000000-ab", str(db))
+        with pytest.raises(SpecError, match="no run 'x'"):
+            resolve_run_id(store, "x", str(db))
+
+
+def test_runs_table_never_truncates_an_id_in_80_columns() -> None:
+    runs = [RunSummary(f"20261124-1{i}0000-3fa{i}", "a-study-with-a-rather-long-name-" * 2,
+                       "2026-11-24T10:00:00+00:00", "interrupted", 28, 80, 4, "tcg")
+            for i in range(3)]
+    text = _text(runs_table(runs, "/var/tmp/some/where/hvbench.db"), width=80)
+    for run in runs:
+        assert run.id in text
