@@ -9,18 +9,18 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from hvbench.errors import HostError
 from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.started import StartStop
 from hvbench.model.spec import NicSpec
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.process import run_in_group
 
 
-class NativePlatform:
+class NativePlatform(StartStop):
     """Runs commands directly on the host, in a private scratch directory.
 
     ``start()`` creates the scratch directory under the work directory; ``stop()``
@@ -34,18 +34,6 @@ class NativePlatform:
         self.name = name
         self._base_dir = base_dir
         self._scratch: Path | None = None
-
-    def __enter__(self) -> NativePlatform:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self) -> None:
         if self._scratch is None:

@@ -20,7 +20,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from qemu.qmp import QMPError
@@ -38,6 +37,7 @@ from hvbench.errors import (
 from hvbench.host import facts
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.started import StartStop
 from hvbench.host.tsc import tsc_khz
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage, find_image
 from hvbench.model.qemu_argv import (
@@ -89,7 +89,7 @@ def _aio_supported(mode: str, directory: str) -> bool:
     return facts.qemu_supports_aio(mode, QEMU_BINARY, directory)
 
 
-class QemuPlatform:
+class QemuPlatform(StartStop):
     """A guest declared by a :class:`VmSpec`, booted from the bundled (or given) image.
 
     ``boot_timeout`` bounds ``launch()``: QEMU start to the agent's first answer.
@@ -142,18 +142,6 @@ class QemuPlatform:
         self.timings: dict[str, float] = {}
 
     # -- context manager ------------------------------------------------------------
-    def __enter__(self) -> QemuPlatform:
-        self.launch()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     # -- launch --------------------------------------------------------------------
     def start(self) -> None:
         """Alias of :meth:`launch` (the Platform protocol's name)."""

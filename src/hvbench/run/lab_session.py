@@ -27,6 +27,7 @@ from pathlib import Path
 from hvbench.errors import HostError, HvbenchError, RootRequiredError
 from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.started import StartStop
 from hvbench.model.lab import LabHostSpec
 from hvbench.model.spec import NicSpec, VmSpec
 from hvbench.model.study import NATIVE_SERVER_HOST, Cell, Study
@@ -40,7 +41,7 @@ from hvbench.workloads.repository import ImageRepository
 ANY_ADDRESS = "0.0.0.0"  # noqa: S104 - inside a guest or a lab namespace only
 
 
-class LabSession:
+class LabSession(StartStop):
     """The lab of one run: ``start()`` builds it, ``stop()`` removes it (safe twice).
 
     Raises :class:`RootRequiredError` without root (namespaces, bridges and taps need
@@ -63,13 +64,6 @@ class LabSession:
         self.repositories: dict[str, ImageRepository] = {}
         self._propagation_dir: Path | None = None
         self._guest_numbers = itertools.count(1)
-
-    def __enter__(self) -> LabSession:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> None:
         if not facts.is_root():

@@ -31,6 +31,7 @@ from hvbench.analysis.stats import dip_metrics, one_second_buckets
 from hvbench.errors import CommandError, HostError, HvbenchError
 from hvbench.host.cgroups import CpuCgroups, GroupSettings, qemu_thread_groups
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.started import StartStop
 from hvbench.image.builder import find_image
 from hvbench.image.system_image import write_raw_image
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec, StartOnDemandSpec
@@ -118,7 +119,7 @@ class Neighbour:
     load: ChainedLoad | None = None
 
 
-class ScenarioRun:
+class ScenarioRun(StartStop):
     """The scenario of one group: ``start()`` boots neighbours, starts their roles and
     applies CPU weights; ``stop()`` undoes all of it (safe twice, never raises for
     what is already gone).
@@ -139,13 +140,6 @@ class ScenarioRun:
         self.cgroups: CpuCgroups | None = None
         self._scratch: Path | None = None
         self._ondemand_image: Path | None = None
-
-    def __enter__(self) -> ScenarioRun:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def start(self) -> None:
         try:
