@@ -404,12 +404,30 @@ def test_report_of_the_full_storage_matrix_renders(chromium: str, tmp_path: Path
     check_not_blank(screenshot(chromium, page, work, height=2000))
 
 
+def _identity(workload: str) -> tuple[str | None, float | None]:
+    """(method, image size) of a synthetic workload name such as ``propagation.scp-1G``
+    or ``lifecycle.256M-raw-copy``: the identity fields the store would carry."""
+    kind, _, rest = workload.partition(".")
+    units = {"M": 1 << 20, "G": 1 << 30}
+    if kind == "propagation":
+        method, _, size = rest.rpartition("-")
+        return method, float(int(size[:-1]) * units[size[-1]])
+    if kind == "lifecycle":
+        size, _, method = rest.partition("-")
+        return method, float(int(size[:-1]) * units[size[-1]])
+    return None, None
+
+
 def measurement(at: tuple[str, str, int], phase: str, metric: str, value: float
                 ) -> MeasurementRow:
-    """A row of (platform, workload, repetition) ``at``."""
+    """A row of (platform, workload, repetition) ``at``, with the identity fields a
+    stored row has (base platform and scenario of ``vm@scenario``, method, size)."""
     platform, workload, rep = at
+    base, _, scenario = platform.partition("@")
+    method, size = _identity(workload)
     return MeasurementRow(0, f"{platform}/{workload}", platform, workload, rep, 0, phase,
-                          metric, value, "")
+                          metric, value, "", base_platform=base, scenario=scenario or None,
+                          method=method, image_size=size)
 
 
 def propagation_run(rng: random.Random) -> list[MeasurementRow]:
