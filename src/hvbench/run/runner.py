@@ -38,6 +38,7 @@ from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
 from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.kvm_probe import kvm_status
+from hvbench.platforms.libvirt import cleanup_orphaned_domains
 from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
 from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, server_ports
 from hvbench.run.lab_session import LabSession
@@ -440,6 +441,7 @@ def remove_orphans() -> list[str]:
     their processes), then its scratch directories. Returns what was removed."""
     removed = cleanup_orphaned_labs()
     removed += cleanup_orphaned_cgroups()
+    removed += cleanup_orphaned_domains()
     for parent in (work_dir(), Path(tempfile.gettempdir())):
         removed += [str(path) for path in remove_orphaned_dirs(parent)]
     lock = RunLock(work_dir())
