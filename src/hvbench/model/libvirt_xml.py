@@ -30,6 +30,8 @@ from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
 #: hvbench's own XML namespace for the ownership element of the domains it creates.
 OWNER_NS = "https://hvbench.dev/xmlns/owner/1"
 OWNER_PREFIX = "hvb"
+#: The raw-output kind under which a run keeps a domain's XML.
+DOMAIN_XML_KIND = "libvirt-domain-xml"
 #: Every domain hvbench creates is named ``hvbench-<pid>-...``.
 DOMAIN_PREFIX = "hvbench-"
 

@@ -32,6 +32,7 @@ from hvbench.host import facts
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
+from hvbench.model.libvirt_xml import DOMAIN_XML_KIND
 from hvbench.model.study import Cell, Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.netlab.lab import cleanup_orphaned_labs
@@ -348,6 +349,7 @@ class StudyRunner:
                                         json.dumps(ctx.scenario.describe())))
         if boot_s is not None and platform is not None and platform.is_guest:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
+        result.raw += _domain_xml(platform)
         self._record_ok(item, cell_ids, result, started, platform)
         return True
 
@@ -377,6 +379,13 @@ class StudyRunner:
                 qemu_argv=_argv(platform), accel=_accel(platform),
                 started_at=_now(), finished_at=_now())
         self.progress(item, "failed")
+
+
+def _domain_xml(platform: Platform | None) -> list[RawRecord]:
+    """A libvirt domain's XML (what its I/O settings were), kept with each repetition."""
+    xml = platform.describe().get("domain_xml") if platform is not None else None
+    return [RawRecord("platform", DOMAIN_XML_KIND, xml)] if isinstance(xml, str) and xml \
+        else []
 
 
 def _argv(platform: Platform | None) -> list[str] | None:
