@@ -114,7 +114,7 @@ def _os(root: ET.Element, plan: DomainPlan) -> None:
 
 
 def _disk(devices: ET.Element, disk: DiskSpec, index: int, *, image: str, target: str,
-          iothread: int | None) -> None:
+          iothread: int | None, controller: int | None) -> None:
     element = _sub(devices, "disk", type="file", device="disk")
     driver = {"name": "qemu", "type": disk.format, "cache": disk.cache, "io": disk.aio}
     if iothread is not None and disk.bus == "virtio-blk":
@@ -128,19 +128,25 @@ def _disk(devices: ET.Element, disk: DiskSpec, index: int, *, image: str, target
         iotune = _sub(element, "iotune")
         _sub(iotune, "total_bytes_sec", str(disk.bps_limit))
     _sub(element, "serial", disk_serial(index))
-    if disk.bus in ("virtio-scsi", "lsi-scsi"):
+    if controller is not None:
         # One SCSI controller per disk (as the qemu argv does), so each can have its
         # own iothread.
-        _sub(element, "address", type="drive", controller=str(index), bus="0",
+        _sub(element, "address", type="drive", controller=str(controller), bus="0",
              target="0", unit="0")
 
 
+def _scsi_controllers(spec: VmSpec) -> dict[int, int]:
+    """Disk index -> its SCSI controller's index: numbered without gaps, since libvirt
+    fills a gap with a default (LSI) controller the qemu guest does not have."""
+    scsi = [i for i, d in enumerate(spec.disks) if d.bus in ("virtio-scsi", "lsi-scsi")]
+    return {index: n for n, index in enumerate(scsi)}
+
+
 def _controllers(devices: ET.Element, spec: VmSpec, iothreads: dict[int, int]) -> None:
-    for index, disk in enumerate(spec.disks):
-        if disk.bus not in ("virtio-scsi", "lsi-scsi"):
-            continue
+    for index, number in _scsi_controllers(spec).items():
+        disk = spec.disks[index]
         model = "virtio-scsi" if disk.bus == "virtio-scsi" else "lsilogic"
-        controller = _sub(devices, "controller", type="scsi", index=str(index), model=model)
+        controller = _sub(devices, "controller", type="scsi", index=str(number), model=model)
         if index in iothreads and disk.bus == "virtio-scsi":
             _sub(controller, "driver", iothread=str(iothreads[index]))
 
@@ -168,9 +174,11 @@ def _devices(root: ET.Element, plan: DomainPlan, iothreads: dict[int, int]) -> N
     _sub(rootdisk, "target", dev="vda", bus="virtio")
     _sub(rootdisk, "readonly")
     _sub(rootdisk, "serial", ROOT_SERIAL)
+    controllers = _scsi_controllers(plan.spec)
     for index, (disk, image, target) in enumerate(zip(
             plan.spec.disks, plan.disk_images, _target_names(plan.spec.disks), strict=True)):
-        _disk(devices, disk, index, image=image, target=target, iothread=iothreads.get(index))
+        _disk(devices, disk, index, image=image, target=target,
+              iothread=iothreads.get(index), controller=controllers.get(index))
     _controllers(devices, plan.spec, iothreads)
     for index, (nic, mac, tap) in enumerate(zip(
             plan.spec.nics, plan.macs, plan.tap_names, strict=True)):
