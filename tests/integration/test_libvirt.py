@@ -21,6 +21,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -310,3 +311,81 @@ direct = true
             user_domain["name"] in doctor.stdout
     finally:
         conn.close()
+
+
+@pytest.fixture(scope="module")
+def remote_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A qemu+ssh URI to this host's libvirtd through a throwaway sshd on a loopback
+    port (its own host key and client key; root's known_hosts is never written)."""
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not Path(sshd).exists():
+        pytest.skip("sshd (openssh-server) is not installed")
+    keys = tmp_path_factory.mktemp("ssh")
+    for name in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                        str(keys / name)], check=True)
+    shutil.copyfile(keys / "client.pub", keys / "authorized_keys")
+    wrapper = keys / "ssh"
+    wrapper.write_text("#!/bin/sh\nexec ssh -o UserKnownHostsFile=/dev/null "
+                       "-o StrictHostKeyChecking=no -o LogLevel=ERROR \"$@\"\n")
+    wrapper.chmod(0o755)
+    Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege-separation directory
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen(
+        [sshd, "-D", "-e", "-p", str(port), "-o", "ListenAddress=127.0.0.1",
+         "-h", str(keys / "host"), "-o", f"AuthorizedKeysFile={keys / 'authorized_keys'}",
+         "-o", "StrictModes=no", "-o", "PermitRootLogin=prohibit-password",
+         "-o", f"PidFile={keys / 'sshd.pid'}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with socket.socket() as client:
+                if client.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.1)
+        yield (f"qemu+ssh://root@127.0.0.1:{port}/system?command={wrapper}"
+               f"&keyfile={keys / 'client'}&no_tty=1")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_domain_behind_a_remote_uri_is_measured_and_the_missing_metrics_named(
+    user_domain: dict[str, str], remote_uri: str, tmp_path: Path
+) -> None:
+    study = f"""
+[study]
+name = "remote"
+repetitions = 1
+
+[[platform]]
+kind = "libvirt"
+name = "far"
+uri = "{remote_uri}"
+domain = "{user_domain['name']}"
+disk = "vdb"
+
+[[workload]]
+name = "dd"
+profile = "dd"
+target = "device"
+file_size = "32M"
+direct = true
+"""
+    db = tmp_path / "remote.db"
+    run_id = _run(study, tmp_path / "remote.toml", db)
+    store = Store(db)
+    try:
+        rows = store.measurements(run_id)
+    finally:
+        store.close()
+    assert {r.phase for r in rows if r.metric == "mb_s"} == {"write", "read"}
+    # No QEMU thread metrics: QEMU's pid is not known through a remote URI.
+    assert not [r for r in rows if r.metric.startswith("qemu_")], rows
+    report = _hvbench("report", run_id, "--db", str(db))
+    text = " ".join(report.stdout.split())
+    assert "missing qemu_threads: QEMU runs on the remote host" in text, report.stdout
+    assert "disk vdb" in text

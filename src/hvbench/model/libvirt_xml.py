@@ -32,6 +32,9 @@ OWNER_NS = "https://hvbench.dev/xmlns/owner/1"
 OWNER_PREFIX = "hvb"
 #: The raw-output kind under which a run keeps a domain's XML.
 DOMAIN_XML_KIND = "libvirt-domain-xml"
+#: The raw-output kind of the host metrics a platform could not give (JSON: metric ->
+#: why), e.g. a domain behind a remote URI.
+MISSING_METRICS_KIND = "missing-metrics"
 #: Every domain hvbench creates is named ``hvbench-<pid>-...``.
 DOMAIN_PREFIX = "hvbench-"
 

@@ -72,7 +72,8 @@ _VCPU_COMM = re.compile(r"^CPU (\d+)/(TCG|KVM)$")
 #: Host-side metrics a remote URI cannot give, and why.
 REMOTE_MISSING = {
     "qemu_threads": "QEMU runs on the remote host: its threads cannot be sampled here",
-    "host_disk": "the remote host's disks cannot be sampled here",
+    "host_disk": "the remote host's disks cannot be sampled here (host disk and CPU "
+                 "figures are this machine's)",
     "host_nic": "the remote host's NICs (taps) cannot be sampled here",
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fnmatch
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +19,12 @@ from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
 from hvbench.errors import SpecError
-from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, io_lines, io_settings
+from hvbench.model.libvirt_xml import (
+    DOMAIN_XML_KIND,
+    MISSING_METRICS_KIND,
+    io_lines,
+    io_settings,
+)
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
 from hvbench.store.sqlite import Store
 
@@ -164,6 +170,14 @@ def domain_io(store: Store, run_id: str, cells: Sequence[CellRow]) -> dict[str, 
         if platform not in found:
             with contextlib.suppress(SpecError):
                 found[platform] = io_lines(io_settings(raw.content))
+    noted: set[str] = set()
+    for raw in store.raw_outputs(run_id, kind=MISSING_METRICS_KIND):
+        platform = platforms.get(raw.cell, raw.cell)
+        if platform not in noted:
+            noted.add(platform)
+            with contextlib.suppress(ValueError, AttributeError):
+                found.setdefault(platform, []).extend(
+                    f"missing {metric}: {why}" for metric, why in json.loads(raw.content).items())
     return found
 
 

@@ -32,7 +32,7 @@ from hvbench.host import facts
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
-from hvbench.model.libvirt_xml import DOMAIN_XML_KIND
+from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
 from hvbench.model.study import Cell, Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.netlab.lab import cleanup_orphaned_labs
@@ -382,10 +382,15 @@ class StudyRunner:
 
 
 def _domain_xml(platform: Platform | None) -> list[RawRecord]:
-    """A libvirt domain's XML (what its I/O settings were), kept with each repetition."""
-    xml = platform.describe().get("domain_xml") if platform is not None else None
-    return [RawRecord("platform", DOMAIN_XML_KIND, xml)] if isinstance(xml, str) and xml \
+    """A libvirt domain's XML (what its I/O settings were) and the host metrics it could
+    not give (a remote URI's, and why), kept with each repetition."""
+    about = platform.describe() if platform is not None else {}
+    xml, missing = about.get("domain_xml"), about.get("missing_metrics")
+    raw = [RawRecord("platform", DOMAIN_XML_KIND, xml)] if isinstance(xml, str) and xml \
         else []
+    if missing:
+        raw.append(RawRecord("platform", MISSING_METRICS_KIND, json.dumps(missing)))
+    return raw
 
 
 def _argv(platform: Platform | None) -> list[str] | None:
