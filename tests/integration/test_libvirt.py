@@ -42,24 +42,13 @@ from hvbench.platforms.libvirt import IMAGES_DIR, LibvirtAgent, LibvirtPlatform,
 from hvbench.run.runner import run_study
 from hvbench.store.sqlite import Store
 from tests.integration.libvirt_daemons import running_daemons
+from tests.integration.test_compare import JOB
 
 pytestmark = pytest.mark.integration
 HOST_RAM = 24 << 30
 SRC = Path(__file__).parent.parent.parent / "src"
 URI = "qemu:///system"
 
-JOB = """[global]
-filename=${HVBENCH_TARGET}
-direct=1
-bs=64k
-ioengine=psync
-size=32M
-time_based=1
-ramp_time=500ms
-runtime=1500ms
-[read]
-rw=read
-"""
 
 GUEST = ('machine = "pc"\nmemory_mib = 256\n'
          'disk = { bus = "virtio-blk", cache = "none", aio = "native", size = "64M", '
@@ -147,6 +136,29 @@ def user_domain(daemons: list[str], image: GuestImage) -> Iterator[dict[str, str
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def _existing_study(domain: str, *, repetitions: int, uri: str = URI) -> str:
+    """dd on disk vdb of the existing domain ``domain`` at ``uri``."""
+    return f"""
+[study]
+name = "existing"
+repetitions = {repetitions}
+
+[[platform]]
+kind = "libvirt"
+name = "mine"
+uri = "{uri}"
+domain = "{domain}"
+disk = "vdb"
+
+[[workload]]
+name = "dd"
+profile = "dd"
+target = "device"
+file_size = "32M"
+direct = true
+"""
+
+
 def _run(study: str, path: Path, db: Path) -> str:
     path.write_text(study)
     store = Store(db)
@@ -204,26 +216,8 @@ def test_existing_domain_is_measured_on_the_named_disk_and_left_unchanged(
         domain = conn.lookupByName(name)
         xml_before = domain.XMLDesc(0)
         vdc_before = hashlib.sha256(Path(user_domain["vdc"]).read_bytes()).hexdigest()
-        study = f"""
-[study]
-name = "existing"
-repetitions = 2
-
-[[platform]]
-kind = "libvirt"
-name = "mine"
-domain = "{name}"
-disk = "vdb"
-
-[[workload]]
-name = "dd"
-profile = "dd"
-target = "device"
-file_size = "32M"
-direct = true
-"""
         db = tmp_path / "ex.db"
-        run_id = _run(study, tmp_path / "ex.toml", db)
+        run_id = _run(_existing_study(name, repetitions=2), tmp_path / "ex.toml", db)
         assert domain.isActive() and domain.isPersistent()
         assert domain.XMLDesc(0) == xml_before
         assert hashlib.sha256(Path(user_domain["vdc"]).read_bytes()).hexdigest() == vdc_before
@@ -356,26 +350,8 @@ def remote_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_a_domain_behind_a_remote_uri_is_measured_and_the_missing_metrics_named(
     user_domain: dict[str, str], remote_uri: str, tmp_path: Path
 ) -> None:
-    study = f"""
-[study]
-name = "remote"
-repetitions = 1
-
-[[platform]]
-kind = "libvirt"
-name = "far"
-uri = "{remote_uri}"
-domain = "{user_domain['name']}"
-disk = "vdb"
-
-[[workload]]
-name = "dd"
-profile = "dd"
-target = "device"
-file_size = "32M"
-direct = true
-"""
     db = tmp_path / "remote.db"
+    study = _existing_study(user_domain["name"], repetitions=1, uri=remote_uri)
     run_id = _run(study, tmp_path / "remote.toml", db)
     store = Store(db)
     try:

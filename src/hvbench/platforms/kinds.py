@@ -81,15 +81,12 @@ class QemuKind:
         return QemuPlatform(vm, name=name, accel_choice=choose_accel(vm))
 
 
-class LibvirtKind:
-    """A libvirt domain: a transient one from the platform's VM spec, or the user's own
-    existing domain (``domain = "NAME"``, never booted or changed by hvbench)."""
+class LibvirtKind(QemuKind):
+    """A libvirt domain: a transient one from the platform's VM spec (named like a qemu
+    guest), or the user's own existing domain (``domain = "NAME"``, never booted or
+    changed by hvbench)."""
 
     kind = "libvirt"
-    is_guest = True
-
-    def instance_name(self, variant: str, key: str) -> str:
-        return f"hvbench-{os.getpid()}-{key[:20]}"
 
     def vm(self, spec: Any) -> VmSpec | None:
         return _typed(spec, LibvirtPlatformSpec).vm
