@@ -197,11 +197,16 @@ class LibvirtPlatform(StartStop):
         if self._domain is not None:
             raise GuestError(f"guest {self.name} is already started")
         started = time.monotonic()
-        self._conn = connect(self.spec.uri)
-        if self.spec.vm is None:
-            self._attach_existing()
-        else:
-            self._create(self.spec.vm, started)
+        try:
+            self._conn = connect(self.spec.uri)
+            if self.spec.vm is None:
+                self._attach_existing()
+            else:
+                self._create(self.spec.vm, started)
+        except BaseException:
+            # Nothing is left behind: a created domain is destroyed, staged files go.
+            self.stop()
+            raise
         self.timings["boot_s"] = time.monotonic() - started
 
     def _create(self, vm: VmSpec, started: float) -> None:
