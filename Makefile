@@ -9,7 +9,9 @@ STAMP   := .make
 # `hvbench image build` needs to assemble the guest image from Debian packages.
 APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd chromium fonts-dejavu-core \
 	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
-	squashfs-tools dropbear-bin openssh-client rsync curl zstd
+	squashfs-tools dropbear-bin openssh-client rsync curl zstd \
+	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \
+	openssh-server
 
 .PHONY: all deps venv image lint unit integration test demo clean
 

@@ -100,6 +100,44 @@ class QemuPlatformSpec(_Strict):
     vm: VmSpec
 
 
+#: A libvirt URI: ``driver[+transport]://[host]/path`` (``qemu:///system``,
+#: ``qemu+ssh://host/system``).
+_URI_RE = r"^[a-z0-9]+(\+[a-z0-9]+)?://[^\s]*$"
+#: A disk's target name in a domain (``vdb``, ``sdb``, ``hdc``).
+_TARGET_RE = r"^[a-z]{2,3}[a-z]{1,2}$"
+
+
+class LibvirtPlatformSpec(_Strict):
+    """A guest run by libvirt: either ``vm`` (hvbench defines a transient domain from the
+    same axes as ``kind = "qemu"``) or ``domain`` (an existing domain of the user's,
+    measured as it is, on the disk ``disk`` (a target such as ``vdb``) or under the
+    guest directory ``path``)."""
+
+    kind: Literal["libvirt"] = "libvirt"
+    uri: str = Field(default="qemu:///system", pattern=_URI_RE)
+    vm: VmSpec | None = None
+    domain: str | None = Field(default=None, min_length=1, max_length=200)
+    disk: str | None = Field(default=None, pattern=_TARGET_RE)
+    path: str | None = Field(default=None, pattern=r"^/[^\s]*$")
+
+    @model_validator(mode="after")
+    def _check_mode(self) -> LibvirtPlatformSpec:
+        if (self.vm is None) == (self.domain is None):
+            raise ValueError("give either the guest's axes (hvbench defines the domain) "
+                             "or domain = \"NAME\" (an existing domain), not both")
+        if self.domain is None and (self.disk or self.path):
+            raise ValueError("disk = \"vdb\" / path = \"/dir\" name where an existing "
+                             "domain is measured: they need domain = \"NAME\"")
+        if self.disk and self.path:
+            raise ValueError("give either disk (a target such as vdb) or path, not both")
+        return self
+
+    @property
+    def existing(self) -> bool:
+        """Whether this measures a domain the user already has."""
+        return self.domain is not None
+
+
 class DiskWorkloadSpec(_Strict):
     """``kind = "disk"``: fio reproducing IOzone, Bonnie++ or dd, or the user's job file."""
 
@@ -326,7 +364,15 @@ class PropagationWorkloadSpec(_Strict):
         return PROPAGATION_PHASES
 
 
-PlatformSpec = NativePlatformSpec | QemuPlatformSpec
+PlatformSpec = NativePlatformSpec | QemuPlatformSpec | LibvirtPlatformSpec
+
+
+def guest_vm(platform: PlatformSpec) -> VmSpec | None:
+    """The VM a platform declares (a qemu guest, a libvirt domain hvbench defines);
+    None natively and for an existing libvirt domain."""
+    if isinstance(platform, NativePlatformSpec):
+        return None
+    return platform.vm
 WorkloadSpec = (DiskWorkloadSpec | NetworkWorkloadSpec | WebWorkloadSpec
                 | LifecycleWorkloadSpec | PropagationWorkloadSpec)
 WORKLOAD_KINDS: Mapping[str, type[BaseModel]] = {
@@ -485,15 +531,35 @@ def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
             raise SpecError(f"{where}: {sorted(concrete)[0]}: a native platform takes no "
                             "fields besides kind and name")
         return NativePlatformSpec()
-    if kind != "qemu":
-        raise SpecError(f"{where}: kind: expected \"native\" or \"qemu\", got {kind!r}")
+    if kind not in ("qemu", "libvirt"):
+        raise SpecError(f"{where}: kind: expected \"native\", \"qemu\" or \"libvirt\", "
+                        f"got {kind!r}")
+    if kind == "libvirt":
+        return _libvirt_spec(concrete, where)
+    return QemuPlatformSpec(vm=_vm_spec(concrete, where))
+
+
+def _libvirt_spec(concrete: dict[str, Any], where: str) -> LibvirtPlatformSpec:
+    uri = concrete.pop("uri", None)
+    fields: dict[str, Any] = {} if uri is None else {"uri": uri}
+    if "domain" in concrete:
+        fields.update(concrete)
+    else:
+        fields["vm"] = _vm_spec(concrete, where)
+    try:
+        return LibvirtPlatformSpec.model_validate(fields)
+    except ValidationError as exc:
+        raise spec_error(exc, where) from exc
+
+
+def _vm_spec(concrete: dict[str, Any], where: str) -> VmSpec:
     for one, many in (("disk", "disks"), ("nic", "nics")):
         if one in concrete:
             if many in concrete:
                 raise SpecError(f"{where}: {one}: give either {one} (one) or {many}, not both")
             concrete[many] = [concrete.pop(one)]
     try:
-        return QemuPlatformSpec(vm=VmSpec.model_validate(concrete))
+        return VmSpec.model_validate(concrete)
     except ValidationError as exc:
         raise spec_error(exc, where) from exc
 
@@ -554,8 +620,8 @@ def check_cache_rule(cell: Cell, host_memory_bytes: int) -> None:
     if workload.profile == "fio-job":
         return  # the user's job file decides its own caching
     platform = cell.platform.spec
-    ram = platform.vm.memory_mib << 20 if isinstance(platform, QemuPlatformSpec) \
-        else host_memory_bytes
+    vm = guest_vm(platform)
+    ram = vm.memory_mib << 20 if vm is not None else host_memory_bytes
     if workload.file_size < 2 * ram:
         raise SpecError(
             f"cell {cell.name}: file_size {format_size(workload.file_size)} is smaller than "
@@ -667,6 +733,10 @@ def check_scenario_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
 def cell_exists(platform: PlatformSpec, workload: WorkloadSpec) -> bool:
     """Guest-to-guest traffic, a guest's lifecycle and an image's propagation to a
     guest have no native counterpart: such cells are not formed."""
+    if isinstance(platform, LibvirtPlatformSpec) and platform.existing:
+        # The user's own domain is never booted, copied or peered by hvbench.
+        return not isinstance(workload, LifecycleWorkloadSpec | PropagationWorkloadSpec) \
+            and not (isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest")
     if not isinstance(platform, NativePlatformSpec):
         return True
     if isinstance(workload, LifecycleWorkloadSpec | PropagationWorkloadSpec):
@@ -727,19 +797,22 @@ def check_network_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
         raise SpecError(f"{where}: client: expected a [[lab.host]] name "
                         f"({', '.join(hosts) or 'none declared'}), got {workload.client!r}")
     platform = cell.platform.spec
-    if isinstance(platform, QemuPlatformSpec):
-        if not platform.vm.nics:
+    vm = guest_vm(platform)
+    if vm is not None:
+        if not vm.nics:
             raise SpecError(f"{where}: the guest has no NIC: give the platform a nic table, "
                             "e.g. nic = { model = \"virtio-net\", backend = \"tap\" }")
         if isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest" and \
-                platform.vm.nics[0].backend != "tap":
+                vm.nics[0].backend != "tap":
             raise SpecError(f"{where}: peer = \"guest\" needs backend = \"tap\" (two "
                             "user-mode guests cannot reach each other)")
 
 
-def disk_for(spec: QemuPlatformSpec) -> DiskSpec | None:
-    """The guest's first benchmark disk, where disk workloads run."""
-    return spec.vm.disks[0] if spec.vm.disks else None
+def disk_for(spec: PlatformSpec) -> DiskSpec | None:
+    """The guest's first benchmark disk, where disk workloads run (None natively and for
+    an existing libvirt domain, whose disk hvbench does not declare)."""
+    vm = guest_vm(spec)
+    return vm.disks[0] if vm is not None and vm.disks else None
 
 
 def cell_order(cells: Sequence[Cell], seed: int, repetition: int) -> list[Cell]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from hvbench.model.spec import NicSpec
 
@@ -110,4 +110,15 @@ class Platform(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """A JSON-ready record of this platform: kind, spec, accelerator, argv."""
+        ...
+
+
+@runtime_checkable
+class BenchDisk(Protocol):
+    """A guest with a benchmark disk that disk workloads format and measure."""
+
+    def bench_disk(self) -> str | None:
+        """The guest's device node of the benchmark disk (``/dev/vdb``); None when the
+        workloads run in a directory instead (an existing domain's ``path``). Raises
+        :class:`GuestError` when the guest does not show the disk."""
         ...

@@ -13,6 +13,7 @@ from hvbench.host import facts
 from hvbench.host.paths import work_dir
 from hvbench.image.builder import find_image
 from hvbench.platforms.kvm_probe import DEFAULT_PROBE_TIMEOUT, kvm_status
+from hvbench.platforms.libvirt import libvirt_facts
 from hvbench.platforms.qemu import QEMU_BINARY
 
 SCHEMA_VERSION = 1
@@ -70,6 +71,7 @@ def collect(refresh: bool = False, timeout: float = DEFAULT_PROBE_TIMEOUT) -> di
         "cgroup": facts.cgroup_info(),
         "work_dir": facts.free_disk(work_dir()),
         "guest_image": _image_section(),
+        "libvirt": libvirt_facts(),
     }
 
 
@@ -114,7 +116,21 @@ def render(report: dict[str, Any]) -> list[tuple[str, str]]:
          f"v2: {' '.join(cg['v2_controllers']) or '-'}"),
         ("work dir", f"{wd['path']} ({wd['filesystem']}): {_fmt_bytes(wd['free_bytes'])} free"),
     ]
+    rows += _libvirt_lines(report.get("libvirt"))
     image = report["guest_image"]
     rows.append(("guest image", f"{image['kernel_release']}  key {image['key'][:12]}"
                  if image["built"] else "not built (run `hvbench image build`)"))
+    return rows
+
+
+def _libvirt_lines(section: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """One row per libvirt URI: unreachable (why), or its domains and their states."""
+    rows = []
+    for uri, info in (section or {}).get("uris", {}).items():
+        if not info.get("reachable"):
+            rows.append((f"libvirt {uri}", f"not reachable: {info.get('error', '?')}"))
+            continue
+        domains = info.get("domains", {})
+        listed = ", ".join(f"{n} ({s})" for n, s in domains.items()) or "no domains"
+        rows.append((f"libvirt {uri}", f"reachable; {listed}"))
     return rows

@@ -15,9 +15,15 @@ from pydantic import BaseModel
 
 from hvbench.errors import HvbenchError, SpecError
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import NativePlatformSpec, PlatformSpec, QemuPlatformSpec
+from hvbench.model.study import (
+    LibvirtPlatformSpec,
+    NativePlatformSpec,
+    PlatformSpec,
+    QemuPlatformSpec,
+)
 from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.base import Platform
+from hvbench.platforms.libvirt import LibvirtPlatform
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 
@@ -75,6 +81,25 @@ class QemuKind:
         return QemuPlatform(vm, name=name, accel_choice=choose_accel(vm))
 
 
+class LibvirtKind(QemuKind):
+    """A libvirt domain: a transient one from the platform's VM spec (named like a qemu
+    guest), or the user's own existing domain (``domain = "NAME"``, never booted or
+    changed by hvbench)."""
+
+    kind = "libvirt"
+
+    def vm(self, spec: Any) -> VmSpec | None:
+        return _typed(spec, LibvirtPlatformSpec).vm
+
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
+        typed = _typed(spec, LibvirtPlatformSpec)
+        if typed.vm is None:
+            return LibvirtPlatform(typed, name=name)
+        vm = wire(typed.vm) if wire is not None else typed.vm
+        return LibvirtPlatform(typed.model_copy(update={"vm": vm}), name=name,
+                               accel_choice=choose_accel(vm))
+
+
 class NativeKind:
     """The host itself."""
 
@@ -92,7 +117,9 @@ class NativeKind:
         return NativePlatform(name=name)
 
 
-PLATFORM_KINDS: Mapping[str, PlatformKind] = {"qemu": QemuKind(), "native": NativeKind()}
+PLATFORM_KINDS: Mapping[str, PlatformKind] = {
+    "qemu": QemuKind(), "native": NativeKind(), "libvirt": LibvirtKind(),
+}
 
 
 def platform_kind(spec: PlatformSpec) -> PlatformKind:

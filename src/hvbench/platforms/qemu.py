@@ -49,7 +49,7 @@ from hvbench.model.qemu_argv import (
 )
 from hvbench.model.spec import NicSpec, VmSpec
 from hvbench.platforms.agent import GuestAgent
-from hvbench.platforms.base import ExecResult
+from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.process import die_with_parent as _die_with_parent
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
@@ -384,6 +384,10 @@ class QemuPlatform(StartStop):
     def scratch_dir(self) -> str:
         return "/tmp"
 
+    def bench_disk(self) -> str | None:
+        """The first benchmark disk's device node (see :meth:`disk_device`)."""
+        return self.disk_device(0)
+
     def disk_device(self, index: int) -> str:
         """The guest's device node for benchmark disk ``index`` (found by its serial).
 
@@ -392,15 +396,7 @@ class QemuPlatform(StartStop):
         if index in self._devices:
             return self._devices[index]
         serial = disk_serial(index)
-        # virtio-blk shows the serial in /sys/block/X/serial; SCSI and ATA disks in VPD
-        # page 0x80 after a binary header (ATA pads it with spaces): match the suffix.
-        script = (
-            "for b in /sys/block/*; do "
-            "s=$(cat $b/serial 2>/dev/null; cat $b/device/vpd_pg80 2>/dev/null | tr -dc "
-            "'a-zA-Z0-9-'); case \"$s\" in *" + serial + ") echo /dev/${b##*/};; esac; done"
-        )
-        result = self.exec(["sh", "-c", script], timeout=30)
-        found = result.text().split()
+        found = devices_with_serial(self, serial)
         if not found:
             raise self._boot_error(f"guest {self.name} shows no disk with serial {serial}")
         self._devices[index] = found[0]
@@ -514,6 +510,19 @@ class QemuPlatform(StartStop):
             with contextlib.suppress(Exception):
                 self._qmp.close()
             self._qmp = None
+
+
+def devices_with_serial(guest: Platform, serial: str) -> list[str]:
+    """The guest's device nodes whose disk serial ends with ``serial`` (a 30 s guest
+    command; raises what :meth:`Platform.exec` raises)."""
+    # virtio-blk shows the serial in /sys/block/X/serial; SCSI and ATA disks in VPD
+    # page 0x80 after a binary header (ATA pads it with spaces): match the suffix.
+    script = (
+        "for b in /sys/block/*; do "
+        "s=$(cat $b/serial 2>/dev/null; cat $b/device/vpd_pg80 2>/dev/null | tr -dc "
+        "'a-zA-Z0-9-'); case \"$s\" in *" + serial + ") echo /dev/${b##*/};; esac; done"
+    )
+    return guest.exec(["sh", "-c", script], timeout=30).text().split()
 
 
 def _event_offset(event: Mapping[str, Any], wall_minus_mono: float, started: float,

@@ -7,7 +7,10 @@ once; the terminal, JSON, HTML and export renderers print this model.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import fnmatch
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +19,12 @@ from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
 from hvbench.errors import SpecError
+from hvbench.model.libvirt_xml import (
+    DOMAIN_XML_KIND,
+    MISSING_METRICS_KIND,
+    io_lines,
+    io_settings,
+)
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
 from hvbench.store.sqlite import Store
 
@@ -45,6 +54,9 @@ class RunReport:
     propagation_fits: list[list[str]]
     scenarios: ScenarioReport
     samples: list[SampleRow] = field(default_factory=list)
+    #: platform -> the I/O settings of its libvirt domain, one line each (from the
+    #: domain XML stored with the run); empty without libvirt platforms.
+    domain_io: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def has_scenarios(self) -> bool:
@@ -143,8 +155,30 @@ def load_run_report(store: Store, run_id: str, *,
         monitors = ["*"] if any(c.identity.scenario for c in cells) else []
     wanted = [m for m in (store.sample_monitors(run_id) if monitors else [])
               if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
-    return build_run_report(run, cells, rows, store.failures(run_id),
-                            ok_samples(store, run_id, rows, wanted))
+    report = build_run_report(run, cells, rows, store.failures(run_id),
+                              ok_samples(store, run_id, rows, wanted))
+    return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
+
+
+def domain_io(store: Store, run_id: str, cells: Sequence[CellRow]) -> dict[str, list[str]]:
+    """platform -> its libvirt domain's I/O settings (disks, NICs), from the first domain
+    XML stored for it."""
+    platforms = {c.name: c.platform_name for c in cells}
+    found: dict[str, list[str]] = {}
+    for raw in store.raw_outputs(run_id, kind=DOMAIN_XML_KIND):
+        platform = platforms.get(raw.cell, raw.cell)
+        if platform not in found:
+            with contextlib.suppress(SpecError):
+                found[platform] = io_lines(io_settings(raw.content))
+    noted: set[str] = set()
+    for raw in store.raw_outputs(run_id, kind=MISSING_METRICS_KIND):
+        platform = platforms.get(raw.cell, raw.cell)
+        if platform not in noted:
+            noted.add(platform)
+            with contextlib.suppress(ValueError, AttributeError):
+                found.setdefault(platform, []).extend(
+                    f"missing {metric}: {why}" for metric, why in json.loads(raw.content).items())
+    return found
 
 
 def summary_meta(report: RunReport) -> Mapping[str, Any]:

@@ -47,7 +47,21 @@ def terminal_tables(report: RunReport) -> list[Table]:
     fits = propagation_fit_table_of(report.propagation_fits)
     if fits is not None:
         tables.append(fits)
-    return tables + [rich_table(t) for t in scenario_tables(report.scenarios)]
+    return tables + [rich_table(t) for t in scenario_tables(report.scenarios)] \
+        + domain_io_tables(report)
+
+
+def domain_io_tables(report: RunReport) -> list[Table]:
+    """One table of the libvirt domains' I/O settings (from their stored XML), next to
+    the numbers; none without libvirt platforms."""
+    if not report.domain_io:
+        return []
+    table = Table(title="libvirt domains: I/O settings (from the domain XML)")
+    table.add_column("platform")
+    table.add_column("device settings")
+    for platform, lines in report.domain_io.items():
+        table.add_row(platform, "\n".join(lines))
+    return [table]
 
 
 def _propagation_json(fits: Sequence[Sequence[str]]) -> list[dict[str, str]]:
@@ -68,10 +82,12 @@ def report_json(report: RunReport) -> str:
     """``--format json``: every summary with its % of native, the run's environment,
     ``scenarios`` and ``propagation`` (the fits the terminal prints: platform, method,
     fit, equation, R², intercept; empty without propagation)."""
-    return summary_json(report.phases, report.natives, summary_meta(report),
-                        {"scenarios": scenario_json(report.scenarios),
-                         "propagation": {"headers": list(FIT_HEADERS),
-                                         "fits": _propagation_json(report.propagation_fits)}})
+    extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
+                             "propagation": {"headers": list(FIT_HEADERS),
+                                             "fits": _propagation_json(report.propagation_fits)}}
+    if report.domain_io:
+        extra["libvirt_domains"] = report.domain_io
+    return summary_json(report.phases, report.natives, summary_meta(report), extra)
 
 
 def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:

@@ -32,12 +32,14 @@ from hvbench.host import facts
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
+from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
 from hvbench.model.study import Cell, Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
 from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.kvm_probe import kvm_status
+from hvbench.platforms.libvirt import cleanup_orphaned_domains
 from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
 from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, server_ports
 from hvbench.run.lab_session import LabSession
@@ -347,6 +349,7 @@ class StudyRunner:
                                         json.dumps(ctx.scenario.describe())))
         if boot_s is not None and platform is not None and platform.is_guest:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
+        result.raw += _domain_xml(platform)
         self._record_ok(item, cell_ids, result, started, platform)
         return True
 
@@ -376,6 +379,18 @@ class StudyRunner:
                 qemu_argv=_argv(platform), accel=_accel(platform),
                 started_at=_now(), finished_at=_now())
         self.progress(item, "failed")
+
+
+def _domain_xml(platform: Platform | None) -> list[RawRecord]:
+    """A libvirt domain's XML (what its I/O settings were) and the host metrics it could
+    not give (a remote URI's, and why), kept with each repetition."""
+    about = platform.describe() if platform is not None else {}
+    xml, missing = about.get("domain_xml"), about.get("missing_metrics")
+    raw = [RawRecord("platform", DOMAIN_XML_KIND, xml)] if isinstance(xml, str) and xml \
+        else []
+    if missing:
+        raw.append(RawRecord("platform", MISSING_METRICS_KIND, json.dumps(missing)))
+    return raw
 
 
 def _argv(platform: Platform | None) -> list[str] | None:
@@ -440,6 +455,7 @@ def remove_orphans() -> list[str]:
     their processes), then its scratch directories. Returns what was removed."""
     removed = cleanup_orphaned_labs()
     removed += cleanup_orphaned_cgroups()
+    removed += cleanup_orphaned_domains()
     for parent in (work_dir(), Path(tempfile.gettempdir())):
         removed += [str(path) for path in remove_orphaned_dirs(parent)]
     lock = RunLock(work_dir())

@@ -41,13 +41,13 @@ from hvbench.host.inputs import decode_text, read_text_input
 from hvbench.host.paths import work_dir
 from hvbench.model.study import (
     DiskWorkloadSpec,
+    LibvirtPlatformSpec,
     NativePlatformSpec,
     PlatformSpec,
     QemuPlatformSpec,
     disk_for,
 )
-from hvbench.platforms.base import ExecResult, Platform
-from hvbench.platforms.qemu import QemuPlatform
+from hvbench.platforms.base import BenchDisk, ExecResult, Platform
 from hvbench.workloads.fio import (
     FioJob,
     FioResult,
@@ -117,8 +117,8 @@ def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
 
     Raises :class:`CommandError` if mkfs or mount fail in the guest.
     """
-    if isinstance(platform, QemuPlatform):
-        device = platform.disk_device(0)
+    device = platform.bench_disk() if isinstance(platform, BenchDisk) else None
+    if device is not None:
         if spec.target == "device":
             return DiskTarget(device, platform.scratch_dir(), device, raw=True)
         # The full path: busybox (which runs guest commands) prefers its own mke2fs
@@ -143,7 +143,7 @@ def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
 
 def release_target(platform: Platform, target: DiskTarget) -> None:
     """Unmount the guest filesystem (best effort: the guest may be gone)."""
-    if isinstance(platform, QemuPlatform) and target.directory == GUEST_MOUNT:
+    if platform.is_guest and target.directory == GUEST_MOUNT:
         with contextlib.suppress(HvbenchError):
             platform.exec(["umount", GUEST_MOUNT], timeout=120)
 
@@ -154,7 +154,7 @@ def drop_caches(platform: Platform) -> dict[str, bool]:
     Returns which caches were dropped; the host's needs root.
     """
     dropped: dict[str, bool] = {}
-    if isinstance(platform, QemuPlatform):
+    if platform.is_guest:
         result = platform.exec(["sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"],
                                timeout=300)
         dropped["guest"] = result.ok
@@ -290,7 +290,7 @@ def plan_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
     sections = parse_job_text(decode_text(job_text, source, "a fio job file"), source,
                               _no_include(source))
     jtarget = _job_target(target)
-    native = not isinstance(platform, QemuPlatform)
+    native = not platform.is_guest
     rewrite = rewrite_jobs(sections, jtarget, _overrides(spec), env=target_env(jtarget),
                            native=native, host_paths=spec.host_paths, source=source)
     where = f"the target {target.directory if not target.raw else target.path} on " \
@@ -375,7 +375,10 @@ def _load_time_target(spec: DiskWorkloadSpec, platform: PlatformSpec,
                       ) -> tuple[JobTarget, int | None, bool]:
     """The target a cell will use, the space it will have (None: unknown) and whether it
     runs natively, as far as they are known before anything starts."""
-    if isinstance(platform, QemuPlatformSpec):
+    if isinstance(platform, LibvirtPlatformSpec) and platform.existing:
+        where = platform.path or GUEST_MOUNT
+        return JobTarget(where, f"{where}/hvbench.dat", spec.target == "device"), None, False
+    if isinstance(platform, QemuPlatformSpec | LibvirtPlatformSpec):
         disk = disk_for(platform)
         size = disk.size if disk is not None else None
         if spec.target == "device":
