@@ -5,13 +5,15 @@ BIN     := $(VENV)/bin
 SUDO    := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 STAMP   := .make
 
-# Host tools: QEMU and the workload programs (the native side runs them too), and what
-# `hvbench image build` needs to assemble the guest image from Debian packages.
+# Host tools: QEMU and the workload programs (the native side runs them too), what
+# `hvbench image build` needs to assemble the guest image from Debian packages, libvirt
+# (its daemons, and the headers and compiler that build libvirt-python in the venv),
+# sshd for the remote-URI tests, and fio's own example jobs (run as users have them).
 APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd chromium fonts-dejavu-core \
 	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
 	squashfs-tools dropbear-bin openssh-client rsync curl zstd \
 	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \
-	openssh-server
+	gcc python3-dev openssh-server fio-examples
 
 .PHONY: all deps venv image lint unit integration test demo clean
 
