@@ -5,7 +5,6 @@ processes, which fio forks into their own session), marks the run ``interrupted`
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import sqlite3
@@ -25,7 +24,6 @@ HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
 #: The bound the issue sets, from the signal to hvbench's exit, seconds.
 STOP_BOUND_S = 10.0
 START_TIMEOUT_S = 60.0
-_PR_SET_CHILD_SUBREAPER = 36
 
 # fio jobs: a long one to interrupt, and a short one the resume runs instead (the job
 # file is read when the cell runs, so rewriting it shortens the resume).
@@ -115,15 +113,14 @@ job_file = "{job}"
 def subreaper() -> Iterator[None]:
     """This test process as a child subreaper: whatever hvbench leaves behind
     re-parents here instead of to init, so the leak check finds it."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    assert proctree.become_subreaper()
     try:
         yield
     finally:
         for info in proctree.descendants(os.getpid()):
             if info.state == "Z":
                 proctree.reap([info.pid])
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+        proctree.become_subreaper(enable=False)
 
 
 def _start(args: list[str]) -> subprocess.Popen[str]:

@@ -4,7 +4,6 @@ killed; nothing outside the tree is touched; the interrupt flag; run exit codes.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -26,7 +25,7 @@ def subreaper() -> Iterator[None]:
         yield
     finally:
         # Back to an ordinary process for the rest of the session.
-        ctypes.CDLL(None).prctl(36, 0, 0, 0, 0)
+        proctree.become_subreaper(enable=False)
 
 
 def _wait_for_tree(root: int, count: int) -> list[proctree.ProcInfo]:

@@ -44,12 +44,13 @@ class ProcInfo:
     comm: str
 
 
-def become_subreaper() -> bool:
-    """Make the calling process a child subreaper, so orphaned descendants re-parent
-    to it. True on success (Linux >= 3.4); never raises."""
+def become_subreaper(enable: bool = True) -> bool:
+    """Make the calling process a child subreaper (``enable=False``: no longer one), so
+    orphaned descendants re-parent to it. True on success (Linux >= 3.4); never
+    raises."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
 
