@@ -16,6 +16,7 @@ import pytest
 from hvbench.cli.run import run_exit_code
 from hvbench.errors import HvbenchError, InterruptedRun
 from hvbench.host import interrupt, proctree
+from hvbench.platforms.process import run_in_group
 
 
 @pytest.fixture
@@ -141,3 +142,14 @@ def test_interrupt_check_turns_a_swallowed_signal_into_interrupted_run() -> None
     (3, 0, 0), (0, 0, 0), (2, 1, 1), (1, 5, 1), (0, 1, 3), (0, 4, 3)])
 def test_run_exit_code(ok: int, failed: int, code: int) -> None:
     assert run_exit_code(ok, failed) == code
+
+
+def test_a_stray_holding_the_output_pipe_does_not_make_a_command_wait(
+        subreaper: None) -> None:
+    # The shell exits at once; its setsid'd child keeps stdout open for 60 s.
+    started = time.monotonic()
+    done = run_in_group(["sh", "-c", "echo out; setsid sleep 60 &"], timeout=30)
+    assert time.monotonic() - started < 5.0
+    assert done.exit_code == 0 and done.stdout == b"out\n"
+    left = [p for p in proctree.descendants(os.getpid()) if p.comm == "sleep"]
+    assert [p for p in left if p.state != "Z"] == []

@@ -155,6 +155,30 @@ def kill_strays(members: Iterable[ProcInfo], timeout: float = GONE_WAIT_S) -> No
             reap([member.pid])
 
 
+def pipe_holders(fd: int) -> list[ProcInfo]:
+    """The descendants of this process that hold the other end of pipe ``fd`` (one of
+    ours) open, found through ``/proc/PID/fd``: the strays that keep a command's
+    output open after it exited. Never raises."""
+    try:
+        target = str((PROC / "self" / "fd" / str(fd)).readlink())
+    except OSError:
+        return []
+    holders = []
+    for info in descendants(os.getpid()):
+        with contextlib.suppress(OSError):
+            fds = (PROC / str(info.pid) / "fd").iterdir()
+            if any(_link(entry) == target for entry in fds):
+                holders.append(info)
+    return holders
+
+
+def _link(path: Path) -> str | None:
+    try:
+        return str(path.readlink())
+    except OSError:
+        return None
+
+
 def wait_gone(pids: Iterable[int], timeout: float) -> list[ProcInfo]:
     """Wait up to ``timeout`` seconds for ``pids`` to exit (zombies count as exited);
     returns those still alive (e.g. in uninterruptible I/O, state D)."""

@@ -94,7 +94,7 @@ def run_in_group(
         start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
     )
     try:
-        out, err = proc.communicate(stdin, timeout=timeout)
+        out, err = _communicate(proc, stdin, started + timeout)
     except BaseException as exc:
         _kill_command_tree(proc)
         if isinstance(exc, subprocess.TimeoutExpired):
@@ -103,6 +103,30 @@ def run_in_group(
             ) from exc
         raise
     return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
+
+
+def _communicate(proc: subprocess.Popen[bytes], stdin: bytes | None,
+                 deadline: float) -> tuple[bytes, bytes]:
+    """``proc.communicate`` until ``deadline`` (then :class:`TimeoutExpired`). Once
+    ``proc`` has exited, descendants still holding its output pipes open (fio's job
+    processes, in a session of their own) get :data:`PIPE_WAIT_S` to let go, then are
+    killed: the output is complete, nothing is worth waiting for."""
+    exited_at: float | None = None
+    while True:
+        now = time.monotonic()
+        try:
+            return proc.communicate(stdin, timeout=max(0.0, min(PIPE_WAIT_S, deadline - now)))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+        if proc.poll() is None:
+            continue
+        if exited_at is None:
+            exited_at = time.monotonic()
+        elif time.monotonic() - exited_at >= PIPE_WAIT_S:
+            open_pipes = [p for p in (proc.stdout, proc.stderr) if p and not p.closed]
+            proctree.kill_strays([holder for pipe in open_pipes
+                                  for holder in proctree.pipe_holders(pipe.fileno())])
 
 
 def _kill_command_tree(proc: subprocess.Popen[bytes]) -> None:
