@@ -148,8 +148,16 @@ def test_a_stray_holding_the_output_pipe_does_not_make_a_command_wait(
         subreaper: None) -> None:
     # The shell exits at once; its setsid'd child keeps stdout open for 60 s.
     started = time.monotonic()
-    done = run_in_group(["sh", "-c", "echo out; setsid sleep 60 &"], timeout=30)
+    done = run_in_group(["sh", "-c", "echo out; setsid sleep 59.25 &"], timeout=30)
     assert time.monotonic() - started < 5.0
     assert done.exit_code == 0 and done.stdout == b"out\n"
-    left = [p for p in proctree.descendants(os.getpid()) if p.comm == "sleep"]
-    assert [p for p in left if p.state != "Z"] == []
+    left = [p for p in proctree.descendants(os.getpid())
+            if p.state != "Z" and b"59.25" in _cmdline(p.pid)]
+    assert left == []
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
