@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pytest
 
+from hvbench.cli.run import failure_lines, run_exit_code
 from hvbench.errors import HvbenchError, InterruptedRun
 from hvbench.host import interrupt
 from hvbench.model.study import Study, parse_study
@@ -101,12 +102,19 @@ def test_a_failed_cell_is_recorded_and_a_resume_redoes_only_it(study: Study,
         failures = store.failures(first.run_id)
         assert [(f.cell, f.error, f.console_log, f.qemu_argv, f.accel) for f in failures] == [
             ("native/b", "native/b broke", None, None, None)] * 2
+        # What `hvbench run` says at the end, and its exit code (some failed: 1).
+        lines = failure_lines(store, first.run_id)
+        assert lines[0].startswith("2 of 4 repetitions failed")
+        assert lines[1:] == ["  native/b rep 1: native/b broke",
+                             "  native/b rep 2: native/b broke"]
+        assert run_exit_code(len(store.done(first.run_id)), len(failures)) == 1
         FakeDisk.fail = set()
         FakeDisk.runs = []
         second = _run(study, store, resume=first.run_id)
         assert second.failures == 0
         assert FakeDisk.runs == [("native/b", "native")] * 2  # no warm-ups either
         assert store.failures(first.run_id) == []
+        assert failure_lines(store, first.run_id) == []
         assert len(store.measurements(first.run_id)) == 4
 
 
