@@ -25,31 +25,19 @@ HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
 STOP_BOUND_S = 10.0
 START_TIMEOUT_S = 60.0
 
-# fio jobs: a long one to interrupt, and a short one the resume runs instead (the job
-# file is read when the cell runs, so rewriting it shortens the resume).
-LONG_JOB = """[long]
-directory=${HVBENCH_TARGET_DIR}
-rw=read
-size=4M
-bs=4k
-time_based=1
-runtime=60
-"""
-SHORT_JOB = """[short]
-directory=${HVBENCH_TARGET_DIR}
-rw=read
-size=1M
-bs=64k
-"""
-# Reads a file fio lays out with its own data and verifies it: fails in every run.
-FAILING_JOB = """[bad]
-directory=${HVBENCH_TARGET_DIR}
-rw=read
-size=1M
-bs=4k
-verify=crc32c
-verify_only=1
-"""
+
+
+def _job(name: str, options: str) -> str:
+    """A fio job reading a file in the target directory."""
+    return f"[{name}]\ndirectory=${{HVBENCH_TARGET_DIR}}\nrw=read\n{options}"
+
+
+# A long job to interrupt, and a short one the resume runs instead (the job file is
+# read when the cell runs, so rewriting it shortens the resume).
+LONG_JOB = _job("long", "size=4M\nbs=4k\ntime_based=1\nruntime=60\n")
+SHORT_JOB = _job("short", "size=1M\nbs=64k\n")
+# Verifies a file fio lays out with its own data, not verify headers: fails every time.
+FAILING_JOB = _job("bad", "size=1M\nbs=4k\nverify=crc32c\nverify_only=1\n")
 
 DISK_STUDY = """
 [study]
