@@ -14,7 +14,7 @@ turns them into exit codes (see :data:`EXIT_CODES` use in ``hvbench.cli``)::
     │   ├── GuestBootError        QEMU exited or the agent never answered while booting
     │   ├── GuestTimeoutError     a command in the guest outlived its timeout
     │   └── AgentError            the guest agent answered with an error or garbage
-    └── InterruptedRun       SIGINT/SIGTERM arrived; guests were stopped (exit 130/143)
+    └── InterruptedRun       SIGINT/SIGTERM arrived: the run stops (exit 130/143)
 """
 
 from __future__ import annotations
@@ -134,9 +134,12 @@ class AgentError(GuestError):
 
 
 class InterruptedRun(HvbenchError):
-    """SIGINT or SIGTERM arrived. Raised after every guest was stopped."""
+    """SIGINT or SIGTERM arrived. Raised where the signal found the main thread; code
+    that catches :class:`HvbenchError` to record a failure and go on must let it
+    propagate (``hvbench.host.interrupt.check``). The CLI then stops every guest, lab
+    and process tree and exits with 128 + ``signum``."""
 
     def __init__(self, signum: int) -> None:
-        super().__init__(f"interrupted by signal {signum}; all guests were stopped")
+        super().__init__(f"interrupted by signal {signum}")
         self.signum = signum
         self.exit_code = 128 + signum

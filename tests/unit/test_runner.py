@@ -8,7 +8,9 @@ from typing import ClassVar
 
 import pytest
 
-from hvbench.errors import HvbenchError
+from hvbench.cli.run import failure_lines, run_exit_code
+from hvbench.errors import HvbenchError, InterruptedRun
+from hvbench.host import interrupt
 from hvbench.model.study import Study, parse_study
 from hvbench.run import runner
 from hvbench.run.cells import registry
@@ -100,10 +102,52 @@ def test_a_failed_cell_is_recorded_and_a_resume_redoes_only_it(study: Study,
         failures = store.failures(first.run_id)
         assert [(f.cell, f.error, f.console_log, f.qemu_argv, f.accel) for f in failures] == [
             ("native/b", "native/b broke", None, None, None)] * 2
+        # What `hvbench run` says at the end, and its exit code (some failed: 1).
+        lines = failure_lines(store, first.run_id)
+        assert lines[0].startswith("2 of 4 repetitions failed")
+        assert lines[1:] == ["  native/b rep 1: native/b broke",
+                             "  native/b rep 2: native/b broke"]
+        assert run_exit_code(len(store.done(first.run_id)), len(failures)) == 1
         FakeDisk.fail = set()
         FakeDisk.runs = []
         second = _run(study, store, resume=first.run_id)
         assert second.failures == 0
         assert FakeDisk.runs == [("native/b", "native")] * 2  # no warm-ups either
         assert store.failures(first.run_id) == []
+        assert failure_lines(store, first.run_id) == []
         assert len(store.measurements(first.run_id)) == 4
+
+
+class SwallowingDisk(FakeDisk):
+    """A kind whose lower layer turned the signal into an ordinary failure."""
+
+    def run(self, ctx: CellContext) -> CellResult:
+        interrupt.request(15)
+        raise HvbenchError("fio failed (it was killed)")
+
+
+class ResultAfterSignal(FakeDisk):
+    """A kind that still returns a result although the signal arrived meanwhile."""
+
+    def run(self, ctx: CellContext) -> CellResult:
+        interrupt.request(2)
+        return super().run(ctx)
+
+
+@pytest.mark.parametrize("kind", [SwallowingDisk, ResultAfterSignal])
+def test_an_interrupted_repetition_stops_the_run_and_stores_nothing(
+        kind: type[FakeDisk], study: Study, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(registry.CELL_KINDS, "disk", kind)
+    interrupt.reset()
+    try:
+        with Store(tmp_path / "s.db") as store:
+            with pytest.raises(InterruptedRun):
+                _run(study, store)
+            run = store.list_runs()[0]
+            assert run.status == "interrupted"
+            assert (run.n_ok, run.n_failed) == (0, 0)
+    finally:
+        interrupt.reset()
+    # Only the first item ran: the run stopped instead of going on.
+    assert len(FakeDisk.runs) <= 1

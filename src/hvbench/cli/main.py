@@ -30,6 +30,7 @@ from hvbench.cli import (
 from hvbench.cli.common import Handler
 from hvbench.cli.version import VersionAction
 from hvbench.errors import HvbenchError, InterruptedRun
+from hvbench.host import interrupt, proctree
 from hvbench.platforms.registry import REGISTRY
 
 out = Console(highlight=False)
@@ -49,19 +50,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise InterruptedRun(signum)
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    # Only the first signal raises: a second one (an impatient Ctrl-C) must not break
+    # the stop that the first one started.
+    if interrupt.request(signum):
+        raise InterruptedRun(signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point. Exit codes: 0 ok, 1 error, 2 bad input, 130/143 interrupted;
-    ``guest exec`` returns its command's exit code."""
+    """Entry point. Exit codes: 0 ok, 1 error (``run``: some repetitions failed), 2 bad
+    input, 3 every repetition of a run failed, 130/143 interrupted by SIGINT/SIGTERM;
+    ``guest exec`` returns its command's exit code, ``check`` its own."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    interrupt.reset()
+    # Orphaned descendants (fio's jobs in their own session) re-parent to hvbench, so
+    # stopping finds the whole tree (docs/design.md, "One class per external process").
+    proctree.become_subreaper()
     # Ctrl-C stops guests in order even when hvbench was started with SIGINT ignored
     # (a background job of a non-interactive shell inherits SIG_IGN).
-    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous = {sig: signal.signal(sig, _on_signal) for sig in (signal.SIGTERM,
+                                                               signal.SIGINT)}
     try:
         handler: Handler = args.handler
         return handler(args, out, err)
@@ -69,16 +78,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         # `hvbench report | head`: the reader left; not an error worth a traceback.
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
-        err.print("[red]interrupted; stopping all guests[/]")
-        return 130
+    except (InterruptedRun, KeyboardInterrupt) as exc:
+        signum = exc.signum if isinstance(exc, InterruptedRun) else signal.SIGINT
+        return _stop_interrupted(signum)
     except HvbenchError as exc:
         err.print(f"hvbench: error: {exc}", style="red", markup=False, soft_wrap=True)
         return exc.exit_code
     finally:
         REGISTRY.stop_all()
-        signal.signal(signal.SIGTERM, previous)
-        signal.signal(signal.SIGINT, previous_int)
+        for sig, handler_before in previous.items():
+            signal.signal(sig, handler_before)
+
+
+def _stop_interrupted(signum: int) -> int:
+    """Stop every registered process, then every descendant left (whatever its group or
+    session); name the survivors. Returns 128 + ``signum``."""
+    REGISTRY.stop_all()
+    survivors = proctree.kill_descendants()
+    message = f"interrupted by signal {signum}; every guest, lab and process was stopped"
+    if survivors:
+        message += ("; still present after SIGKILL (uninterruptible I/O?): "
+                    + proctree.describe(survivors))
+    err.print(f"hvbench: {message}", style="red", markup=False, soft_wrap=True)
+    return 128 + signum
 
 
 if __name__ == "__main__":

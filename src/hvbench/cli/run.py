@@ -73,7 +73,24 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         study = resume_study(store, args.resume) if args.resume else _study(args)
         run_id = _run_with_progress(study, store, args.resume, err)
         print_report(store, run_id, out, err)
-    return 0
+        # After a resume: the run as a whole, not only what this invocation ran.
+        ok, failed = len(store.done(run_id)), len(store.failures(run_id))
+    return run_exit_code(ok, failed)
+
+
+#: ``hvbench run``'s exit codes (README, "Exit codes"); 2 and 130/143 come from the
+#: errors themselves.
+EXIT_OK = 0
+EXIT_SOME_FAILED = 1
+EXIT_ALL_FAILED = 3
+
+
+def run_exit_code(ok: int, failed: int) -> int:
+    """The exit code of a finished run with ``ok`` and ``failed`` stored repetitions:
+    0 when none failed, 3 when every one failed, 1 when some did (pure)."""
+    if failed == 0:
+        return EXIT_OK
+    return EXIT_ALL_FAILED if ok == 0 else EXIT_SOME_FAILED
 
 
 def _study(args: argparse.Namespace) -> Study:
@@ -164,8 +181,24 @@ def _run_with_progress(study: Study, store: Store, resume: str | None, err: Cons
                 progress.advance(task)
 
         outcome = run_study(study, store, resume=resume, progress=hook, on_plan=on_plan)
-    if outcome.failures:
-        err.print(f"[red]{outcome.failures} cell repetitions failed; see `hvbench report "
-                  f"{outcome.run_id}` (their console logs are stored)[/]")
+    for line in failure_lines(store, outcome.run_id):
+        err.print(line, style="red", markup=False, soft_wrap=True)
     err.print(f"run [bold]{outcome.run_id}[/] complete")
     return outcome.run_id
+
+
+def failure_lines(store: Store, run_id: str) -> list[str]:
+    """What the end of a run says about its failed repetitions (after a resume: those
+    of the whole run): how many of all, then one line each, cell, repetition and the
+    first line of the error."""
+    failures = store.failures(run_id)
+    if not failures:
+        return []
+    total = len(failures) + len(store.done(run_id))
+    lines = [f"{len(failures)} of {total} repetitions failed; see `hvbench report "
+             f"{run_id}` (their console logs are stored):"]
+    for row in failures:
+        first = (row.error or "").strip().splitlines()
+        lines.append(f"  {row.cell} rep {row.repetition + 1}: "
+                     f"{first[0] if first else 'no error recorded'}")
+    return lines

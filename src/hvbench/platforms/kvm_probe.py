@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hvbench.errors import GuestError, HvbenchError
-from hvbench.host import facts
+from hvbench.host import facts, interrupt
 from hvbench.host.paths import cache_dir
 from hvbench.image.builder import find_image
 from hvbench.model.spec import VmSpec
@@ -81,8 +81,11 @@ def probe_kvm(timeout: float = DEFAULT_PROBE_TIMEOUT) -> KvmStatus:
     try:
         guest.launch()
     except GuestError as exc:
+        # A signal is no verdict on KVM: it must neither be cached nor end the probe.
+        interrupt.check(exc)
         return verdict(False, _failure_reason(exc, timeout), time.monotonic() - started)
     except HvbenchError as exc:
+        interrupt.check(exc)
         return verdict(False, f"KVM guest could not start: {exc}", time.monotonic() - started)
     finally:
         guest.stop()

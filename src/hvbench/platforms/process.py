@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from hvbench.errors import CommandError, GuestTimeoutError, HostError, RootRequiredError, tail
-from hvbench.host import facts
+from hvbench.host import facts, interrupt, proctree
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
 from hvbench.host.started import StartStop
@@ -45,6 +45,8 @@ _PR_SET_PDEATHSIG = 1
 _CLONE_NEWNET = 0x40000000
 #: How long stop() waits after SIGTERM before SIGKILL, seconds.
 TERM_WAIT_S = 3.0
+#: How long a killed command's output pipes are still read, seconds.
+PIPE_WAIT_S = 1.0
 #: Interval between two readiness checks, seconds.
 READY_POLL_S = 0.02
 #: connect() timeout of :func:`tcp_port_open`, seconds.
@@ -85,23 +87,62 @@ def run_in_group(
     """
     started = time.monotonic()
     full_env = {**os.environ, **env} if env else None
-    with subprocess.Popen(
+    # Not `with Popen`: its exit waits for the process without a bound.
+    proc = subprocess.Popen(
         list(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
         start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
-    ) as proc:
-        try:
-            out, err = proc.communicate(stdin, timeout=timeout)
-        except BaseException as exc:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-            if isinstance(exc, subprocess.TimeoutExpired):
-                raise GuestTimeoutError(
-                    f"{what}: {' '.join(argv)!r} did not finish in {timeout:g} s"
-                ) from exc
-            raise
+    )
+    try:
+        out, err = _communicate(proc, stdin, started + timeout)
+    except BaseException as exc:
+        _kill_command_tree(proc)
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise GuestTimeoutError(
+                f"{what}: {' '.join(argv)!r} did not finish in {timeout:g} s"
+            ) from exc
+        raise
     return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
+
+
+def _communicate(proc: subprocess.Popen[bytes], stdin: bytes | None,
+                 deadline: float) -> tuple[bytes, bytes]:
+    """``proc.communicate`` until ``deadline`` (then :class:`TimeoutExpired`). Once
+    ``proc`` has exited, descendants still holding its output pipes open (fio's job
+    processes, in a session of their own) get :data:`PIPE_WAIT_S` to let go, then are
+    killed: the output is complete, nothing is worth waiting for."""
+    exited_at: float | None = None
+    while True:
+        now = time.monotonic()
+        try:
+            return proc.communicate(stdin, timeout=max(0.0, min(PIPE_WAIT_S, deadline - now)))
+        except subprocess.TimeoutExpired:
+            if time.monotonic() >= deadline:
+                raise
+        if proc.poll() is None:
+            continue
+        if exited_at is None:
+            exited_at = time.monotonic()
+        elif time.monotonic() - exited_at >= PIPE_WAIT_S:
+            open_pipes = [p for p in (proc.stdout, proc.stderr) if p and not p.closed]
+            proctree.kill_strays([holder for pipe in open_pipes
+                                  for holder in proctree.pipe_holders(pipe.fileno())])
+
+
+def _kill_command_tree(proc: subprocess.Popen[bytes]) -> None:
+    """Kill ``proc``'s whole tree (also members in another session, such as fio's
+    jobs) and collect it, waiting at most :data:`PIPE_WAIT_S` for its output pipes: a
+    survivor holding them (uninterruptible I/O) must not make hvbench wait."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proctree.stop_tree(proc.pid)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.communicate(timeout=PIPE_WAIT_S)
+    for pipe in (proc.stdin, proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=PIPE_WAIT_S)
 
 
 class BackgroundProcess(StartStop):
@@ -281,20 +322,24 @@ class BackgroundProcess(StartStop):
 
 
 def _terminate_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop ``proc`` (a session leader) and the rest of its process group."""
+    """Stop ``proc`` (a session leader), the rest of its process group and its
+    descendants that left the group (found before the leader's exit hides them)."""
+    members = proctree.descendants(proc.pid) if proc.poll() is None else []
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
         try:
-            proc.wait(timeout=TERM_WAIT_S)
+            # After a stop signal nobody waits for a graceful exit.
+            proc.wait(timeout=0.0 if interrupt.received() else TERM_WAIT_S)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            members += proctree.kill_tree(proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=PIPE_WAIT_S)
     # Children that ignored SIGTERM after their leader left: the group id is still
     # reserved while any member lives, so this reaches only them.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+    proctree.kill_strays(members)
 
 
 def tcp_port_open(address: str, port: int, netns: str | None = None) -> bool:

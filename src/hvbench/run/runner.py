@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from hvbench import __version__
 from hvbench.errors import GuestError, HostError, HvbenchError
-from hvbench.host import facts
+from hvbench.host import facts, interrupt
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
@@ -228,6 +228,7 @@ class StudyRunner:
             if on_plan is not None:
                 on_plan(len(items))
             self.execute(items, ids)
+            interrupt.check()
         except BaseException:
             self.store.set_status(run_id, "interrupted", finished_at=_now())
             raise
@@ -255,6 +256,7 @@ class StudyRunner:
     def execute(self, items: list[PlannedItem], cell_ids: dict[str, int]) -> None:
         """Run the items, booting each platform once per consecutive group."""
         for group in groups(items):
+            interrupt.check()
             self._run_group(group, cell_ids)
 
     def _run_group(self, group: list[PlannedItem], cell_ids: dict[str, int]) -> None:
@@ -343,6 +345,9 @@ class StudyRunner:
         except HvbenchError as exc:
             self._record_failure(item, cell_ids, exc, platform)
             return platform is None or platform.is_running()
+        # A signal that a lower layer turned into a failure or a result: the
+        # repetition was abandoned, so nothing of it is stored.
+        interrupt.check()
         if ctx.scenario is not None:
             # What the scenario set up (neighbours' argv, cgroups), as a raw output.
             result.raw.append(RawRecord("scenario", "scenario-json",
@@ -367,6 +372,10 @@ class StudyRunner:
 
     def _record_failure(self, item: PlannedItem, cell_ids: dict[str, int],
                         exc: BaseException, platform: Platform | None) -> None:
+        """Commit a failed repetition; an interruption (or a failure caused by one)
+        is no failure: it propagates as :class:`InterruptedRun`, and nothing is
+        stored."""
+        interrupt.check(exc)
         self.failures += 1
         console = platform.console_tail(200) if platform is not None else None
         if console is None and isinstance(exc, GuestError):

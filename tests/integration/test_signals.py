@@ -1,0 +1,245 @@
+"""SIGTERM and SIGINT stop a whole run: during a native fio cell, a guest cell and a lab
+cell, hvbench exits 143/130 within 10 s, leaves no process behind (not even fio's job
+processes, which fio forks into their own session), marks the run ``interrupted``, and
+``--resume`` completes it with exit 0. A run whose every repetition failed exits 3."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from hvbench.host import proctree
+from hvbench.image.builder import GuestImage
+
+pytestmark = pytest.mark.integration
+HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
+#: The bound the issue sets, from the signal to hvbench's exit, seconds.
+STOP_BOUND_S = 10.0
+START_TIMEOUT_S = 60.0
+
+
+
+def _job(name: str, options: str) -> str:
+    """A fio job reading a file in the target directory."""
+    return f"[{name}]\ndirectory=${{HVBENCH_TARGET_DIR}}\nrw=read\n{options}"
+
+
+# A long job to interrupt, and a short one the resume runs instead (the job file is
+# read when the cell runs, so rewriting it shortens the resume).
+LONG_JOB = _job("long", "size=4M\nbs=4k\ntime_based=1\nruntime=60\n")
+SHORT_JOB = _job("short", "size=1M\nbs=64k\n")
+# Verifies a file fio lays out with its own data, not verify headers: fails every time.
+FAILING_JOB = _job("bad", "size=1M\nbs=4k\nverify=crc32c\nverify_only=1\n")
+
+DISK_STUDY = """
+[study]
+name = "signals-disk"
+repetitions = 1
+seed = 1
+
+[[platform]]
+kind = "native"
+
+[[platform]]
+kind = "qemu"
+name = "vm"
+memory_mib = 256
+disk = {{ bus = "virtio-blk", cache = "none", size = "64M" }}
+
+[[workload]]
+name = "job"
+profile = "fio-job"
+job_file = "{job}"
+"""
+
+LAB_STUDY = """
+[study]
+name = "signals-lab"
+repetitions = 1
+seed = 1
+
+[lab]
+[[lab.host]]
+name = "ext"
+
+[[platform]]
+kind = "native"
+
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "ext"
+duration_s = 12
+omit_s = 0
+"""
+
+FAILING_STUDY = """
+[study]
+name = "signals-failing"
+repetitions = 2
+seed = 1
+
+[[platform]]
+kind = "native"
+
+[[workload]]
+name = "bad"
+profile = "fio-job"
+job_file = "{job}"
+"""
+
+
+@pytest.fixture(autouse=True)
+def subreaper() -> Iterator[None]:
+    """This test process as a child subreaper: whatever hvbench leaves behind
+    re-parents here instead of to init, so the leak check finds it."""
+    assert proctree.become_subreaper()
+    try:
+        yield
+    finally:
+        for info in proctree.descendants(os.getpid()):
+            if info.state == "Z":
+                proctree.reap([info.pid])
+        proctree.become_subreaper(enable=False)
+
+
+def _start(args: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen([*HVBENCH, *args], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(proc: subprocess.Popen[str], ready: Callable[[list[proctree.ProcInfo]], bool],
+              what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            pytest.fail(f"hvbench exited with {proc.returncode} before {what}:\n{err}")
+        if ready(proctree.descendants(proc.pid)):
+            return
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"no {what} within {START_TIMEOUT_S:g} s")
+
+
+def _named(names: set[str], count: int = 1) -> Callable[[list[proctree.ProcInfo]], bool]:
+    return lambda tree: sum(1 for p in tree if p.comm in names) >= count
+
+
+def _leftovers() -> list[proctree.ProcInfo]:
+    """Live descendants of this test process: what hvbench left (it re-parents here)."""
+    deadline = time.monotonic() + 2.0
+    while True:
+        alive = [p for p in proctree.descendants(os.getpid()) if p.state != "Z"]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def _interrupt(proc: subprocess.Popen[str], signum: int) -> tuple[float, str]:
+    """Send ``signum``; the seconds until hvbench exited and its stderr."""
+    sent = time.monotonic()
+    proc.send_signal(signum)
+    try:
+        _, err = proc.communicate(timeout=STOP_BOUND_S * 3)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        pytest.fail(f"hvbench did not exit within {STOP_BOUND_S * 3:g} s:\n{err}")
+    return time.monotonic() - sent, err
+
+
+def _run_status(db: Path) -> tuple[str, str]:
+    with sqlite3.connect(db) as conn:
+        row = conn.execute("SELECT id, status FROM runs ORDER BY created_at DESC").fetchone()
+        stored = conn.execute("SELECT COUNT(*) FROM repetitions").fetchone()[0]
+    assert stored == 0, "the abandoned repetition was stored"
+    return str(row[0]), str(row[1])
+
+
+def _check_stopped(proc: subprocess.Popen[str], signum: int, db: Path) -> str:
+    elapsed, err = _interrupt(proc, signum)
+    print(f"signal {signum}: hvbench exited {elapsed:.2f} s after it")
+    assert proc.returncode == 128 + signum, err
+    assert elapsed < STOP_BOUND_S, f"took {elapsed:.1f} s to stop:\n{err}"
+    assert f"interrupted by signal {signum}" in err
+    assert _leftovers() == [], f"left running: {_leftovers()}"
+    run_id, status = _run_status(db)
+    assert status == "interrupted"
+    return run_id
+
+
+def _resume(run_id: str, db: Path) -> None:
+    done = subprocess.run([*HVBENCH, "run", "--resume", run_id, "--db", str(db)],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(db) as conn:
+        status = conn.execute("SELECT status FROM runs WHERE id=?", (run_id,)).fetchone()[0]
+    assert status == "complete"
+
+
+def _disk_study(tmp_path: Path) -> tuple[Path, Path]:
+    job = tmp_path / "job.fio"
+    job.write_text(LONG_JOB)
+    study = tmp_path / "study.toml"
+    study.write_text(DISK_STUDY.format(job=job))
+    return study, job
+
+
+SIGNALS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]
+
+
+@pytest.mark.parametrize("signum", SIGNALS)
+def test_signal_during_native_fio_cell(signum: int, tmp_path: Path) -> None:
+    study, job = _disk_study(tmp_path)
+    db = tmp_path / "runs.db"
+    proc = _start(["run", str(study), "--db", str(db), "--only", "native/*"])
+    # fio's main process and its job process (in a session of its own).
+    _wait_for(proc, _named({"fio"}, count=2), "fio and its job process")
+    run_id = _check_stopped(proc, signum, db)
+    job.write_text(SHORT_JOB)
+    _resume(run_id, db)
+
+
+@pytest.mark.parametrize("signum", SIGNALS)
+def test_signal_during_guest_cell(signum: int, image: GuestImage, tmp_path: Path) -> None:
+    study, job = _disk_study(tmp_path)
+    db = tmp_path / "runs.db"
+    proc = _start(["run", str(study), "--db", str(db), "--only", "vm/*"])
+    _wait_for(proc, _named({"qemu-system-x86"}), "QEMU")
+    time.sleep(6.0)  # booted (about 3 s under TCG) and running the fio job
+    run_id = _check_stopped(proc, signum, db)
+    job.write_text(SHORT_JOB)
+    _resume(run_id, db)
+
+
+@pytest.mark.parametrize("signum", SIGNALS)
+def test_signal_during_lab_cell(signum: int, tmp_path: Path) -> None:
+    study = tmp_path / "lab.toml"
+    study.write_text(LAB_STUDY)
+    db = tmp_path / "runs.db"
+    proc = _start(["run", str(study), "--db", str(db)])
+    # The server in the lab host and the client.
+    _wait_for(proc, _named({"iperf3"}, count=2), "the iperf3 server and client")
+    time.sleep(1.0)
+    run_id = _check_stopped(proc, signum, db)
+    _resume(run_id, db)
+
+
+def test_every_repetition_failed_exits_3(tmp_path: Path) -> None:
+    job = tmp_path / "bad.fio"
+    job.write_text(FAILING_JOB)
+    study = tmp_path / "failing.toml"
+    study.write_text(FAILING_STUDY.format(job=job))
+    done = subprocess.run([*HVBENCH, "run", str(study), "--db", str(tmp_path / "runs.db")],
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 3, done.stderr
+    assert "2 of 2 repetitions failed" in done.stderr
