@@ -51,7 +51,7 @@ __all__ = [
 Direction = Literal["higher", "lower", "neutral"]
 #: Who stores the metric: a workload's parser, a host monitor's window summary, the
 #: runner itself, or a scenario (neighbours, on-demand starts, the dip).
-Layer = Literal["workload", "monitor", "runner", "scenario"]
+Layer = Literal["workload", "monitor", "runner", "scenario", "derived"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ _LAYERS: dict[str, Layer] = {
     "netdev": "monitor",
     "runner": "runner",
     "scenario": "scenario",
+    "resources": "derived",
 }
 
 
@@ -422,6 +423,37 @@ def _scenario_metrics() -> list[MetricSpec]:
     ]
 
 
+def _resource_metrics() -> list[MetricSpec]:
+    """The resource model's derived metrics (:mod:`hvbench.analysis.resources`): never
+    stored, computed from the stored ones for ``hvbench explain``."""
+    return [
+        _m("res.disk.util_pct", "%", "host device utilisation %", "neutral", "resources"),
+        _m("res.disk.queue", "", "host device requests in flight", "neutral", "resources"),
+        _m("res.disk.req_sectors", "sectors", "host request size (sectors)", "neutral",
+           "resources"),
+        _m("res.disk.await_ms", "ms", "host device await ms (r/w weighted)", "lower",
+           "resources"),
+        _m("res.disk.added_latency_ms", "ms", "latency added above the device per I/O",
+           "lower", "resources"),
+        _m("res.disk.flush_per_write", "ratio", "host flushes per write", "neutral",
+           "resources"),
+        _m("res.disk.device_share", "ratio", "host device bytes per workload byte",
+           "neutral", "resources"),
+        _m("res.vcpu.util_pct", "%", "vCPU utilisation % (per vCPU)", "neutral", "resources"),
+        _m("res.vcpu.wait_pct", "%", "vCPU run-queue wait %", "neutral", "resources"),
+        _m("res.main.util_pct", "%", "QEMU main loop utilisation %", "neutral", "resources"),
+        _m("res.iothread.util_pct", "%", "iothread utilisation %", "neutral", "resources"),
+        _m("res.worker.util_pct", "%", "QEMU worker utilisation % (per thread)", "neutral",
+           "resources"),
+        _m("res.host.cpu_busy_pct", "%", "host CPU busy %", "neutral", "resources"),
+        _m("res.cpu_ms_per_mb", "ms", "CPU ms per MB moved", "neutral", "resources"),
+        _m("res.cpu_ms_per_io", "ms", "CPU ms per I/O", "neutral", "resources"),
+        _m("res.cpu_ms_per_req", "ms", "CPU ms per request", "neutral", "resources"),
+        _m("res.net.link_util_pct", "%", "link utilisation % of its shaped rate", "neutral",
+           "resources"),
+    ]
+
+
 #: Every metric hvbench stores, in declaration order.
 CATALOGUE: tuple[MetricSpec, ...] = (
     *_workload_metrics(),
@@ -431,6 +463,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     *_net_monitor_metrics(),
     *_thread_metrics(),
     *_scenario_metrics(),
+    *_resource_metrics(),
 )
 
 _PLACEHOLDER = re.compile(r"<(\w+)>")
