@@ -25,7 +25,7 @@ DISK = {"host.disk.vda.r_s": 0.0, "host.disk.vda.w_s": 100.0, "host.disk.vda.w_k
         "qemu.vcpu.cpu_pct": 30.0, "qemu.vcpu.threads": 1.0, "qemu.vcpu.wait_pct": 1.0,
         "qemu.main.cpu_pct": 5.0, "qemu.total.cpu_pct": 40.0, "host.cpu.busy_pct": 40.0}
 NATIVE = {**DISK, "cpu_pct": 10.0, "lat_mean_ms": 5.0}
-VM = {"kind": "qemu", "vm": {"machine": "pc", "vcpus": 1, "disks": [
+VM: dict[str, Any] = {"kind": "qemu", "vm": {"machine": "pc", "vcpus": 1, "disks": [
     {"bus": "virtio-blk", "cache": "none", "allocation": "preallocated", "format": "raw",
      "bps_limit": None}], "nics": []}}
 

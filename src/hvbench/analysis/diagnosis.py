@@ -18,15 +18,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from hvbench.analysis.resources import CellModel, derive, flat_definition
-from hvbench.analysis.summaries import fmt_value
+from hvbench.analysis.summaries import TextTable, fmt_value
 
 __all__ = [
+    "DIAGNOSIS_HEADERS",
+    "DIAGNOSIS_TITLE",
     "RULES",
     "Finding",
     "Rule",
     "Verdict",
     "diagnose",
     "diagnose_all",
+    "diagnosis_table",
+    "explain_lines",
+    "shown",
     "verdict_json",
 ]
 
@@ -362,7 +367,7 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
 def flat_value(cell: CellModel, sibling: str, key: str) -> str:
     """``key=value`` of a sibling platform's setting."""
     flat = cell.siblings[sibling][0]
-    return f"{key.split('.')[-1]}={flat.get(key)}"
+    return f"{key.rsplit('.', maxsplit=1)[-1]}={flat.get(key)}"
 
 
 def _emulated_disk(cell: CellModel) -> Hit | None:
@@ -459,10 +464,10 @@ def _io_limit(cell: CellModel) -> Hit | None:
     limit = cell.setting("disk.bps_limit")
     share, score = None, SCORE_SPECIFIC + 0.5
     measured = cell.values.get("mb_s")
-    if isinstance(limit, int | float) and limit > 0 and measured:
-        if abs(measured * 1e6 - limit) <= LIMIT_MATCH * limit:
-            evidence.append(f"= the configured bps_limit {_n(limit / 1e6)} MB/s")
-            share, score = _gap_share(cell, limit / 1e6), SCORE_SPECIFIC + 1.5
+    if isinstance(limit, int | float) and limit > 0 and measured and \
+            abs(measured * 1e6 - limit) <= LIMIT_MATCH * limit:
+        evidence.append(f"= the configured bps_limit {_n(limit / 1e6)} MB/s")
+        share, score = _gap_share(cell, limit / 1e6), SCORE_SPECIFIC + 1.5
     return Hit(score, tuple(evidence), share)
 
 
@@ -616,3 +621,65 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "dominant": None if verdict.dominant is None else _finding_json(verdict.dominant),
             "contributing": [_finding_json(f) for f in verdict.contributing],
             "abstained": [{"rule": r, "missing": list(m)} for r, m in verdict.abstained]}
+
+
+DIAGNOSIS_TITLE = "Diagnosis: the bottleneck of every cell (hvbench explain)"
+DIAGNOSIS_HEADERS = ("cell", "% of native", "why", "evidence", "fix")
+
+
+def shown(verdicts: Iterable[Verdict]) -> list[Verdict]:
+    """The verdicts a report lists: guest cells compared with native or with a cause."""
+    return [v for v in verdicts
+            if not v.native and (v.dominant is not None or v.pct_of_native is not None)]
+
+
+def _fix_text(finding: Finding) -> str:
+    effect = f" [measured: {finding.effect}]" if finding.effect else ""
+    return finding.fix + effect
+
+
+def _cause_text(finding: Finding, tcg: bool) -> str:
+    share = "" if finding.share_pct is None else f" ({finding.share_pct:.0f} % of the gap)"
+    kvm = "" if not tcg else (" [carries to KVM]" if finding.carries_to_kvm
+                              else " [TCG artefact]")
+    return finding.rule + share + kvm
+
+
+def diagnosis_table(verdicts: Iterable[Verdict]) -> TextTable:
+    """One row per diagnosed cell: % of native, the dominant cause (and the
+    contributing ones), its evidence and its fix."""
+    rows = []
+    for v in shown(verdicts):
+        pct = "-" if v.pct_of_native is None else f"{v.pct_of_native:.1f} %"
+        if v.dominant is None:
+            rows.append((v.cell, pct, "-", "no rule fired", "-"))
+            continue
+        why = _cause_text(v.dominant, v.tcg)
+        if v.contributing:
+            why += "; also " + ", ".join(_cause_text(f, v.tcg) for f in v.contributing)
+        rows.append((v.cell, pct, why, "; ".join(v.dominant.evidence), _fix_text(v.dominant)))
+    return TextTable(DIAGNOSIS_TITLE, DIAGNOSIS_HEADERS, tuple(rows), left=1,
+                     note="why: the dominant cause first; docs/diagnosis.md lists every "
+                          "rule with its evidence and thresholds.")
+
+
+def explain_lines(verdict: Verdict) -> list[str]:
+    """The long form of one verdict (``hvbench explain``): every cause with its
+    evidence, share of the gap, fix and measured effect, then the abstentions."""
+    pct = "" if verdict.pct_of_native is None else f" ({verdict.pct_of_native:.1f} % of native)"
+    lines = [f"{verdict.cell}{pct}"]
+    if verdict.native:
+        return [*lines, "  baseline (native): not diagnosed"]
+    if verdict.dominant is None:
+        lines.append("  no rule fired")
+    for label, finding in ([("dominant", verdict.dominant)] if verdict.dominant else []) + [
+            ("contributing", f) for f in verdict.contributing]:
+        lines.append(f"  {label}: {_cause_text(finding, verdict.tcg)}: {finding.title}")
+        lines += [f"    evidence: {e}" for e in finding.evidence]
+        lines.append(f"    fix: {finding.fix}")
+        if finding.effect:
+            lines.append(f"    measured: {finding.effect}")
+    if verdict.abstained:
+        lines.append("  abstained (evidence missing): " + ", ".join(
+            f"{rule} ({', '.join(missing)})" for rule, missing in verdict.abstained))
+    return lines

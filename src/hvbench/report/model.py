@@ -8,6 +8,7 @@ once; the terminal, JSON, HTML and export renderers print this model.
 from __future__ import annotations
 
 import fnmatch
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
 from hvbench.errors import SpecError
+from hvbench.model.lab import parse_rate
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
 from hvbench.store.sqlite import Store
 
@@ -73,10 +75,6 @@ class RunReport:
 def link_rates(study_text: str) -> dict[str, float]:
     """Lab host -> the shaped rate of its link in Mbit/s, from the stored study text
     (hosts without a rate, or a text that does not parse, give nothing)."""
-    import tomllib
-
-    from hvbench.model.lab import parse_rate
-
     try:
         hosts = tomllib.loads(study_text).get("lab", {}).get("host", [])
         return {h["name"]: parse_rate(h["rate"]) / 1e6 for h in hosts
