@@ -46,6 +46,8 @@ QUEUE_IDLE = 1.0
 UTIL_IDLE_PCT = 70.0
 #: At least this share of the guest's per-I/O latency spent above the device.
 ADDED_LATENCY_SHARE = 0.5
+#: Host writes per workload write this many times native's: metadata of a growing file.
+GROWTH_WRITE_RATIO = 1.3
 #: Host flushes per host write from which every write is being made durable.
 FLUSH_PER_WRITE = 0.25
 #: Native flushes per write below this: the workload itself does not flush.
@@ -69,8 +71,8 @@ WAIT_PCT = 20.0
 LINK_SATURATED_PCT = 85.0
 #: Main loop CPU above this % with user-mode networking: slirp is doing the work.
 SLIRP_MAIN_PCT = 20.0
-#: Main-loop CPU per MB this many times the tap sibling's.
-SLIRP_COST_RATIO = 2.0
+#: Or throughput below this share of the same guest's on tap.
+SLIRP_THROUGHPUT_RATIO = 0.5
 #: An I/O limit: throughput below this % of native ...
 LIMIT_BELOW_NATIVE_PCT = 70.0
 #: ... with the device below this utilisation ...
@@ -307,7 +309,11 @@ def _image_growth(cell: CellModel) -> Hit | None:
     native_flushes = cell.native("res.disk.flush_per_write") or 0.0
     shrunk = size is not None and native is not None and size < REQ_SHRINK_RATIO * native
     journal = flushes >= NATIVE_FLUSH_PER_WRITE > native_flushes
-    if not (shrunk or journal):
+    writes, native_writes = cell.get("res.disk.writes_per_io"), cell.native(
+        "res.disk.writes_per_io")
+    amplified = writes is not None and native_writes is not None and \
+        writes >= GROWTH_WRITE_RATIO * native_writes
+    if not (shrunk or journal or amplified):
         return None
     evidence = [f"image {fmt}, {allocation}: the file grows on first write"]
     if shrunk:
@@ -315,7 +321,10 @@ def _image_growth(cell: CellModel) -> Hit | None:
     if journal:
         evidence.append(_vs(cell, "res.disk.flush_per_write",
                             "host flushes per write (allocation metadata)"))
-    return Hit(SCORE_SPECIFIC + 0.6, tuple(evidence))
+    if amplified:
+        evidence.append(_vs(cell, "res.disk.writes_per_io",
+                            "host writes per guest write (allocation metadata)"))
+    return Hit(SCORE_SPECIFIC + 0.6 + 0.4 * (shrunk + journal + amplified), tuple(evidence))
 
 
 def _page_cache(cell: CellModel) -> Hit | None:
@@ -361,7 +370,8 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
                 f"{_n(mine)} vs {_n(theirs)} on {name} ({flat_value(cell, name, key)})"]
     if tput is not None and main is not None:
         evidence.append(f"{main} {_n(cell.values[main])} vs {_n(values[main])} on {name}")
-    return Hit(SCORE_SPECIFIC + min((ratio or 1.0) - 1.0, 1.0), tuple(evidence))
+    strength = max((ratio or 1.0) - 1.0, 0.0 if tput is None else 1.0 - tput)
+    return Hit(SCORE_SPECIFIC + min(strength, 1.5), tuple(evidence))
 
 
 def flat_value(cell: CellModel, sibling: str, key: str) -> str:
@@ -415,7 +425,7 @@ def _host_contention(cell: CellModel) -> Hit | None:
     scenario = cell.setting("scenario")
     if scenario:
         evidence.append(f"scenario {scenario}")
-    return Hit(SCORE_SPECIFIC + min((wait - WAIT_PCT) / 20.0, 1.5), tuple(evidence))
+    return Hit(SCORE_SPECIFIC + min((wait - WAIT_PCT) / 40.0, 1.0), tuple(evidence))
 
 
 def _link(cell: CellModel) -> Hit | None:
@@ -439,13 +449,17 @@ def _user_net(cell: CellModel) -> Hit | None:
     tap = next(((n, v) for n, (flat, v) in sorted(cell.siblings.items())
                 if flat.get("nic.backend") == "tap"), None)
     fired = main_cpu >= SLIRP_MAIN_PCT
-    if tap is not None and cell.main and cell.main in tap[1] and cell.main in cell.values:
+    score = SCORE_SPECIFIC + 0.5
+    if tap is not None and cell.main and tap[1].get(cell.main) and cell.main in cell.values:
+        ratio = cell.values[cell.main] / tap[1][cell.main]
         evidence.append(f"{cell.main} {_n(cell.values[cell.main])} vs "
                         f"{_n(tap[1][cell.main])} on {tap[0]} (backend=tap)")
-        fired = fired or cell.values[cell.main] < 0.5 * tap[1][cell.main]
+        if ratio < SLIRP_THROUGHPUT_RATIO:
+            # Measured against the same guest on tap: the strongest evidence there is.
+            fired, score = True, SCORE_SPECIFIC + 1.0 + (1.0 - ratio)
     if not fired:
         return None
-    return Hit(SCORE_SPECIFIC + 0.5, tuple(evidence))
+    return Hit(score, tuple(evidence))
 
 
 def _io_limit(cell: CellModel) -> Hit | None:
@@ -454,8 +468,10 @@ def _io_limit(cell: CellModel) -> Hit | None:
     if pct is None or util is None or vcpu is None:
         return None
     flat = cell.main_cov_pct is None or cell.main_cov_pct <= LIMIT_FLAT_COV_PCT
+    wait = cell.get("res.vcpu.wait_pct") or 0.0
+    # A vCPU waiting for a core is not waiting for I/O: that is contention.
     if pct >= LIMIT_BELOW_NATIVE_PCT or util >= LIMIT_DEVICE_IDLE_PCT or \
-            vcpu >= LIMIT_VCPU_IDLE_PCT or not flat:
+            vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= WAIT_PCT or not flat:
         return None
     evidence = [f"{_n(pct)} % of native, flat (CoV {_n(cell.main_cov_pct)} %)",
                 _vs(cell, "res.disk.util_pct", "host %util", "%"),

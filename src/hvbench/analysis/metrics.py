@@ -437,6 +437,8 @@ def _resource_metrics() -> list[MetricSpec]:
            "lower", "resources"),
         _m("res.disk.flush_per_write", "ratio", "host flushes per write", "neutral",
            "resources"),
+        _m("res.disk.writes_per_io", "ratio", "host writes per workload I/O", "neutral",
+           "resources"),
         _m("res.disk.device_share", "ratio", "host device bytes per workload byte",
            "neutral", "resources"),
         _m("res.vcpu.util_pct", "%", "vCPU utilisation % (per vCPU)", "neutral", "resources"),

@@ -151,6 +151,9 @@ def _disk_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
         lat = values.get("lat_mean_ms")
         if lat is not None:
             out["res.disk.added_latency_ms"] = max(lat - await_ms, 0.0)
+    writes = _ratio(w_s, values.get("iops")) if w_s > 0 else None
+    if writes is not None:
+        out["res.disk.writes_per_io"] = writes
     flushes = _ratio(disk.get("f_s"), w_s)
     if flushes is not None:
         out["res.disk.flush_per_write"] = flushes

@@ -1,0 +1,49 @@
+"""The planted-bottleneck suite: each study of examples/diagnosis plants one known
+bottleneck; `hvbench explain` must name it as the dominant cause of the planted cell
+(examples/diagnosis/expected.toml). One repetition each, small files, short runs; the
+3-repetition accuracy measurement is bench/diagnosis_accuracy.py."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from hvbench.image.builder import GuestImage
+from hvbench.model.study import parse_study
+from hvbench.report.model import load_run_report
+from hvbench.run.runner import run_study
+from hvbench.store.sqlite import Store
+
+pytestmark = pytest.mark.integration
+SUITE = Path(__file__).resolve().parents[2] / "examples" / "diagnosis"
+EXPECTED: dict[str, dict[str, str]] = tomllib.loads((SUITE / "expected.toml").read_text())
+HOST_RAM = 24 << 30
+
+
+def planted_verdicts(name: str, db: Path) -> dict[str, str | None]:
+    """Run one planted study into ``db``; planted cell -> the dominant rule named."""
+    path = SUITE / f"{name}.toml"
+    study = parse_study(path.read_text(), str(path), HOST_RAM)
+    with Store(db) as store:
+        outcome = run_study(study, store)
+        assert outcome.failures == 0, store.failures(outcome.run_id)
+        report = load_run_report(store, outcome.run_id, monitors=[])
+    found: dict[str, str | None] = {}
+    for pattern in EXPECTED[name]:
+        matched = [v for v in report.verdicts if fnmatch.fnmatchcase(v.cell, pattern)
+                   and v.phase != "boot"]
+        assert matched, f"{name}: no cell matches {pattern}"
+        for verdict in matched:
+            found[verdict.cell] = None if verdict.dominant is None else verdict.dominant.rule
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_planted_cause_is_dominant(name: str, image: GuestImage, tmp_path: Path) -> None:
+    found = planted_verdicts(name, tmp_path / f"{name}.db")
+    for cell, rule in found.items():
+        expected = next(r for p, r in EXPECTED[name].items() if fnmatch.fnmatchcase(cell, p))
+        assert rule == expected, f"{cell}: named {rule}, planted {expected}"
