@@ -210,3 +210,17 @@ def test_fixture_network_run_abstains_on_the_link(tmp_path: Path) -> None:
         if not verdict.native and verdict.phase != "boot":
             # No shaped link in this study: the link rule lacks its evidence.
             assert "link-saturated" in {r for r, _ in verdict.abstained}
+
+
+def test_image_growth_from_the_preallocated_sibling() -> None:
+    sibling = (_vm(allocation="preallocated"), {**DISK, "mb_s": 70.0})
+    cell = model(DISK, platform=_vm(allocation="sparse"), siblings={"vm.pre": sibling})
+    verdict = diagnose(cell)
+    assert verdict.dominant is not None and verdict.dominant.rule == "image-growth"
+    assert verdict.dominant.effect == "allocation=preallocated on vm.pre: mb_s 70 vs 50 (+40 %)"
+
+
+def test_io_limit_is_not_named_when_the_vcpu_waits_for_a_core() -> None:
+    starved = {**DISK, "mb_s": 10.0, "host.disk.vda.util_pct": 10.0,
+               "qemu.vcpu.cpu_pct": 5.0, "qemu.vcpu.wait_pct": 60.0}
+    assert dominant(model(starved)) == "host-cpu-contention"

@@ -48,6 +48,9 @@ UTIL_IDLE_PCT = 70.0
 ADDED_LATENCY_SHARE = 0.5
 #: Host writes per workload write this many times native's: metadata of a growing file.
 GROWTH_WRITE_RATIO = 1.3
+#: A cell at most this share of the throughput of the sibling differing only in the
+#: suspected setting: that setting costs throughput.
+SIBLING_SLOWER_RATIO = 0.85
 #: Host flushes per host write from which every write is being made durable.
 FLUSH_PER_WRITE = 0.25
 #: Native flushes per write below this: the workload itself does not flush.
@@ -313,7 +316,8 @@ def _image_growth(cell: CellModel) -> Hit | None:
         "res.disk.writes_per_io")
     amplified = writes is not None and native_writes is not None and \
         writes >= GROWTH_WRITE_RATIO * native_writes
-    if not (shrunk or journal or amplified):
+    slower = _slower_than_sibling(cell, "disk.allocation", ("preallocated",))
+    if not (shrunk or journal or amplified or slower):
         return None
     evidence = [f"image {fmt}, {allocation}: the file grows on first write"]
     if shrunk:
@@ -324,7 +328,42 @@ def _image_growth(cell: CellModel) -> Hit | None:
     if amplified:
         evidence.append(_vs(cell, "res.disk.writes_per_io",
                             "host writes per guest write (allocation metadata)"))
-    return Hit(SCORE_SPECIFIC + 0.6 + 0.4 * (shrunk + journal + amplified), tuple(evidence))
+    if slower:
+        evidence.append(slower)
+    return Hit(SCORE_SPECIFIC + 0.6 + 0.4 * (shrunk + journal + amplified + bool(slower)),
+               tuple(evidence))
+
+
+def _only_differs(cell: CellModel, key: str, better: Sequence[Any]
+                  ) -> tuple[str, Mapping[str, float]] | None:
+    """The sibling platform that differs from the cell only in ``key``, set to one of
+    ``better``."""
+    mine = _flat(cell)
+    for name, (flat, values) in sorted(cell.siblings.items()):
+        keys = {k for k in set(flat) | set(mine) if flat.get(k) != mine.get(k)}
+        if keys == {key} and flat.get(key) in better:
+            return name, values
+    return None
+
+
+def _slower_than_sibling(cell: CellModel, key: str, better: Sequence[Any]) -> str | None:
+    """Evidence text when the sibling differing only in ``key`` is measurably faster
+    (the cell reaches at most :data:`SIBLING_SLOWER_RATIO` of its throughput)."""
+    sibling = _only_differs(cell, key, better)
+    main = cell.main
+    if sibling is None or main is None or main not in cell.values:
+        return None
+    name, values = sibling
+    theirs = values.get(main)
+    if not theirs or cell.values[main] > SIBLING_SLOWER_RATIO * theirs:
+        return None
+    setting = f"{key.rsplit('.', maxsplit=1)[-1]}={_flat_of(cell, name).get(key)}"
+    return (f"{main} {_n(cell.values[main])} vs {_n(theirs)} on {name} ({setting}), "
+            "the same otherwise")
+
+
+def _flat_of(cell: CellModel, sibling: str) -> Mapping[str, Any]:
+    return cell.siblings[sibling][0]
 
 
 def _page_cache(cell: CellModel) -> Hit | None:
@@ -570,18 +609,14 @@ def _effect(cell: CellModel, rule: Rule) -> str | None:
     differs from the cell only in ``rule.knob``, set to one of ``rule.better``."""
     if rule.knob is None or cell.main is None or cell.main not in cell.values:
         return None
-    mine = _flat(cell)
-    for name, (flat, values) in sorted(cell.siblings.items()):
-        keys = {k for k in set(flat) | set(mine) if flat.get(k) != mine.get(k)}
-        if keys != {rule.knob} or flat.get(rule.knob) not in rule.better:
-            continue
-        if cell.main not in values:
-            continue
-        before, after = cell.values[cell.main], values[cell.main]
-        delta = "" if not before else f" ({100.0 * (after - before) / before:+.0f} %)"
-        return (f"{rule.knob.split('.')[-1]}={flat.get(rule.knob)} on {name}: {cell.main} "
-                f"{_n(after)} vs {_n(before)}{delta}")
-    return None
+    sibling = _only_differs(cell, rule.knob, rule.better)
+    if sibling is None or cell.main not in sibling[1]:
+        return None
+    name, values = sibling
+    before, after = cell.values[cell.main], values[cell.main]
+    delta = "" if not before else f" ({100.0 * (after - before) / before:+.0f} %)"
+    return (f"{rule.knob.split('.')[-1]}={_flat_of(cell, name).get(rule.knob)} on {name}: "
+            f"{cell.main} {_n(after)} vs {_n(before)}{delta}")
 
 
 def _finding(cell: CellModel, rule: Rule, hit: Hit) -> Finding:
