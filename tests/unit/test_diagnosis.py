@@ -136,7 +136,7 @@ def test_vcpu_saturated_and_tcg_artefacts() -> None:
 
 def test_main_loop_and_host_contention() -> None:
     assert dominant(model({**DISK, "qemu.main.cpu_pct": 97.0})) == "main-loop-saturated"
-    assert dominant(model({**DISK, "qemu.vcpu.wait_pct": 45.0})) == "host-cpu-contention"
+    assert dominant(model({**DISK, "qemu.vcpu.wait_pct": 55.0})) == "host-cpu-contention"
     no_wait = {k: v for k, v in DISK.items() if k != "qemu.vcpu.wait_pct"}
     assert "host-cpu-contention" in abstained(model(no_wait))
 

@@ -69,7 +69,7 @@ EMULATED_THROUGHPUT_RATIO = 0.8
 #: A thread busier than this (% of one core) is saturated.
 SATURATED_PCT = 85.0
 #: vCPU run-queue wait above this %: another runnable thread holds the core.
-WAIT_PCT = 20.0
+WAIT_PCT = 30.0
 #: A link carrying at least this % of its shaped rate is the limit.
 LINK_SATURATED_PCT = 85.0
 #: Main loop CPU above this % with user-mode networking: slirp is doing the work.
@@ -461,10 +461,18 @@ def _host_contention(cell: CellModel) -> Hit | None:
     if execs is not None:
         evidence.append(f"{_n(execs)} executions/s, "
                         f"{_n(cell.get('qemu.vcpu.cpu_ms_per_exec'))} ms CPU per execution")
+    score = SCORE_SPECIFIC + min((wait - WAIT_PCT) / 40.0, 1.0)
     scenario = cell.setting("scenario")
-    if scenario:
+    alone = _only_differs(cell, "scenario", (None,)) if scenario else None
+    alone_wait = None if alone is None else alone[1].get("qemu.vcpu.wait_pct")
+    if alone is not None and alone_wait is not None:
+        evidence.append(f"scenario {scenario}: wait {_n(wait)} % vs {_n(alone_wait)} % on "
+                        f"{alone[0]} alone")
+        if alone_wait < wait / 2:
+            score += 0.5  # the neighbours measurably caused it
+    elif scenario:
         evidence.append(f"scenario {scenario}")
-    return Hit(SCORE_SPECIFIC + min((wait - WAIT_PCT) / 40.0, 1.0), tuple(evidence))
+    return Hit(score, tuple(evidence))
 
 
 def _link(cell: CellModel) -> Hit | None:
