@@ -3,7 +3,7 @@
 Usage: python bench/diagnosis_accuracy.py [--rounds 3] [--only NAME,...] [--json]
 
 Runs every study of examples/diagnosis (each plants one known bottleneck; the planted
-cells and causes are in examples/diagnosis/expected.toml) ``--rounds`` times, each into
+cells and causes are in examples/diagnosis/expected.json) ``--rounds`` times, each into
 a fresh scratch database, and compares the dominant cause `hvbench explain` names for
 every planted cell with the planted one. Prints one line per planted cell and round,
 then the accuracy (correct / planted cells over all rounds). Exit 0 when every planted
@@ -19,7 +19,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,7 +56,8 @@ def main() -> int:
     parser.add_argument("--only", help="comma-separated study names (default: all)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    expected = tomllib.loads((SUITE / "expected.toml").read_text())
+    expected = {k: v for k, v in json.loads((SUITE / "expected.json").read_text()).items()
+                if not k.startswith("_")}
     names = args.only.split(",") if args.only else sorted(expected)
     results: list[dict[str, object]] = []
     for round_no in range(1, args.rounds + 1):

@@ -1,12 +1,12 @@
 """The planted-bottleneck suite: each study of examples/diagnosis plants one known
 bottleneck; `hvbench explain` must name it as the dominant cause of the planted cell
-(examples/diagnosis/expected.toml). One repetition each, small files, short runs; the
+(examples/diagnosis/expected.json). One repetition each, small files, short runs; the
 3-repetition accuracy measurement is bench/diagnosis_accuracy.py."""
 
 from __future__ import annotations
 
 import fnmatch
-import tomllib
+import json
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,9 @@ from hvbench.store.sqlite import Store
 
 pytestmark = pytest.mark.integration
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "diagnosis"
-EXPECTED: dict[str, dict[str, str]] = tomllib.loads((SUITE / "expected.toml").read_text())
+EXPECTED: dict[str, dict[str, str]] = {
+    k: v for k, v in json.loads((SUITE / "expected.json").read_text()).items()
+    if not k.startswith("_")}
 HOST_RAM = 24 << 30
 
 
