@@ -423,37 +423,36 @@ def _scenario_metrics() -> list[MetricSpec]:
     ]
 
 
+#: The resource model's derived metrics (:mod:`hvbench.analysis.resources`): never
+#: stored, computed from the stored ones for ``hvbench explain``. (name, unit, label);
+#: the device's await and the added latency are lower-is-better, the others neutral.
+_RESOURCE_METRICS = (
+    ("res.disk.util_pct", "%", "host device utilisation %"),
+    ("res.disk.queue", "", "host device requests in flight"),
+    ("res.disk.req_sectors", "sectors", "host request size (sectors)"),
+    ("res.disk.await_ms", "ms", "host device await ms (r/w weighted)"),
+    ("res.disk.added_latency_ms", "ms", "latency added above the device per I/O"),
+    ("res.disk.flush_per_write", "ratio", "host flushes per write"),
+    ("res.disk.writes_per_io", "ratio", "host writes per workload I/O"),
+    ("res.disk.device_share", "ratio", "host device bytes per workload byte"),
+    ("res.vcpu.util_pct", "%", "vCPU utilisation % (per vCPU)"),
+    ("res.vcpu.wait_pct", "%", "vCPU run-queue wait %"),
+    ("res.main.util_pct", "%", "QEMU main loop utilisation %"),
+    ("res.iothread.util_pct", "%", "iothread utilisation %"),
+    ("res.worker.util_pct", "%", "QEMU worker utilisation % (per thread)"),
+    ("res.host.cpu_busy_pct", "%", "host CPU busy %"),
+    ("res.cpu_ms_per_mb", "ms", "CPU ms per MB moved"),
+    ("res.cpu_ms_per_io", "ms", "CPU ms per I/O"),
+    ("res.cpu_ms_per_req", "ms", "CPU ms per request"),
+    ("res.net.link_util_pct", "%", "link utilisation % of its shaped rate"),
+)
+
+
 def _resource_metrics() -> list[MetricSpec]:
-    """The resource model's derived metrics (:mod:`hvbench.analysis.resources`): never
-    stored, computed from the stored ones for ``hvbench explain``."""
-    return [
-        _m("res.disk.util_pct", "%", "host device utilisation %", "neutral", "resources"),
-        _m("res.disk.queue", "", "host device requests in flight", "neutral", "resources"),
-        _m("res.disk.req_sectors", "sectors", "host request size (sectors)", "neutral",
-           "resources"),
-        _m("res.disk.await_ms", "ms", "host device await ms (r/w weighted)", "lower",
-           "resources"),
-        _m("res.disk.added_latency_ms", "ms", "latency added above the device per I/O",
-           "lower", "resources"),
-        _m("res.disk.flush_per_write", "ratio", "host flushes per write", "neutral",
-           "resources"),
-        _m("res.disk.writes_per_io", "ratio", "host writes per workload I/O", "neutral",
-           "resources"),
-        _m("res.disk.device_share", "ratio", "host device bytes per workload byte",
-           "neutral", "resources"),
-        _m("res.vcpu.util_pct", "%", "vCPU utilisation % (per vCPU)", "neutral", "resources"),
-        _m("res.vcpu.wait_pct", "%", "vCPU run-queue wait %", "neutral", "resources"),
-        _m("res.main.util_pct", "%", "QEMU main loop utilisation %", "neutral", "resources"),
-        _m("res.iothread.util_pct", "%", "iothread utilisation %", "neutral", "resources"),
-        _m("res.worker.util_pct", "%", "QEMU worker utilisation % (per thread)", "neutral",
-           "resources"),
-        _m("res.host.cpu_busy_pct", "%", "host CPU busy %", "neutral", "resources"),
-        _m("res.cpu_ms_per_mb", "ms", "CPU ms per MB moved", "neutral", "resources"),
-        _m("res.cpu_ms_per_io", "ms", "CPU ms per I/O", "neutral", "resources"),
-        _m("res.cpu_ms_per_req", "ms", "CPU ms per request", "neutral", "resources"),
-        _m("res.net.link_util_pct", "%", "link utilisation % of its shaped rate", "neutral",
-           "resources"),
-    ]
+    # CPU per unit is a cost, not a latency: neutral like the thread metrics.
+    return [_m(name, unit, label, "lower" if name.endswith("latency_ms")
+               or name.endswith("await_ms") else "neutral", "resources")
+            for name, unit, label in _RESOURCE_METRICS]
 
 
 #: Every metric hvbench stores, in declaration order.
