@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.analysis.diagnosis import explain_lines
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.report.model import load_run_report
@@ -25,8 +26,9 @@ EXPECTED: dict[str, dict[str, str]] = {
 HOST_RAM = 24 << 30
 
 
-def planted_verdicts(name: str, db: Path) -> dict[str, str | None]:
-    """Run one planted study into ``db``; planted cell -> the dominant rule named."""
+def planted_verdicts(name: str, db: Path) -> tuple[dict[str, str | None], str]:
+    """Run one planted study into ``db``; planted cell -> the dominant rule named, and
+    the explanation of those cells (shown when the test fails)."""
     path = SUITE / f"{name}.toml"
     study = parse_study(path.read_text(), str(path), HOST_RAM)
     with Store(db) as store:
@@ -34,18 +36,20 @@ def planted_verdicts(name: str, db: Path) -> dict[str, str | None]:
         assert outcome.failures == 0, store.failures(outcome.run_id)
         report = load_run_report(store, outcome.run_id, monitors=[])
     found: dict[str, str | None] = {}
+    text: list[str] = []
     for pattern in EXPECTED[name]:
         matched = [v for v in report.verdicts if fnmatch.fnmatchcase(v.cell, pattern)
                    and v.phase != "boot"]
         assert matched, f"{name}: no cell matches {pattern}"
         for verdict in matched:
             found[verdict.cell] = None if verdict.dominant is None else verdict.dominant.rule
-    return found
+            text += explain_lines(verdict)
+    return found, "\n".join(text)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_planted_cause_is_dominant(name: str, image: GuestImage, tmp_path: Path) -> None:
-    found = planted_verdicts(name, tmp_path / f"{name}.db")
+    found, text = planted_verdicts(name, tmp_path / f"{name}.db")
     for cell, rule in found.items():
         expected = next(r for p, r in EXPECTED[name].items() if fnmatch.fnmatchcase(cell, p))
-        assert rule == expected, f"{cell}: named {rule}, planted {expected}"
+        assert rule == expected, f"{cell}: named {rule}, planted {expected}\n{text}"

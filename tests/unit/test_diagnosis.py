@@ -169,13 +169,17 @@ def test_user_mode_networking_and_emulated_nic() -> None:
 
 
 def test_io_limit_names_the_configured_limit() -> None:
-    limited = {**DISK, "mb_s": 10.0, "host.disk.vda.util_pct": 10.0,
-               "host.disk.vda.avgqu_sz": 1.5, "qemu.vcpu.cpu_pct": 5.0}
+    # 10 I/O per s, 200 ms each, 20 ms of QEMU CPU per I/O: held, not processed.
+    limited = {**DISK, "mb_s": 10.0, "host.disk.vda.util_pct": 10.0, "iops": 10.0,
+               "host.disk.vda.avgqu_sz": 1.5, "qemu.vcpu.cpu_pct": 5.0,
+               "qemu.total.cpu_pct": 20.0, "lat_mean_ms": 200.0}
     verdict = diagnose(model(limited, platform=_vm(bps_limit=10_000_000)))
     assert verdict.dominant is not None and verdict.dominant.rule == "io-limit"
     assert verdict.dominant.share_pct == pytest.approx(100.0)
     assert "io-limit" not in fired(model(limited, cov=30.0))
     assert "io-limit" in abstained(model(limited, native=None))
+    # The same latency spent as QEMU CPU: a slow path, not a limit.
+    assert "io-limit" not in fired(model({**limited, "qemu.total.cpu_pct": 190.0}))
 
 
 def _fixture_verdicts(tmp_path: Path, name: str) -> dict[str, str]:

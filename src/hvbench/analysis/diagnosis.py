@@ -51,8 +51,12 @@ GROWTH_WRITE_RATIO = 1.3
 #: A cell at most this share of the throughput of the sibling differing only in the
 #: suspected setting: that setting costs throughput.
 SIBLING_SLOWER_RATIO = 0.85
-#: Host flushes per host write from which every write is being made durable.
-FLUSH_PER_WRITE = 0.25
+#: Host flushes per host write from which writes are being made durable one by one (the
+#: host merges the guest's writes, so one flush per guest write shows as fewer per
+#: host write) ...
+FLUSH_PER_WRITE = 0.1
+#: ... and at least this many times native's (which flushes only at the end).
+FLUSH_VS_NATIVE = 5.0
 #: Native flushes per write below this: the workload itself does not flush.
 NATIVE_FLUSH_PER_WRITE = 0.1
 #: Host device bytes per workload byte below this share of native's: a cache served it.
@@ -82,6 +86,9 @@ LIMIT_BELOW_NATIVE_PCT = 70.0
 LIMIT_DEVICE_IDLE_PCT = 50.0
 #: ... the vCPUs mostly waiting (below this utilisation) ...
 LIMIT_VCPU_IDLE_PCT = 50.0
+#: ... the time added above the device per I/O at least this many times the CPU QEMU
+#: spends per I/O (the request waits rather than being processed) ...
+LIMIT_WAIT_RATIO = 2.0
 #: ... and throughput flat over the repetitions (CoV at most this %).
 LIMIT_FLAT_COV_PCT = 10.0
 #: A configured limit within this share of the throughput is the one measured.
@@ -289,11 +296,12 @@ def _flush_per_write(cell: CellModel) -> Hit | None:
     ratio, native = cell.get("res.disk.flush_per_write"), cell.native("res.disk.flush_per_write")
     if ratio is None or not _is_write(cell) or ratio < FLUSH_PER_WRITE:
         return None
-    if native is not None and native >= NATIVE_FLUSH_PER_WRITE:
+    if native is not None and (native >= NATIVE_FLUSH_PER_WRITE
+                               or ratio < FLUSH_VS_NATIVE * native):
         return None
     cache = cell.setting("disk.cache")
     named = f" (cache={cache})" if cache else ""
-    return Hit(SCORE_SPECIFIC + min(ratio, 1.0),
+    return Hit(SCORE_SPECIFIC + min(3.0 * ratio, 1.0),
                (_vs(cell, "res.disk.flush_per_write", f"host flushes per write{named}"),
                 _vs(cell, "host.disk." + _dev(cell) + ".f_await_ms", "flush await", "ms")))
 
@@ -516,14 +524,18 @@ def _io_limit(cell: CellModel) -> Hit | None:
         return None
     flat = cell.main_cov_pct is None or cell.main_cov_pct <= LIMIT_FLAT_COV_PCT
     wait = cell.get("res.vcpu.wait_pct") or 0.0
-    # A vCPU waiting for a core is not waiting for I/O: that is contention.
+    added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
+    # A vCPU waiting for a core is not waiting for I/O: that is contention. A request
+    # whose added latency is QEMU's CPU work per I/O is being processed, not held.
     if pct >= LIMIT_BELOW_NATIVE_PCT or util >= LIMIT_DEVICE_IDLE_PCT or \
-            vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= WAIT_PCT or not flat:
+            vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= WAIT_PCT or not flat or \
+            added is None or cost is None or added < LIMIT_WAIT_RATIO * cost:
         return None
     evidence = [f"{_n(pct)} % of native, flat (CoV {_n(cell.main_cov_pct)} %)",
                 _vs(cell, "res.disk.util_pct", "host %util", "%"),
-                f"vCPUs {_n(vcpu)} % busy, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %: "
-                "requests wait between guest and device"]
+                f"vCPUs {_n(vcpu)} % busy, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %; "
+                f"{_n(added)} ms added per I/O above the device against {_n(cost)} ms of QEMU "
+                "CPU per I/O: requests wait between guest and device"]
     limit = cell.setting("disk.bps_limit")
     share, score = None, SCORE_SPECIFIC + 0.5
     measured = cell.values.get("mb_s")
@@ -599,7 +611,8 @@ RULES: tuple[Rule, ...] = (
          "nic backend=\"tap\" (QEMU -netdev tap,vhost=on; libvirt <interface "
          "type='bridge'>)", True, "nic.backend", ("tap",)),
     Rule("io-limit", "an I/O limit between guest and device", _DISK,
-         ("res.disk.util_pct", "res.vcpu.util_pct", "native:mb_s"), _io_limit,
+         ("res.disk.util_pct", "res.vcpu.util_pct", "res.disk.added_latency_ms",
+          "res.cpu_ms_per_io", "native:mb_s"), _io_limit,
          "raise or remove the limit: bps_limit on the disk (QEMU -drive "
          "throttling.bps-total; libvirt <iotune><total_bytes_sec>)", True, "disk.bps_limit",
          (None,)),
