@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -31,10 +32,26 @@ def _hvbench(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False)
 
 
+#: The machine is shared: a run refused because another study holds the host's run lock
+#: is retried, every RETRY_S seconds, up to LOCK_RETRIES times.
+LOCK_RETRIES = 60
+RETRY_S = 10.0
+
+
+def _run(name: str, db: Path) -> subprocess.CompletedProcess[str]:
+    for _ in range(LOCK_RETRIES):
+        done = _hvbench("run", str(SUITE / f"{name}.toml"), "--db", str(db))
+        if done.returncode == 0 or "another study is running" not in done.stderr:
+            return done
+        db.unlink(missing_ok=True)
+        time.sleep(RETRY_S)
+    return done
+
+
 def one_study(name: str, planted: dict[str, str], scratch: Path) -> list[dict[str, object]]:
     """Run one planted study; one result per planted cell."""
     db = scratch / f"{name}.db"
-    done = _hvbench("run", str(SUITE / f"{name}.toml"), "--db", str(db))
+    done = _run(name, db)
     if done.returncode != 0:
         return [{"study": name, "cell": pattern, "planted": rule, "named": None,
                  "ok": False, "error": done.stderr.strip().splitlines()[-1:]}
