@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hvbench.analysis.resources import CellModel, derive, flat_definition
+from hvbench.analysis.resources import CellModel, derive, disk_device, flat_definition
 from hvbench.analysis.summaries import TextTable, fmt_value
 
 __all__ = [
@@ -307,8 +307,7 @@ def _flush_per_write(cell: CellModel) -> Hit | None:
 
 
 def _dev(cell: CellModel) -> str:
-    devs = sorted({m.split(".")[2] for m in cell.values if m.startswith("host.disk.")})
-    return devs[0] if devs else "?"
+    return disk_device(cell.values) or "?"
 
 
 def _image_growth(cell: CellModel) -> Hit | None:
@@ -414,7 +413,7 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
             tput is None or tput > EMULATED_THROUGHPUT_RATIO):
         return None
     evidence = [f"{key.split('.')[1]}={model}: {cost.split('.')[1].replace('_', ' ')} "
-                f"{_n(mine)} vs {_n(theirs)} on {name} ({flat_value(cell, name, key)})"]
+                f"{_n(mine)} vs {_n(theirs)} on {name} ({_flat_value(cell, name, key)})"]
     if tput is not None and main is not None:
         evidence.append(f"{main} {_n(cell.values[main])} vs {_n(values[main])} on {name}")
     strength = max((ratio or 1.0) - 1.0, 0.0 if tput is None else 1.0 - tput)

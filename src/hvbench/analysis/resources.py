@@ -25,6 +25,7 @@ __all__ = [
     "build_models",
     "cell_model",
     "derive",
+    "disk_device",
     "flat_definition",
     "workload_class",
 ]
@@ -71,7 +72,7 @@ class CellModel:
     #: Derived ``res.*`` metrics of the cell and of the native cell.
     derived: dict[str, float] = field(default_factory=dict)
     native_derived: dict[str, float] = field(default_factory=dict)
-    #: Sibling platforms of the same phase: name -> (flat definition, values, derived).
+    #: The other platforms of the same phase: name -> (flat definition, metric means).
     siblings: Mapping[str, tuple[Mapping[str, Any], Mapping[str, float]]] = field(
         default_factory=dict)
 
@@ -115,7 +116,7 @@ def flat_definition(platform: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _disk_device(values: Mapping[str, float]) -> str | None:
+def disk_device(values: Mapping[str, float]) -> str | None:
     """The host block device that carried the traffic (most kB/s), if sampled."""
     devices = {m.split(".")[2] for m in values if m.startswith("host.disk.")}
     if not devices:
@@ -134,7 +135,7 @@ def _ratio(num: float | None, den: float | None) -> float | None:
 
 
 def _disk_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
-    dev = _disk_device(values)
+    dev = disk_device(values)
     if dev is None:
         return
     disk = {k.split(".", 3)[3]: v for k, v in values.items()
