@@ -420,10 +420,9 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
     return Hit(SCORE_SPECIFIC + min(strength, 1.5), tuple(evidence))
 
 
-def flat_value(cell: CellModel, sibling: str, key: str) -> str:
+def _flat_value(cell: CellModel, sibling: str, key: str) -> str:
     """``key=value`` of a sibling platform's setting."""
-    flat = cell.siblings[sibling][0]
-    return f"{key.rsplit('.', maxsplit=1)[-1]}={flat.get(key)}"
+    return f"{key.rsplit('.', maxsplit=1)[-1]}={_flat_of(cell, sibling).get(key)}"
 
 
 def _emulated_disk(cell: CellModel) -> Hit | None:
