@@ -72,6 +72,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", help="comma-separated study names (default: all)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", metavar="DIR",
+                        help="keep the databases in DIR/round-N instead of a scratch dir")
     args = parser.parse_args()
     expected = {k: v for k, v in json.loads((SUITE / "expected.json").read_text()).items()
                 if not k.startswith("_")}
@@ -79,8 +81,10 @@ def main() -> int:
     results: list[dict[str, object]] = []
     for round_no in range(1, args.rounds + 1):
         with tempfile.TemporaryDirectory() as scratch:
+            where = Path(args.keep) / f"round-{round_no}" if args.keep else Path(scratch)
+            where.mkdir(parents=True, exist_ok=True)
             for name in names:
-                for result in one_study(name, expected[name], Path(scratch)):
+                for result in one_study(name, expected[name], where):
                     result["round"] = round_no
                     results.append(result)
                     if not args.json:
