@@ -51,7 +51,7 @@ __all__ = [
 Direction = Literal["higher", "lower", "neutral"]
 #: Who stores the metric: a workload's parser, a host monitor's window summary, the
 #: runner itself, or a scenario (neighbours, on-demand starts, the dip).
-Layer = Literal["workload", "monitor", "runner", "scenario"]
+Layer = Literal["workload", "monitor", "runner", "scenario", "derived"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +98,7 @@ _LAYERS: dict[str, Layer] = {
     "netdev": "monitor",
     "runner": "runner",
     "scenario": "scenario",
+    "resources": "derived",
 }
 
 
@@ -422,6 +423,38 @@ def _scenario_metrics() -> list[MetricSpec]:
     ]
 
 
+#: The resource model's derived metrics (:mod:`hvbench.analysis.resources`): never
+#: stored, computed from the stored ones for ``hvbench explain``. (name, unit, label);
+#: the device's await and the added latency are lower-is-better, the others neutral.
+_RESOURCE_METRICS = (
+    ("res.disk.util_pct", "%", "host device utilisation %"),
+    ("res.disk.queue", "", "host device requests in flight"),
+    ("res.disk.req_sectors", "sectors", "host request size (sectors)"),
+    ("res.disk.await_ms", "ms", "host device await ms (r/w weighted)"),
+    ("res.disk.added_latency_ms", "ms", "latency added above the device per I/O"),
+    ("res.disk.flush_per_write", "ratio", "host flushes per write"),
+    ("res.disk.writes_per_io", "ratio", "host writes per workload I/O"),
+    ("res.disk.device_share", "ratio", "host device bytes per workload byte"),
+    ("res.vcpu.util_pct", "%", "vCPU utilisation % (per vCPU)"),
+    ("res.vcpu.wait_pct", "%", "vCPU run-queue wait %"),
+    ("res.main.util_pct", "%", "QEMU main loop utilisation %"),
+    ("res.iothread.util_pct", "%", "iothread utilisation %"),
+    ("res.worker.util_pct", "%", "QEMU worker utilisation % (per thread)"),
+    ("res.host.cpu_busy_pct", "%", "host CPU busy %"),
+    ("res.cpu_ms_per_mb", "ms", "CPU ms per MB moved"),
+    ("res.cpu_ms_per_io", "ms", "CPU ms per I/O"),
+    ("res.cpu_ms_per_req", "ms", "CPU ms per request"),
+    ("res.net.link_util_pct", "%", "link utilisation % of its shaped rate"),
+)
+
+
+def _resource_metrics() -> list[MetricSpec]:
+    # CPU per unit is a cost, not a latency: neutral like the thread metrics.
+    return [_m(name, unit, label, "lower" if name.endswith("latency_ms")
+               or name.endswith("await_ms") else "neutral", "resources")
+            for name, unit, label in _RESOURCE_METRICS]
+
+
 #: Every metric hvbench stores, in declaration order.
 CATALOGUE: tuple[MetricSpec, ...] = (
     *_workload_metrics(),
@@ -431,6 +464,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     *_net_monitor_metrics(),
     *_thread_metrics(),
     *_scenario_metrics(),
+    *_resource_metrics(),
 )
 
 _PLACEHOLDER = re.compile(r"<(\w+)>")

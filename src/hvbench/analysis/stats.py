@@ -13,6 +13,7 @@ import math
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from statistics import NormalDist
 
 __all__ = [
@@ -112,6 +113,7 @@ def _t_quantile_cornish_fisher(p: float, df: int) -> float:
     return z + g1 / df + g2 / df**2 + g3 / df**3 + g4 / df**4
 
 
+@cache
 def t_quantile(p: float, df: int) -> float:
     """Quantile of Student's t distribution with integer ``df`` degrees of freedom.
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from rich.console import Console
 
 from hvbench.report.model import load_run_report, resolve_run_id
-from hvbench.report.render import terminal_header, terminal_tables
 from hvbench.store.sqlite import Store
 
 #: Every command's handler: parsed arguments, stdout and stderr consoles -> exit code.
@@ -55,6 +54,10 @@ def run_id_of(store: Store, args: argparse.Namespace) -> str:
 def print_report(store: Store, run_id: str, out: Console, err: Console) -> None:
     """The terminal report of ``run_id``: header, tables, then warnings and failures on
     stderr."""
+    # Imported here: the renderers pull in matplotlib (HTML plots), which commands that
+    # print no report (explain, check) should not pay for.
+    from hvbench.report.render import terminal_header, terminal_tables
+
     # The terminal does not print the CoV: no samples are read.
     report = load_run_report(store, run_id, monitors=[])
     for line in terminal_header(report):

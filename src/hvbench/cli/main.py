@@ -20,6 +20,7 @@ from hvbench.cli import (
     cleanup,
     compare,
     doctor,
+    explain,
     fio_compare,
     guest,
     image,
@@ -37,7 +38,8 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
-COMMANDS = (doctor, image, guest, fio_compare, run, runs, report, compare, check, cleanup)
+COMMANDS = (doctor, image, guest, fio_compare, run, runs, report, explain, compare, check,
+            cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:

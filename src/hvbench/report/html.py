@@ -181,6 +181,8 @@ class ReportInput:
     #: platform name -> its stored definition (a scenario's ``scenario`` key gives
     #: the CPU weights of the weights table).
     platforms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: The verdicts of ``hvbench explain`` as a table (None: nothing diagnosed).
+    diagnosis: TextTable | None = None
 
 
 def parse_series_choice(text: str) -> SeriesChoice:
@@ -731,11 +733,19 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
     return "\n".join(parts)
 
 
+def _diagnosis_section(table: TextTable | None) -> str:
+    if table is None:
+        return ""
+    return ('<h2 id="diagnosis">Diagnosis</h2><p>The bottleneck of every cell from the '
+            "host-side evidence: the dominant cause first, its numbers next to native, "
+            "and the configuration change that removes it.</p>" + _text_table(table))
+
+
 def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     """Links to the environment, every workload and the optional sections present
     (``sections``: anchor -> present)."""
     titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
-              "propagation": "Propagation"}
+              "propagation": "Propagation", "diagnosis": "Diagnosis"}
     links = [("environment", "Environment"), ("warnings", "Warnings")]
     links += [(_anchor("w", w), f"Workload {w}") for w in workloads]
     links += [(anchor, titles[anchor]) for anchor, present in sections.items() if present]
@@ -761,7 +771,8 @@ def render_html(data: ReportInput) -> str:
                  data.rows, data.samples if scenario_run else (), cells, data.platforms),
                  cells),
              "lifecycle": _lifecycle_section(data.rows),
-             "propagation": _propagation_section(data.rows)}
+             "propagation": _propagation_section(data.rows),
+             "diagnosis": _diagnosis_section(data.diagnosis)}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
             _problems(stats, data.failures), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",

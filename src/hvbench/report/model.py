@@ -11,14 +11,18 @@ import contextlib
 import dataclasses
 import fnmatch
 import json
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hvbench.analysis.diagnosis import Verdict, diagnose_all
+from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
 from hvbench.errors import SpecError
+from hvbench.model.lab import parse_rate
 from hvbench.model.libvirt_xml import (
     DOMAIN_XML_KIND,
     MISSING_METRICS_KIND,
@@ -35,6 +39,7 @@ __all__ = [
     "latest_run_id",
     "load_run_report",
     "natives_of",
+    "run_models",
 ]
 
 
@@ -57,6 +62,8 @@ class RunReport:
     #: platform -> the I/O settings of its libvirt domain, one line each (from the
     #: domain XML stored with the run); empty without libvirt platforms.
     domain_io: dict[str, list[str]] = field(default_factory=dict)
+    #: The diagnosis of every (phase, platform) (``hvbench explain``), phase order.
+    verdicts: list[Verdict] = field(default_factory=list)
 
     @property
     def has_scenarios(self) -> bool:
@@ -70,6 +77,31 @@ class RunReport:
     def platform_definitions(self) -> dict[str, dict[str, Any]]:
         """platform name -> its stored definition."""
         return {c.platform_name: c.platform for c in self.cells}
+
+    def why(self, workload: str, phase: str) -> dict[str, str]:
+        """platform -> the Why text of its verdict in one phase."""
+        return {v.platform: v.why() for v in self.verdicts
+                if v.workload == workload and v.phase == phase}
+
+
+def link_rates(study_text: str) -> dict[str, float]:
+    """Lab host -> the shaped rate of its link in Mbit/s, from the stored study text
+    (hosts without a rate, or a text that does not parse, give nothing)."""
+    try:
+        hosts = tomllib.loads(study_text).get("lab", {}).get("host", [])
+        return {h["name"]: parse_rate(h["rate"]) / 1e6 for h in hosts
+                if isinstance(h, dict) and h.get("rate") and h.get("name")}
+    except (tomllib.TOMLDecodeError, ValueError, KeyError, AttributeError, TypeError):
+        return {}
+
+
+def run_models(report: RunReport) -> list[CellModel]:
+    """The resource model of every (phase, platform) of a report."""
+    definitions = {(c.platform_name, c.workload_name): (c.platform, c.workload)
+                   for c in report.cells}
+    return build_models(report.phases, report.natives, definitions,
+                        accelerator=report.run.env.get("accelerator"),
+                        link_rates=link_rates(report.run.study_text))
 
 
 def natives_of(cells: Iterable[CellRow]) -> dict[str, str | None]:
@@ -124,10 +156,12 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
     dimensions = {c.name: (c.platform_name, c.workload_name) for c in cells}
     scenarios = build_scenario_report(rows, samples, dimensions or None,
                                       {c.platform_name: c.platform for c in cells})
-    return RunReport(run=run, cells=list(cells), rows=list(rows), natives=natives_of(cells),
-                     phases=stats, warnings=warnings_for(stats), failures=list(failures),
-                     propagation_fits=propagation_fit_rows(rows), scenarios=scenarios,
-                     samples=list(samples))
+    report = RunReport(run=run, cells=list(cells), rows=list(rows),
+                       natives=natives_of(cells), phases=stats, warnings=warnings_for(stats),
+                       failures=list(failures), propagation_fits=propagation_fit_rows(rows),
+                       scenarios=scenarios, samples=list(samples))
+    report.verdicts.extend(diagnose_all(run_models(report)))
+    return report
 
 
 def ok_samples(store: Store, run_id: str, rows: Sequence[MeasurementRow],

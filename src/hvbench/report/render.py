@@ -11,6 +11,7 @@ from typing import Any
 
 from rich.table import Table
 
+from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
@@ -43,12 +44,15 @@ def terminal_header(report: RunReport) -> list[str]:
 def terminal_tables(report: RunReport) -> list[Table]:
     """Every table the terminal prints: one per phase, then the propagation fits and
     the scenario tables (not the CoV, which needs every sample)."""
-    tables = [phase_table(p, report.natives.get(p.workload)) for p in report.phases]
+    tables = [phase_table(p, report.natives.get(p.workload), report.why(p.workload, p.phase))
+              for p in report.phases]
     fits = propagation_fit_table_of(report.propagation_fits)
     if fits is not None:
         tables.append(fits)
-    return tables + [rich_table(t) for t in scenario_tables(report.scenarios)] \
-        + domain_io_tables(report)
+    tables += [rich_table(t) for t in scenario_tables(report.scenarios)]
+    if shown(report.verdicts):
+        tables.append(rich_table(diagnosis_table(report.verdicts)))
+    return tables + domain_io_tables(report)
 
 
 def domain_io_tables(report: RunReport) -> list[Table]:
@@ -80,11 +84,13 @@ def export_bytes(report: RunReport, fmt: str) -> bytes:
 
 def report_json(report: RunReport) -> str:
     """``--format json``: every summary with its % of native, the run's environment,
-    ``scenarios`` and ``propagation`` (the fits the terminal prints: platform, method,
-    fit, equation, R², intercept; empty without propagation)."""
+    ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
+    equation, R², intercept; empty without propagation), ``diagnosis`` (every cell's
+    verdict) and, with libvirt platforms, ``libvirt_domains``."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
                              "propagation": {"headers": list(FIT_HEADERS),
-                                             "fits": _propagation_json(report.propagation_fits)}}
+                                             "fits": _propagation_json(report.propagation_fits)},
+                             "diagnosis": [verdict_json(v) for v in report.verdicts]}
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
     return summary_json(report.phases, report.natives, summary_meta(report), extra)
@@ -100,7 +106,8 @@ def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:
         created_at=run.created_at, finished_at=run.finished_at, env=run.env,
         study_text=run.study_text, rows=report.rows, natives=report.natives,
         samples=report.samples, series=series, failures=failures,
-        cells=report.cell_dimensions(), platforms=report.platform_definitions())
+        cells=report.cell_dimensions(), platforms=report.platform_definitions(),
+        diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None)
 
 
 def section_titles(report: RunReport) -> dict[str, list[str]]:
@@ -109,5 +116,7 @@ def section_titles(report: RunReport) -> dict[str, list[str]]:
     phases = [f"{p.workload} / {p.phase}" for p in report.phases]
     extra: list[str] = ["propagation fits"] if report.propagation_fits else []
     extra += [t.title for t in scenario_tables(report.scenarios)]
+    if shown(report.verdicts):
+        extra.append(diagnosis_table(report.verdicts).title)
     out: dict[str, Any] = {"phases": phases, "extra": extra}
     return out

@@ -55,15 +55,20 @@ __all__ = [
 MAX_COLUMNS = 5
 #: The rows kept (with their short column names) when platforms become rows.
 COMPACT_ROWS = {"% of native": "% native", "CoV %": "CoV%", "host avgrq-sz": "avgrq-sz",
-                "host avgqu-sz": "avgqu-sz", "host %util": "%util", "n": "n"}
+                "host avgqu-sz": "avgqu-sz", "host %util": "%util", "n": "n", "Why": "why"}
 TCG_BANNER = (
     "TCG (software emulation): guest numbers measure emulation, not virtualization"
 )
 
 
-def phase_table(stats: PhaseStats, native: str | None) -> Table:
-    """One phase as a rich Table: platforms as columns, or as rows when there are many."""
+def phase_table(stats: PhaseStats, native: str | None,
+                why: Mapping[str, str] | None = None) -> Table:
+    """One phase as a rich Table: platforms as columns, or as rows when there are many.
+    ``why``: platform -> the dominant cause of its verdict, the last row when a guest
+    has one."""
     rows = phase_rows(stats, native)
+    if why and any(w not in ("-", "baseline") for w in why.values()):
+        rows.append(("Why", [why.get(p, "-") for p in stats.platforms]))
     title = f"{stats.workload} / {stats.phase}"
     if len(stats.platforms) <= MAX_COLUMNS:
         table = Table(title=title, title_justify="left")

@@ -1,0 +1,284 @@
+"""The resource model of a cell: utilisation and saturation of every resource on its
+I/O path, computed from the monitor metrics already stored with each phase.
+
+Pure: phase summaries and cell definitions in, :class:`CellModel` out. The derived
+numbers are catalogue metrics (``res.*`` in :mod:`hvbench.analysis.metrics`); the
+rules of :mod:`hvbench.analysis.diagnosis` read them, next to those of the native cell
+of the same workload phase.
+
+Resources: the guest's vCPU threads, QEMU's main loop, its iothreads and worker
+threads, the host CPU, the host block device (diskstats, as iostat) and the NIC or
+shaped link (netdev). A resource whose metrics were not stored is absent from the
+model, and every rule reading it abstains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hvbench.analysis.summaries import PhaseStats
+
+__all__ = [
+    "CellModel",
+    "build_models",
+    "cell_model",
+    "derive",
+    "disk_device",
+    "flat_definition",
+    "workload_class",
+]
+
+#: Sectors of diskstats are 512 bytes.
+SECTOR_KB = 0.5
+#: Throughput metrics and the bytes per unit (MB/s and Mbit/s), to get bytes/s.
+_BYTES_PER_S = {"mb_s": 1e6, "mbit_s": 1e6 / 8}
+
+
+def workload_class(metrics: Mapping[str, Any]) -> str:
+    """``disk``, ``network``, ``web`` or ``other``, from the headline metrics stored."""
+    if "mb_s" in metrics or "ops_s" in metrics:
+        return "disk"
+    if "mbit_s" in metrics:
+        return "network"
+    if "max_rate_rps" in metrics or "replies_s" in metrics:
+        return "web"
+    return "other"
+
+
+@dataclass(frozen=True)
+class CellModel:
+    """What one platform's phase of one workload looked like to the host."""
+
+    workload: str
+    phase: str
+    platform: str
+    #: ``disk``, ``network``, ``web`` or ``other``.
+    kind: str
+    #: The headline metric (``mb_s``, ``mbit_s``, ``max_rate_rps`` ...), if any.
+    main: str | None
+    #: Means of every stored metric of the cell and of the native cell (empty: none).
+    values: Mapping[str, float]
+    native_values: Mapping[str, float]
+    #: CoV % of the headline over the repetitions (None: one repetition).
+    main_cov_pct: float | None
+    #: The cell's platform and workload definitions as stored.
+    platform_def: Mapping[str, Any]
+    workload_def: Mapping[str, Any]
+    accelerator: str | None = None
+    #: The shaped rate of the link the workload crosses, Mbit/s (None: not shaped).
+    link_mbit: float | None = None
+    #: Derived ``res.*`` metrics of the cell and of the native cell.
+    derived: dict[str, float] = field(default_factory=dict)
+    native_derived: dict[str, float] = field(default_factory=dict)
+    #: The other platforms of the same phase: name -> (flat definition, metric means).
+    siblings: Mapping[str, tuple[Mapping[str, Any], Mapping[str, float]]] = field(
+        default_factory=dict)
+
+    @property
+    def is_native(self) -> bool:
+        """True for the bare-host platform."""
+        return self.platform_def.get("kind") == "native"
+
+    def get(self, metric: str) -> float | None:
+        """A stored or derived metric of the cell."""
+        if metric in self.derived:
+            return self.derived[metric]
+        return self.values.get(metric)
+
+    def native(self, metric: str) -> float | None:
+        """The same metric of the native cell (None without one)."""
+        if metric in self.native_derived:
+            return self.native_derived[metric]
+        return self.native_values.get(metric)
+
+    def setting(self, key: str) -> Any:
+        """A value of the flat platform definition (``disk.cache``, ``nic.model``)."""
+        return flat_definition(self.platform_def).get(key)
+
+
+def flat_definition(platform: Mapping[str, Any]) -> dict[str, Any]:
+    """A platform definition as ``key -> value`` with the first disk under ``disk.``
+    and the first NIC under ``nic.`` (what two platforms differing in one setting
+    differ in), plus ``kind``, ``machine``, ``vcpus``, ``memory_mib`` and ``scenario``."""
+    vm = platform.get("vm") or {}
+    out: dict[str, Any] = {"kind": platform.get("kind", "qemu")}
+    for key in ("machine", "vcpus", "memory_mib", "accel", "cpu"):
+        if key in vm:
+            out[key] = vm[key]
+    for prefix, items in (("disk", vm.get("disks") or []), ("nic", vm.get("nics") or [])):
+        if items:
+            out.update({f"{prefix}.{k}": v for k, v in items[0].items()})
+    scenario = platform.get("scenario")
+    if scenario:
+        out["scenario"] = scenario.get("name") if isinstance(scenario, dict) else scenario
+    return out
+
+
+def disk_device(values: Mapping[str, float]) -> str | None:
+    """The host block device that carried the traffic (most kB/s), if sampled."""
+    devices = {m.split(".")[2] for m in values if m.startswith("host.disk.")}
+    if not devices:
+        return None
+
+    def traffic(dev: str) -> float:
+        return sum(values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
+
+    return max(sorted(devices), key=traffic)
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    if num is None or den is None or den <= 0:
+        return None
+    return num / den
+
+
+def _disk_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
+    dev = disk_device(values)
+    if dev is None:
+        return
+    disk = {k.split(".", 3)[3]: v for k, v in values.items()
+            if k.startswith(f"host.disk.{dev}.")}
+    for key, name in (("util_pct", "util_pct"), ("avgqu_sz", "queue"),
+                      ("avgrq_sz", "req_sectors")):
+        if key in disk:
+            out[f"res.disk.{name}"] = disk[key]
+    r_s, w_s = disk.get("r_s", 0.0), disk.get("w_s", 0.0)
+    if r_s + w_s > 0:
+        await_ms = (disk.get("r_await_ms", 0.0) * r_s + disk.get("w_await_ms", 0.0) * w_s) / (
+            r_s + w_s)
+        out["res.disk.await_ms"] = await_ms
+        lat = values.get("lat_mean_ms")
+        if lat is not None:
+            out["res.disk.added_latency_ms"] = max(lat - await_ms, 0.0)
+    writes = _ratio(w_s, values.get("iops")) if w_s > 0 else None
+    if writes is not None:
+        out["res.disk.writes_per_io"] = writes
+    flushes = _ratio(disk.get("f_s"), w_s)
+    if flushes is not None:
+        out["res.disk.flush_per_write"] = flushes
+    kb_s = disk.get("r_kb_s", 0.0) + disk.get("w_kb_s", 0.0)
+    measured = values.get("mb_s")
+    if measured is not None and measured > 0:
+        # Host device bytes per byte the workload moved: far below 1, the page cache
+        # served the workload, not the device.
+        out["res.disk.device_share"] = kb_s / 1000.0 / measured
+
+
+def _thread_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
+    vcpu, threads = values.get("qemu.vcpu.cpu_pct"), values.get("qemu.vcpu.threads")
+    if vcpu is not None:
+        out["res.vcpu.util_pct"] = vcpu / max(threads or 1.0, 1.0)
+    for cls in ("main", "iothread", "worker"):
+        cpu = values.get(f"qemu.{cls}.cpu_pct")
+        if cpu is not None:
+            count = values.get(f"qemu.{cls}.threads") or 1.0
+            # The main loop is one thread; iothreads and workers: the busiest share.
+            out[f"res.{cls}.util_pct"] = cpu if cls == "main" else cpu / max(count, 1.0)
+    wait = values.get("qemu.vcpu.wait_pct")
+    if wait is not None:
+        out["res.vcpu.wait_pct"] = wait
+    busy = values.get("host.cpu.busy_pct")
+    if busy is not None:
+        out["res.host.cpu_busy_pct"] = busy
+
+
+def _cpu_pct(values: Mapping[str, float], native: bool) -> float | None:
+    """CPU % (of one core) spent to move the cell's I/O: QEMU's process on a guest
+    platform; on the bare host, the host CPU busy % times the core count is not
+    attributable to the workload, so the workload's own CPU (fio, iperf3)."""
+    if not native:
+        return values.get("qemu.total.cpu_pct")
+    return values.get("cpu_pct", values.get("cpu_platform_pct"))
+
+
+def _cost_derived(values: Mapping[str, float], native: bool, out: dict[str, float]) -> None:
+    cpu = _cpu_pct(values, native)
+    if cpu is None:
+        return
+    cpu_ms_per_s = cpu * 10.0
+    for metric, scale in _BYTES_PER_S.items():
+        rate = values.get(metric)
+        if rate is not None and rate > 0:
+            out["res.cpu_ms_per_mb"] = cpu_ms_per_s / (rate * scale / 1e6)
+    iops = values.get("iops")
+    if iops is not None and iops > 0:
+        out["res.cpu_ms_per_io"] = cpu_ms_per_s / iops
+    replies = values.get("replies_s", values.get("max_rate_rps"))
+    if replies is not None and replies > 0:
+        out["res.cpu_ms_per_req"] = cpu_ms_per_s / replies
+
+
+def _net_derived(values: Mapping[str, float], link_mbit: float | None,
+                 out: dict[str, float]) -> None:
+    rate = values.get("mbit_s", values.get("net_mbit_s"))
+    if rate is None:
+        tap = [values.get(f"net.guest-tap0.{k}", 0.0) for k in ("rx_mbit_s", "tx_mbit_s")]
+        rate = max(tap) if any(tap) else None
+    if rate is not None and link_mbit:
+        out["res.net.link_util_pct"] = 100.0 * rate / link_mbit
+
+
+def derive(values: Mapping[str, float], *, native: bool,
+           link_mbit: float | None = None) -> dict[str, float]:
+    """The ``res.*`` metrics of one cell's metric means."""
+    out: dict[str, float] = {}
+    _disk_derived(values, out)
+    _thread_derived(values, out)
+    _cost_derived(values, native, out)
+    _net_derived(values, link_mbit, out)
+    return out
+
+
+def _means(stats: PhaseStats, platform: str) -> dict[str, float]:
+    return {m: per[platform].mean for m, per in stats.metrics.items() if platform in per}
+
+
+def cell_model(stats: PhaseStats, platform: str, native: str | None,
+               definitions: Mapping[tuple[str, str], tuple[Mapping[str, Any], Mapping[str, Any]]],
+               *, accelerator: str | None = None,
+               link_rates: Mapping[str, float] | None = None) -> CellModel:
+    """The model of ``platform`` in one phase. ``definitions``: (platform, workload) ->
+    (platform definition, workload definition); ``link_rates``: lab host -> Mbit/s of
+    its shaped link."""
+    values = _means(stats, platform)
+    platform_def, workload_def = definitions.get((platform, stats.workload), ({}, {}))
+    native_values = _means(stats, native) if native and native != platform else {}
+    link = _link_rate(workload_def, link_rates or {})
+    main = stats.throughput_metric()
+    cov = stats.metrics[main][platform].cov_pct if main and platform in stats.metrics[main] \
+        else None
+    native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
+    siblings = {p: (flat_definition(definitions.get((p, stats.workload), ({}, {}))[0]),
+                    _means(stats, p)) for p in stats.platforms if p != platform}
+    return CellModel(
+        workload=stats.workload, phase=stats.phase, platform=platform,
+        kind=workload_class(stats.metrics), main=main, values=values,
+        native_values=native_values, main_cov_pct=cov, platform_def=platform_def,
+        workload_def=workload_def, accelerator=accelerator, link_mbit=link,
+        derived=derive(values, native=platform_def.get("kind") == "native", link_mbit=link),
+        native_derived=derive(native_values, native=native_def.get("kind") == "native",
+                              link_mbit=link) if native_values else {},
+        siblings=siblings)
+
+
+def _link_rate(workload: Mapping[str, Any], rates: Mapping[str, float]) -> float | None:
+    """The shaped rate the workload's traffic crosses: its peer's (``peer``,
+    ``client``), else the only shaped host's."""
+    for key in ("peer", "client", "host"):
+        name = workload.get(key)
+        if isinstance(name, str) and name in rates:
+            return rates[name]
+    return next(iter(rates.values())) if len(rates) == 1 else None
+
+
+def build_models(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
+                 definitions: Mapping[tuple[str, str],
+                                      tuple[Mapping[str, Any], Mapping[str, Any]]],
+                 *, accelerator: str | None = None,
+                 link_rates: Mapping[str, float] | None = None) -> list[CellModel]:
+    """The model of every (phase, platform) of a run, in phase then platform order."""
+    return [cell_model(s, p, natives.get(s.workload), definitions, accelerator=accelerator,
+                       link_rates=link_rates)
+            for s in stats for p in s.platforms]

@@ -1,0 +1,66 @@
+"""The planted-bottleneck suite: each study of examples/diagnosis plants one known
+bottleneck; `hvbench explain` must name it as the dominant cause of the planted cell
+(examples/diagnosis/expected.json). One repetition each, small files, short runs; the
+3-repetition accuracy measurement is bench/diagnosis_accuracy.py."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from pathlib import Path
+
+import pytest
+
+from hvbench.analysis.diagnosis import explain_lines
+from hvbench.image.builder import GuestImage
+from hvbench.model.study import parse_study
+from hvbench.report.model import load_run_report
+from hvbench.run.runner import run_study
+from hvbench.store.sqlite import Store
+
+pytestmark = pytest.mark.integration
+SUITE = Path(__file__).resolve().parents[2] / "examples" / "diagnosis"
+EXPECTED: dict[str, dict[str, str]] = {
+    k: v for k, v in json.loads((SUITE / "expected.json").read_text()).items()
+    if not k.startswith("_")}
+HOST_RAM = 24 << 30
+
+
+def planted_verdicts(name: str, db: Path) -> tuple[dict[str, str | None], str]:
+    """Run one planted study into ``db``; planted cell -> the dominant rule named, and
+    the explanation of those cells (shown when the test fails)."""
+    path = SUITE / f"{name}.toml"
+    study = parse_study(path.read_text(), str(path), HOST_RAM)
+    with Store(db) as store:
+        outcome = run_study(study, store)
+        assert outcome.failures == 0, store.failures(outcome.run_id)
+        report = load_run_report(store, outcome.run_id, monitors=[])
+    found: dict[str, str | None] = {}
+    text: list[str] = []
+    for pattern in EXPECTED[name]:
+        matched = [v for v in report.verdicts if fnmatch.fnmatchcase(v.cell, pattern)
+                   and v.phase != "boot"]
+        assert matched, f"{name}: no cell matches {pattern}"
+        for verdict in matched:
+            found[verdict.cell] = None if verdict.dominant is None else verdict.dominant.rule
+            text += explain_lines(verdict)
+    return found, "\n".join(text)
+
+
+#: Plants whose bottleneck this host does not reliably produce, so that the rule rightly
+#: does not name it in every run (docs/diagnosis.md, "The planted-bottleneck suite"):
+#: first writes into a sparse raw image leave no device-side evidence and were within
+#: the noise of the preallocated sibling (faster in 2 of 4 runs); under TCG the IDE
+#: guest was as fast as or faster than virtio-blk in 4 of 7 runs.
+UNRELIABLE = {"ide", "sparse"}
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(reason="plant not reliable on this host",
+                                            strict=False)) if n in UNRELIABLE else n
+    for n in sorted(EXPECTED)])
+def test_planted_cause_is_dominant(name: str, image: GuestImage, tmp_path: Path) -> None:
+    found, text = planted_verdicts(name, tmp_path / f"{name}.db")
+    for cell, rule in found.items():
+        expected = next(r for p, r in EXPECTED[name].items() if fnmatch.fnmatchcase(cell, p))
+        assert rule == expected, f"{cell}: named {rule}, planted {expected}\n{text}"

@@ -1,0 +1,230 @@
+"""The diagnosis rules on hand-made resource models and on stored fixture runs, each
+firing on its evidence and abstaining without it."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hvbench.analysis.diagnosis import RULES, diagnose
+from hvbench.analysis.metrics import lookup
+from hvbench.analysis.resources import CellModel, derive, flat_definition
+from hvbench.report.model import load_run_report
+from hvbench.store.sqlite import Store
+
+RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+DISK = {"host.disk.vda.r_s": 0.0, "host.disk.vda.w_s": 100.0, "host.disk.vda.w_kb_s": 50_000.0,
+        "host.disk.vda.r_kb_s": 0.0, "host.disk.vda.avgrq_sz": 1000.0,
+        "host.disk.vda.avgqu_sz": 4.0, "host.disk.vda.util_pct": 95.0,
+        "host.disk.vda.w_await_ms": 5.0, "host.disk.vda.f_s": 0.0,
+        "host.disk.vda.f_await_ms": 0.0, "mb_s": 50.0, "iops": 100.0, "lat_mean_ms": 6.0,
+        "qemu.vcpu.cpu_pct": 30.0, "qemu.vcpu.threads": 1.0, "qemu.vcpu.wait_pct": 1.0,
+        "qemu.main.cpu_pct": 5.0, "qemu.total.cpu_pct": 40.0, "host.cpu.busy_pct": 40.0}
+NATIVE = {**DISK, "cpu_pct": 10.0, "lat_mean_ms": 5.0}
+VM: dict[str, Any] = {"kind": "qemu", "vm": {"machine": "pc", "vcpus": 1, "disks": [
+    {"bus": "virtio-blk", "cache": "none", "allocation": "preallocated", "format": "raw",
+     "bps_limit": None}], "nics": []}}
+
+
+def _vm(**disk: Any) -> dict[str, Any]:
+    return {"kind": "qemu", "vm": {**VM["vm"], "disks": [{**VM["vm"]["disks"][0], **disk}]}}
+
+
+def model(values: Mapping[str, float], *, native: Mapping[str, float] | None = NATIVE,
+          platform: Mapping[str, Any] | None = None, accel: str = "kvm",
+          siblings: Mapping[str, tuple[Mapping[str, Any], Mapping[str, float]]] | None = None,
+          link: float | None = None, cov: float | None = 1.0, main: str = "mb_s") -> CellModel:
+    kind = {"mb_s": "disk", "mbit_s": "network"}.get(main, "web")
+    return CellModel("w", "write", "vm", kind, main, dict(values), dict(native or {}), cov,
+                     platform or VM, {}, accel, link,
+                     derive(values, native=False, link_mbit=link),
+                     derive(native, native=True, link_mbit=link) if native else {},
+                     {n: (flat_definition(p), v) for n, (p, v) in (siblings or {}).items()})
+
+
+def dominant(cell: CellModel) -> str | None:
+    verdict = diagnose(cell)
+    return None if verdict.dominant is None else verdict.dominant.rule
+
+
+def fired(cell: CellModel) -> set[str]:
+    verdict = diagnose(cell)
+    return {f.rule for f in ([verdict.dominant] if verdict.dominant else [])
+            + list(verdict.contributing)}
+
+
+def abstained(cell: CellModel) -> set[str]:
+    return {rule for rule, _ in diagnose(cell).abstained}
+
+
+def test_every_rule_is_documented_and_its_metrics_catalogued() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "diagnosis.md").read_text()
+    for rule in RULES:
+        assert f"`{rule.name}`" in doc
+        for name in rule.evidence:
+            assert lookup(name.removeprefix("native:")) is not None, name
+
+
+def test_a_healthy_cell_has_no_cause() -> None:
+    assert dominant(model(DISK)) is None
+
+
+def test_request_size_shrunk() -> None:
+    cell = model({**DISK, "host.disk.vda.avgrq_sz": 15.0})
+    assert dominant(cell) == "request-size-shrunk"
+    assert "host avgrq-sz 15 sectors vs 1000 sectors natively" in diagnose(cell).dominant.evidence  # type: ignore[union-attr]
+    assert "request-size-shrunk" in abstained(model(DISK, native=None))
+
+
+def test_few_in_flight_with_its_share_of_the_gap() -> None:
+    values = {**DISK, "host.disk.vda.avgqu_sz": 0.4, "host.disk.vda.util_pct": 60.0,
+              "host.disk.vda.w_await_ms": 1.0, "lat_mean_ms": 4.0}
+    native = {**NATIVE, "host.disk.vda.w_await_ms": 1.0, "lat_mean_ms": 1.2}
+    verdict = diagnose(model(values, native=native))
+    assert verdict.dominant is not None and verdict.dominant.rule == "few-in-flight"
+    assert verdict.dominant.share_pct == pytest.approx(100 * (3.0 - 0.2) / 2.8)
+    no_latency = {k: v for k, v in values.items() if k != "lat_mean_ms"}
+    assert "few-in-flight" in abstained(model(no_latency))
+
+
+def test_flush_per_write_cites_the_sibling_without_it() -> None:
+    values = {**DISK, "host.disk.vda.f_s": 100.0, "host.disk.vda.f_await_ms": 3.0,
+              "mb_s": 20.0}
+    sibling = (_vm(cache="none"), {**DISK, "mb_s": 45.0})
+    cell = model(values, platform=_vm(cache="writethrough"), siblings={"vm.none": sibling})
+    verdict = diagnose(cell)
+    assert verdict.dominant is not None and verdict.dominant.rule == "flush-per-write"
+    assert verdict.dominant.effect == "cache=none on vm.none: mb_s 45 vs 20 (+125 %)"
+    no_flush = {k: v for k, v in values.items() if not k.endswith(".f_s")}
+    assert "flush-per-write" in abstained(model(no_flush))
+
+
+def test_image_growth_needs_measured_evidence_not_the_setting() -> None:
+    sparse = _vm(allocation="sparse")
+    assert dominant(model({**DISK, "host.disk.vda.avgrq_sz": 15.0}, platform=sparse)) \
+        == "image-growth"
+    assert "image-growth" not in fired(model(DISK, platform=sparse))
+
+
+def test_host_page_cache() -> None:
+    cached = {**DISK, "mb_s": 200.0}
+    assert dominant(model(cached, platform=_vm(cache="writeback"))) == "host-page-cache"
+    assert "host-page-cache" in abstained(model(cached, native=None))
+
+
+def test_emulated_controller_against_its_virtio_sibling() -> None:
+    ide = {**DISK, "qemu.total.cpu_pct": 90.0, "iops": 60.0, "mb_s": 30.0}
+    sibling = (VM, DISK)
+    assert dominant(model(ide, platform=_vm(bus="ide"), siblings={"vm.virtio": sibling})) \
+        == "emulated-controller"
+    # No virtio cell to compare with: no verdict from the bus name alone.
+    assert "emulated-controller" not in fired(model(ide, platform=_vm(bus="ide")))
+
+
+def test_vcpu_saturated_and_tcg_artefacts() -> None:
+    busy = {**DISK, "qemu.vcpu.cpu_pct": 98.0}
+    assert dominant(model(busy)) == "vcpu-saturated"
+    verdict = diagnose(model(busy, accel="tcg"))
+    rules = {f.rule: f for f in [verdict.dominant, *verdict.contributing] if f}
+    assert not rules["tcg-emulation"].carries_to_kvm
+    assert not rules["vcpu-saturated"].carries_to_kvm
+
+
+def test_main_loop_and_host_contention() -> None:
+    assert dominant(model({**DISK, "qemu.main.cpu_pct": 97.0})) == "main-loop-saturated"
+    assert dominant(model({**DISK, "qemu.vcpu.wait_pct": 55.0})) == "host-cpu-contention"
+    no_wait = {k: v for k, v in DISK.items() if k != "qemu.vcpu.wait_pct"}
+    assert "host-cpu-contention" in abstained(model(no_wait))
+
+
+NET = {"mbit_s": 95.0, "qemu.total.cpu_pct": 50.0, "qemu.main.cpu_pct": 5.0,
+       "qemu.vcpu.cpu_pct": 40.0, "qemu.vcpu.wait_pct": 1.0}
+
+
+def test_link_saturated_and_its_share() -> None:
+    verdict = diagnose(model(NET, native={"mbit_s": 900.0, "cpu_platform_pct": 20.0},
+                             main="mbit_s", link=100.0))
+    assert verdict.dominant is not None and verdict.dominant.rule == "link-saturated"
+    # The link caps at 100 of native's 900: 800 of the 805 Mbit/s gap.
+    assert verdict.dominant.share_pct == pytest.approx(100.0 * 800 / 805)
+    assert "link-saturated" in abstained(model(NET, main="mbit_s"))
+
+
+def test_user_mode_networking_and_emulated_nic() -> None:
+    nic = {"model": "virtio-net", "backend": "user"}
+    user = {"kind": "qemu", "vm": {"vcpus": 1, "disks": [], "nics": [nic]}}
+    tap = {"kind": "qemu", "vm": {"vcpus": 1, "disks": [], "nics": [{**nic, "backend": "tap"}]}}
+    slirp = {**NET, "qemu.main.cpu_pct": 60.0, "mbit_s": 40.0}
+    assert dominant(model(slirp, platform=user, main="mbit_s",
+                          siblings={"tap": (tap, NET)})) == "user-mode-networking"
+    e1000 = {"kind": "qemu", "vm": {"vcpus": 1, "disks": [], "nics": [
+        {"model": "e1000", "backend": "tap"}]}}
+    slow = {**NET, "mbit_s": 30.0}
+    assert dominant(model(slow, platform=e1000, main="mbit_s",
+                          siblings={"virtio": (tap, NET)})) == "emulated-nic"
+
+
+def test_io_limit_names_the_configured_limit() -> None:
+    # 10 I/O per s, 200 ms each, 20 ms of QEMU CPU per I/O: held, not processed.
+    limited = {**DISK, "mb_s": 10.0, "host.disk.vda.util_pct": 10.0, "iops": 10.0,
+               "host.disk.vda.avgqu_sz": 1.5, "qemu.vcpu.cpu_pct": 5.0,
+               "qemu.total.cpu_pct": 20.0, "lat_mean_ms": 200.0}
+    verdict = diagnose(model(limited, platform=_vm(bps_limit=10_000_000)))
+    assert verdict.dominant is not None and verdict.dominant.rule == "io-limit"
+    assert verdict.dominant.share_pct == pytest.approx(100.0)
+    assert "io-limit" not in fired(model(limited, cov=30.0))
+    assert "io-limit" in abstained(model(limited, native=None))
+    # The same latency spent as QEMU CPU: a slow path, not a limit.
+    assert "io-limit" not in fired(model({**limited, "qemu.total.cpu_pct": 190.0}))
+
+
+def _fixture_verdicts(tmp_path: Path, name: str) -> dict[str, str]:
+    from hvbench.analysis.diagnosis import diagnose_all
+    from hvbench.report.model import run_models
+
+    shutil.copyfile(RUNS / f"{name}.db", tmp_path / f"{name}.db")
+    with Store(tmp_path / f"{name}.db", create=False) as store:
+        run = store.latest_run()
+        assert run is not None
+        report = load_run_report(store, run.id, monitors=[])
+    return {v.cell: v.why() for v in diagnose_all(run_models(report))}
+
+
+def test_fixture_storage_run(tmp_path: Path) -> None:
+    found = _fixture_verdicts(tmp_path, "storage")
+    assert found["native/iozone/read"] == "baseline"
+    assert found["vm.ide-writeback/fiojob/randrw"].startswith("emulated-controller")
+    assert found["vm.virtio-blk-none/fiojob/randrw"].startswith("few-in-flight")
+
+
+def test_fixture_network_run_abstains_on_the_link(tmp_path: Path) -> None:
+    from hvbench.analysis.diagnosis import diagnose_all
+    from hvbench.report.model import run_models
+
+    shutil.copyfile(RUNS / "network.db", tmp_path / "network.db")
+    with Store(tmp_path / "network.db", create=False) as store:
+        run = store.latest_run()
+        assert run is not None
+        report = load_run_report(store, run.id, monitors=[])
+    for verdict in diagnose_all(run_models(report)):
+        if not verdict.native and verdict.phase != "boot":
+            # No shaped link in this study: the link rule lacks its evidence.
+            assert "link-saturated" in {r for r, _ in verdict.abstained}
+
+
+def test_image_growth_from_the_preallocated_sibling() -> None:
+    sibling = (_vm(allocation="preallocated"), {**DISK, "mb_s": 70.0})
+    cell = model(DISK, platform=_vm(allocation="sparse"), siblings={"vm.pre": sibling})
+    verdict = diagnose(cell)
+    assert verdict.dominant is not None and verdict.dominant.rule == "image-growth"
+    assert verdict.dominant.effect == "allocation=preallocated on vm.pre: mb_s 70 vs 50 (+40 %)"
+
+
+def test_io_limit_is_not_named_when_the_vcpu_waits_for_a_core() -> None:
+    starved = {**DISK, "mb_s": 10.0, "host.disk.vda.util_pct": 10.0,
+               "qemu.vcpu.cpu_pct": 5.0, "qemu.vcpu.wait_pct": 60.0}
+    assert dominant(model(starved)) == "host-cpu-contention"
