@@ -21,6 +21,7 @@ from hvbench.model.libvirt_xml import (
 )
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import LibvirtPlatformSpec, parse_study
+from hvbench.monitors.session import monitors_for
 from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.libvirt import LibvirtPlatform, is_local
 
@@ -181,7 +182,10 @@ def test_a_remote_domain_says_which_host_metrics_are_missing() -> None:
     missing = remote.missing_metrics()
     assert set(missing) == {"qemu_threads", "host_disk", "host_nic"}
     assert all("remote host" in why for why in missing.values())
+    # ... and this machine's samplers are not run for it at all.
+    assert not remote.on_this_host and monitors_for(remote).monitors == []
     local = LibvirtPlatform(LibvirtPlatformSpec(domain="web"), name="x")
+    assert local.on_this_host
     assert local.missing_metrics() == {} and local.name == "web"
     # Not started: nothing to sample or tell.
     assert (local.pid, local.argv, local.tap_names, local.vcpu_threads()) == (

@@ -63,8 +63,11 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
     """The monitors for workloads on ``platform``; with ``interfaces`` (root-namespace
     network devices: the lab's bridge and veths, the guests' taps, each mapped to the
     label its metrics carry) their traffic instead of the work directory's disk (a
-    network workload does no disk I/O worth reporting)."""
+    network workload does no disk I/O worth reporting). A guest behind a remote
+    hypervisor gets none: this machine's figures would be recorded under its name."""
     monitors: list[Monitor] = []
+    if not platform.on_this_host:
+        return PhaseMonitors(monitors, hz)
     device = backing_device(work_dir())
     if interfaces:
         monitors.append(NetDevSampler(interfaces))

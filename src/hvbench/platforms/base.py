@@ -46,6 +46,14 @@ class Platform(Protocol):
         ...
 
     @property
+    def on_this_host(self) -> bool:
+        """True when what runs the workload (the host itself, or the guest's QEMU) runs
+        on this machine, so this machine's disk, CPU and NIC samplers measure it; False
+        for a guest behind a remote hypervisor URI, whose host-side metrics are then not
+        recorded at all (rather than this machine's figures under its name)."""
+        ...
+
+    @property
     def accel(self) -> str | None:
         """The accelerator a guest runs under (``kvm``, ``tcg``); None natively."""
         ...

@@ -72,8 +72,8 @@ _VCPU_COMM = re.compile(r"^CPU (\d+)/(TCG|KVM)$")
 #: Host-side metrics a remote URI cannot give, and why.
 REMOTE_MISSING = {
     "qemu_threads": "QEMU runs on the remote host: its threads cannot be sampled here",
-    "host_disk": "the remote host's disks cannot be sampled here (host disk and CPU "
-                 "figures are this machine's)",
+    "host_disk": "the remote host's disks and CPUs cannot be sampled here: no host disk "
+                 "or host CPU metrics are recorded",
     "host_nic": "the remote host's NICs (taps) cannot be sampled here",
 }
 
@@ -395,6 +395,11 @@ class LibvirtPlatform(StartStop):
             text = (self._stage / "console.log").read_text(errors="replace")
             return "\n".join(text.splitlines()[-lines:])
         return None
+
+    @property
+    def on_this_host(self) -> bool:
+        """False behind a remote URI: this machine's samplers do not see its QEMU."""
+        return is_local(self.spec.uri)
 
     def missing_metrics(self) -> dict[str, str]:
         """Host-side metrics this platform cannot give, and why (a remote URI's)."""

@@ -29,6 +29,7 @@ class NativePlatform(StartStop):
 
     kind = "native"
     is_guest = False
+    on_this_host = True
 
     def __init__(self, *, name: str = "native", base_dir: Path | None = None) -> None:
         self.name = name

@@ -104,6 +104,7 @@ class QemuPlatform(StartStop):
 
     kind = "qemu"
     is_guest = True
+    on_this_host = True
 
     def __init__(
         self,
