@@ -162,3 +162,12 @@ def _cmdline(pid: int) -> bytes:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return b""
+
+
+def test_main_is_a_subreaper_only_while_it_runs(tmp_path: Path) -> None:
+    from hvbench.cli.main import main
+    from hvbench.host import proctree as tree
+
+    assert not tree.is_subreaper()
+    main(["runs", "--db", str(tmp_path / "none.db")])  # fails at once: no database
+    assert not tree.is_subreaper()

@@ -68,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     interrupt.reset()
     # Orphaned descendants (fio's jobs in their own session) re-parent to hvbench, so
     # stopping finds the whole tree (docs/design.md, "One class per external process").
+    # Only for the command's duration: a caller that runs main() in-process (tests)
+    # must not go on adopting every orphan of the machine's daemons afterwards.
+    was_subreaper = proctree.is_subreaper()
     proctree.become_subreaper()
     # Ctrl-C stops guests in order even when hvbench was started with SIGINT ignored
     # (a background job of a non-interactive shell inherits SIG_IGN).
@@ -90,6 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         REGISTRY.stop_all()
         for sig, handler_before in previous.items():
             signal.signal(sig, handler_before)
+        if not was_subreaper:
+            proctree.become_subreaper(False)
 
 
 def _stop_interrupted(signum: int) -> int:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
 PROC = Path("/proc")
 #: Rounds of "stop what is new" before the kill: a tree that keeps forking is bounded.
 FREEZE_ROUNDS = 20
@@ -42,6 +43,18 @@ class ProcInfo:
     ppid: int
     state: str
     comm: str
+
+
+def is_subreaper() -> bool:
+    """Whether the calling process is a child subreaper now (False when unknown)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        flag = ctypes.c_int(0)
+        if int(libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)) != 0:
+            return False
+    except (OSError, AttributeError):
+        return False
+    return flag.value != 0
 
 
 def become_subreaper(enable: bool = True) -> bool:
