@@ -171,3 +171,17 @@ def test_main_is_a_subreaper_only_while_it_runs(tmp_path: Path) -> None:
     assert not tree.is_subreaper()
     main(["runs", "--db", str(tmp_path / "none.db")])  # fails at once: no database
     assert not tree.is_subreaper()
+
+
+def test_a_listening_socket_is_seen_without_connecting_to_it() -> None:
+    import socket
+
+    from hvbench.platforms.process import tcp_listening
+
+    with socket.socket() as bound, socket.socket() as listening:
+        bound.bind(("127.0.0.1", 0))
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        assert tcp_listening(os.getpid(), listening.getsockname()[1])
+        assert not tcp_listening(os.getpid(), bound.getsockname()[1])  # bound only
+    assert not tcp_listening(None, 80)

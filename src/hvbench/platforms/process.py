@@ -342,6 +342,29 @@ def _terminate_group(proc: subprocess.Popen[bytes]) -> None:
     proctree.kill_strays(members)
 
 
+def tcp_listening(pid: int | None, port: int) -> bool:
+    """True if a socket in ``pid``'s network namespace listens on TCP ``port``, read from
+    /proc/PID/net/tcp and tcp6 (state 0A), without connecting.
+
+    A readiness check must not connect: iperf3 takes a bare connection for a test,
+    then resets and re-opens its listener, and a client that connects during that
+    reset sees its test stall and fail ("select failed: Bad file descriptor").
+    """
+    if pid is None:
+        return False
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A" and \
+                    int(fields[1].rsplit(":", 1)[1], 16) == port:
+                return True
+    return False
+
+
 def tcp_port_open(address: str, port: int, netns: str | None = None) -> bool:
     """True if a TCP connect() to ``address:port`` succeeds within 0.2 s.
 

@@ -27,7 +27,7 @@ from typing import Literal, Protocol, runtime_checkable
 from hvbench.errors import CommandError, GuestError, SpecError
 from hvbench.host.started import StopOnExit
 from hvbench.platforms.base import ExecResult
-from hvbench.platforms.process import BackgroundProcess, tcp_port_open
+from hvbench.platforms.process import BackgroundProcess, tcp_listening, tcp_port_open
 
 EndpointKind = Literal["host", "netns", "guest"]
 #: Interval of the guest-side readiness and stop polls, microseconds (busybox usleep).
@@ -159,7 +159,8 @@ def start_server(
         raise CommandError(argv, None, f"{address}:{port} already accepts connections "
                            f"on {endpoint.name} (another server?)", f"starting {name}")
     process = BackgroundProcess(argv, name=name, netns=netns)
-    process.start(ready=lambda: tcp_port_open(address, port, netns), timeout=timeout)
+    # Ready when its socket listens (read from /proc, never by connecting to it).
+    process.start(ready=lambda: tcp_listening(process.pid, port), timeout=timeout)
     return ProcessServer(process)
 
 
