@@ -47,18 +47,7 @@ def planted_verdicts(name: str, db: Path) -> tuple[dict[str, str | None], str]:
     return found, "\n".join(text)
 
 
-#: Plants whose bottleneck this host does not reliably produce, so that the rule rightly
-#: does not name it in every run (docs/diagnosis.md, "The planted-bottleneck suite"):
-#: first writes into a sparse raw image leave no device-side evidence and were within
-#: the noise of the preallocated sibling (faster in 2 of 4 runs); under TCG the IDE
-#: guest was as fast as or faster than virtio-blk in 4 of 7 runs.
-UNRELIABLE = {"ide", "sparse"}
-
-
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason="plant not reliable on this host",
-                                            strict=False)) if n in UNRELIABLE else n
-    for n in sorted(EXPECTED)])
+@pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_planted_cause_is_dominant(name: str, image: GuestImage, tmp_path: Path) -> None:
     found, text = planted_verdicts(name, tmp_path / f"{name}.db")
     for cell, rule in found.items():

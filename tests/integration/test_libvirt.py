@@ -198,6 +198,15 @@ def test_same_guest_through_qemu_and_libvirt_gives_the_same_numbers(
     assert report.returncode == 0, report.stderr
     assert "libvirt domains: I/O settings" in report.stdout
     assert "cache=none io=native" in report.stdout
+    explained = _hvbench("explain", run_id, "--db", str(db), "--format", "json")
+    assert explained.returncode == 0, explained.stderr
+    measured = [v for v in json.loads(explained.stdout)["verdicts"]
+                if v["platform"] == "libvirt" and v["phase"] != "boot"]
+    assert measured, explained.stdout
+    # libvirtd's QEMU is found and sampled like hvbench's own: no rule lacks its threads.
+    for verdict in measured:
+        missing = {m for a in verdict["abstained"] for m in a["missing"]}
+        assert not missing & {"res.vcpu.util_pct", "res.main.util_pct"}, verdict
 
     conn = connect(URI)
     try:

@@ -17,7 +17,7 @@ import pytest
 
 from hvbench.host.cgroups import detect_cpu_cgroups
 from hvbench.image.builder import GuestImage
-from hvbench.model.study import parse_study
+from hvbench.model.study import parse_study, with_repetitions
 from hvbench.run.runner import run_study
 from hvbench.store.sqlite import MeasurementRow, Store
 
@@ -222,3 +222,24 @@ def test_kill_9_then_cleanup_removes_neighbours_cgroups_and_lab(
         time.sleep(0.2)
     assert not _qemu_pids() - before_qemu, "a guest outlived hvbench"
     assert _cgroup_dirs() == before_cg
+
+
+def test_the_hyperconverged_example_runs_and_is_explained(image: GuestImage,
+                                                          tmp_path: Path) -> None:
+    """examples/hyperconverged.toml (seed 004) with one repetition: every measured cell
+    gets a verdict from `hvbench explain`, and the guest alone on the 100 Mbit/s link
+    is named as held by the link."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "hyperconverged.toml"
+    study = with_repetitions(parse_study(path.read_text(), str(path), HOST_RAM), 1)
+    db = tmp_path / "hc.db"
+    with Store(db) as store:
+        outcome = run_study(study, store)
+        assert outcome.failures == 0, store.failures(outcome.run_id)
+    done = subprocess.run([HVBENCH, "explain", outcome.run_id, "--db", str(db), "--format",
+                           "json"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    verdicts = {v["cell"]: v for v in json.loads(done.stdout)["verdicts"]}
+    measured = [c for c in verdicts if not c.endswith("/boot")]
+    assert {c.split("/")[0] for c in measured} == {"vm1", "vm1@cpu3", "vm1@net3"}, verdicts
+    alone = verdicts["vm1/iperf3/tx"]["dominant"]
+    assert alone is not None and alone["rule"] == "link-saturated", verdicts["vm1/iperf3/tx"]

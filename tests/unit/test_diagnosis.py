@@ -108,6 +108,21 @@ def test_image_growth_needs_measured_evidence_not_the_setting() -> None:
     assert dominant(model({**DISK, "host.disk.vda.avgrq_sz": 15.0}, platform=sparse)) \
         == "image-growth"
     assert "image-growth" not in fired(model(DISK, platform=sparse))
+    assert "image-growth" not in fired(model({**DISK, "host.disk.vda.avgrq_sz": 15.0},
+                                             platform=_vm(allocation="full")))
+
+
+def test_image_growth_from_copied_bytes() -> None:
+    # qcow2 zero-fills around 4 kB first writes: the device moves 4x native's bytes.
+    copied = {**DISK, "host.disk.vda.w_kb_s": 200_000.0}
+    verdict = diagnose(model(copied, platform=_vm(allocation="sparse", format="qcow2")))
+    assert verdict.dominant is not None and verdict.dominant.rule == "image-growth"
+    assert any("host bytes written per guest byte" in e for e in verdict.dominant.evidence)
+    # A fallocated image converts extents without copying: only a sibling can tell.
+    assert "image-growth" not in fired(model(copied, platform=_vm(allocation="preallocated")))
+    slower = (_vm(allocation="full"), {**DISK, "mb_s": 70.0})
+    assert dominant(model(DISK, platform=_vm(allocation="preallocated"),
+                          siblings={"vm.full": slower})) == "image-growth"
 
 
 def test_host_page_cache() -> None:
@@ -216,12 +231,12 @@ def test_fixture_network_run_abstains_on_the_link(tmp_path: Path) -> None:
             assert "link-saturated" in {r for r, _ in verdict.abstained}
 
 
-def test_image_growth_from_the_preallocated_sibling() -> None:
-    sibling = (_vm(allocation="preallocated"), {**DISK, "mb_s": 70.0})
+def test_image_growth_from_the_fully_allocated_sibling() -> None:
+    sibling = (_vm(allocation="full"), {**DISK, "mb_s": 70.0})
     cell = model(DISK, platform=_vm(allocation="sparse"), siblings={"vm.pre": sibling})
     verdict = diagnose(cell)
     assert verdict.dominant is not None and verdict.dominant.rule == "image-growth"
-    assert verdict.dominant.effect == "allocation=preallocated on vm.pre: mb_s 70 vs 50 (+40 %)"
+    assert verdict.dominant.effect == "allocation=full on vm.pre: mb_s 70 vs 50 (+40 %)"
 
 
 def test_io_limit_is_not_named_when_the_vcpu_waits_for_a_core() -> None:

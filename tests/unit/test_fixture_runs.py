@@ -91,3 +91,44 @@ def test_reports_match_goldens(scratch_db: tuple[str, str, Path]) -> None:
                        "-o", str(cwd / "out.html"))
         assert done.returncode == 0, done.stderr
         assert (cwd / "out.html").read_bytes() == html.read_bytes(), html.name
+
+
+#: Shipped examples whose run is explained elsewhere than in these fixtures: the test
+#: that runs each for real and explains its run.
+EXPLAINED_BY_INTEGRATION_TESTS = {
+    "libvirt.toml": "tests/integration/test_libvirt.py",
+    "hyperconverged.toml": "tests/integration/test_scenarios.py",
+}
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def test_every_shipped_example_has_an_explained_run() -> None:
+    """Each examples/*.toml is reduced by a fixture here (its header names it) or run
+    and explained by an integration test (examples/diagnosis: the planted suite)."""
+    headers = "".join((RUNS / f"{n}.toml").read_text().split("\n[", 1)[0] for n in NAMES)
+    for example in sorted(p.name for p in EXAMPLES.glob("*.toml")):
+        if example in EXPLAINED_BY_INTEGRATION_TESTS:
+            test = EXPLAINED_BY_INTEGRATION_TESTS[example]
+            assert "explain" in (RUNS.parents[2] / test).read_text(), test
+        else:
+            assert f"examples/{example}" in headers, example
+
+
+def test_explain_answers_for_every_cell(scratch_db: tuple[str, str, Path]) -> None:
+    """`hvbench explain` on each fixture run: a verdict for every cell of the report,
+    the table and the JSON agreeing on the dominant causes."""
+    name, run, cwd = scratch_db
+    report = json.loads(hvbench(cwd, "report", run, "--db", f"{name}.db",
+                                "--format", "json").stdout)
+    done = hvbench(cwd, "explain", run, "--db", f"{name}.db", "--format", "json")
+    assert done.returncode == 0, done.stderr.decode()
+    verdicts = json.loads(done.stdout)["verdicts"]
+    assert [v["cell"] for v in verdicts] == [v["cell"] for v in report["diagnosis"]]
+    assert verdicts, name
+    table = hvbench(cwd, "explain", run, "--db", f"{name}.db")
+    assert table.returncode == 0, table.stderr.decode()
+    text = table.stdout.decode()
+    for verdict in verdicts:
+        assert verdict["cell"] in text
+        if verdict["dominant"] is not None:
+            assert f"dominant: {verdict['dominant']['rule']}" in text

@@ -48,6 +48,11 @@ UTIL_IDLE_PCT = 70.0
 ADDED_LATENCY_SHARE = 0.5
 #: Host writes per workload write this many times native's: metadata of a growing file.
 GROWTH_WRITE_RATIO = 1.3
+#: Host bytes per workload byte this many times native's: the image copies or zero-fills
+#: around each first write (qcow2 writes whole clusters, 64 kB by default, for 4 kB).
+GROWTH_BYTES_RATIO = 2.0
+#: Allocations whose blocks are all written before the guest starts (no growth).
+GROWN_ALLOCATIONS = ("full",)
 #: A cell at most this share of the throughput of the sibling differing only in the
 #: suspected setting: that setting costs throughput.
 SIBLING_SLOWER_RATIO = 0.85
@@ -310,9 +315,21 @@ def _dev(cell: CellModel) -> str:
     return disk_device(cell.values) or "?"
 
 
-def _image_growth(cell: CellModel) -> Hit | None:
+def _growth_possible(cell: CellModel) -> str | None:
+    """Why the cell's image can grow under a write phase (None: it cannot)."""
     allocation, fmt = cell.setting("disk.allocation"), cell.setting("disk.format")
-    if not _is_write(cell) or (allocation != "sparse" and fmt != "qcow2"):
+    if not _is_write(cell) or allocation == "full" or allocation is None:
+        return None
+    if allocation == "sparse":
+        what = "clusters and file blocks" if fmt == "qcow2" else "file blocks"
+        return f"image {fmt}, sparse: {what} are allocated on first write"
+    return (f"image {fmt}, preallocated (fallocate): its unwritten extents are converted "
+            "on first write")
+
+
+def _image_growth(cell: CellModel) -> Hit | None:
+    why = _growth_possible(cell)
+    if why is None:
         return None
     size, native = cell.get("res.disk.req_sectors"), cell.native("res.disk.req_sectors")
     flushes = cell.get("res.disk.flush_per_write") or 0.0
@@ -323,10 +340,18 @@ def _image_growth(cell: CellModel) -> Hit | None:
         "res.disk.writes_per_io")
     amplified = writes is not None and native_writes is not None and \
         writes >= GROWTH_WRITE_RATIO * native_writes
-    slower = _slower_than_sibling(cell, "disk.allocation", ("preallocated",))
-    if not (shrunk or journal or amplified or slower):
+    share, native_share = cell.get("res.disk.device_share"), cell.native(
+        "res.disk.device_share")
+    copied = share is not None and native_share is not None and native_share > 0 and \
+        share >= GROWTH_BYTES_RATIO * native_share
+    slower = _slower_than_sibling(cell, "disk.allocation", GROWN_ALLOCATIONS)
+    if cell.setting("disk.allocation") == "preallocated":
+        # Converting a reserved extent neither splits requests nor copies data: only a
+        # fully written sibling can show what it costs.
+        shrunk = journal = amplified = copied = False
+    if not (shrunk or journal or amplified or copied or slower):
         return None
-    evidence = [f"image {fmt}, {allocation}: the file grows on first write"]
+    evidence = [why]
     if shrunk:
         evidence.append(_vs(cell, "res.disk.req_sectors", "host avgrq-sz", "sectors"))
     if journal:
@@ -335,10 +360,14 @@ def _image_growth(cell: CellModel) -> Hit | None:
     if amplified:
         evidence.append(_vs(cell, "res.disk.writes_per_io",
                             "host writes per guest write (allocation metadata)"))
+    if copied:
+        evidence.append(_vs(cell, "res.disk.device_share",
+                            "host bytes written per guest byte (allocation copies and "
+                            "zero-fills)"))
     if slower:
         evidence.append(slower)
-    return Hit(SCORE_SPECIFIC + 0.6 + 0.4 * (shrunk + journal + amplified + bool(slower)),
-               tuple(evidence))
+    found = shrunk + journal + amplified + copied + bool(slower)
+    return Hit(SCORE_SPECIFIC + 0.6 + 0.4 * min(found, 3), tuple(evidence))
 
 
 def _only_differs(cell: CellModel, key: str, better: Sequence[Any]
@@ -416,8 +445,20 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
                 f"{_n(mine)} vs {_n(theirs)} on {name} ({_flat_value(cell, name, key)})"]
     if tput is not None and main is not None:
         evidence.append(f"{main} {_n(cell.values[main])} vs {_n(values[main])} on {name}")
+    evidence += _queue_vs(cell, name, values)
     strength = max((ratio or 1.0) - 1.0, 0.0 if tput is None else 1.0 - tput)
     return Hit(SCORE_SPECIFIC + min(strength, 1.5), tuple(evidence))
+
+
+def _queue_vs(cell: CellModel, sibling: str, values: Mapping[str, float]) -> list[str]:
+    """Evidence that the controller passed fewer requests at once than the sibling's
+    (IDE has no command queuing): the host queue at most half of the sibling's."""
+    mine, theirs = cell.get("res.disk.queue"), derive(values, native=False).get(
+        "res.disk.queue")
+    if mine is None or theirs is None or mine > 0.5 * theirs:
+        return []
+    return [f"host avgqu-sz {_n(mine)} vs {_n(theirs)} on {sibling}: fewer requests reach "
+            "the device at once"]
 
 
 def _flat_value(cell: CellModel, sibling: str, key: str) -> str:
@@ -576,8 +617,9 @@ RULES: tuple[Rule, ...] = (
          "still flushes when it asks to", True, "disk.cache", ("none", "writeback")),
     Rule("image-growth", "image growth on first write (sparse file or qcow2 allocation)",
          _DISK, ("res.disk.req_sectors",), _image_growth,
-         "allocation=\"preallocated\" (qemu-img create -o preallocation=full; libvirt: "
-         "allocate the volume fully)", True, "disk.allocation", ("preallocated",)),
+         "allocation=\"full\" (qemu-img create -o preallocation=full; libvirt: a volume "
+         "with <allocation> equal to its <capacity>, or virsh vol-create --prealloc-metadata "
+         "for qcow2 metadata only)", True, "disk.allocation", GROWN_ALLOCATIONS),
     Rule("host-page-cache", "a page cache served the guest (the device is not what was "
          "measured)", _DISK, ("res.disk.device_share", "native:res.disk.device_share"), _page_cache,
          "cache=none so the host device is measured (libvirt <driver cache='none'/>), and "

@@ -29,7 +29,12 @@ DiskBus = Literal["virtio-blk", "virtio-scsi", "ide", "ahci", "lsi-scsi"]
 CacheMode = Literal["none", "writeback", "writethrough", "directsync", "unsafe"]
 AioMode = Literal["threads", "native", "io_uring"]
 ImageFormat = Literal["raw", "qcow2"]
-Allocation = Literal["sparse", "preallocated"]
+Allocation = Literal["sparse", "preallocated", "full"]
+#: ``qemu-img create -o preallocation=`` of each allocation. ``preallocated`` reserves the
+#: blocks (fallocate): on ext4 and XFS they stay *unwritten* extents that the first write
+#: to each converts (a journalled metadata change), so first writes still pay part of the
+#: growth; ``full`` writes every byte, as the seeds' preallocated image files were.
+PREALLOCATION: dict[str, str] = {"sparse": "off", "preallocated": "falloc", "full": "full"}
 NicModel = Literal["virtio-net", "e1000", "rtl8139"]
 NetBackend = Literal["user", "tap"]
 

@@ -49,7 +49,7 @@ from hvbench.model.libvirt_xml import (
     owner_pid,
 )
 from hvbench.model.qemu_argv import disk_serial
-from hvbench.model.spec import NicSpec, VmSpec
+from hvbench.model.spec import PREALLOCATION, NicSpec, VmSpec
 from hvbench.model.study import LibvirtPlatformSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
@@ -266,7 +266,7 @@ class LibvirtPlatform(StartStop):
     def _create_disk(vm: VmSpec, index: int, stage: Path) -> str:
         disk = vm.disks[index]
         path = stage / f"disk{index}.{disk.format}"
-        prealloc = "falloc" if disk.allocation == "preallocated" else "off"
+        prealloc = PREALLOCATION[disk.allocation]
         run(["qemu-img", "create", "-q", "-f", disk.format, "-o", f"preallocation={prealloc}",
              str(path), str(disk.size)], timeout=600, what=f"creating benchmark disk {index}")
         _give_to_qemu(path)

@@ -47,7 +47,7 @@ from hvbench.model.qemu_argv import (
     disk_serial,
     wants_host_tsc,
 )
-from hvbench.model.spec import NicSpec, VmSpec
+from hvbench.model.spec import PREALLOCATION, NicSpec, VmSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.process import die_with_parent as _die_with_parent
@@ -203,7 +203,7 @@ class QemuPlatform(StartStop):
         if self._run_dir is None:
             raise GuestError("internal: run directory missing")
         path = self._run_dir / f"disk{index}.{disk.format}"
-        prealloc = "falloc" if disk.allocation == "preallocated" else "off"
+        prealloc = PREALLOCATION[disk.allocation]
         run(
             ["qemu-img", "create", "-q", "-f", disk.format, "-o", f"preallocation={prealloc}",
              str(path), str(disk.size)],
