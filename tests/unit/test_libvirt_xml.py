@@ -192,3 +192,8 @@ def test_a_remote_domain_says_which_host_metrics_are_missing() -> None:
         None, None, (), {})
     assert not local.is_running() and local.describe()["kind"] == "libvirt"
     assert os.getpid() > 0
+
+
+def test_guest_kernel_settings_reach_the_domain_cmdline() -> None:
+    xml = build_domain_xml(_plan({"mitigations": False, "kernel_args": ["nokaslr"]}))
+    assert "<cmdline>quiet " in xml and " mitigations=off nokaslr</cmdline>" in xml

@@ -189,3 +189,19 @@ def test_disk_throttling_is_a_drive_option() -> None:
     assert first.endswith(",cache=none,aio=threads,throttling.bps-total=41943040")
     assert "throttling" not in second
     assert spec.disks[0].label() == "virtio-blk-none-raw-sparse-bps-40M"
+
+
+def test_guest_kernel_settings_go_last_on_the_command_line() -> None:
+    append = argv_of(VmSpec())[argv_of(VmSpec()).index("-append") + 1]
+    assert "mitigations" not in append  # the kernel's default: on
+    spec = VmSpec(mitigations=False, kernel_args=("nokaslr", "elevator=none"))
+    append = argv_of(spec)[argv_of(spec).index("-append") + 1]
+    assert append.endswith(" mitigations=off nokaslr elevator=none")
+    assert spec.label().endswith("_mitigations-off_nokaslr_elevator=none")
+    assert VmSpec().label() == "q35_1cpu_512M"
+
+
+@pytest.mark.parametrize("word", ["a b", "x='y'", "init=/bin/sh\n", ""])
+def test_kernel_args_refuse_words_that_are_not_one_word(word: str) -> None:
+    with pytest.raises(ValueError, match="kernel_args"):
+        VmSpec(kernel_args=(word,))

@@ -104,7 +104,7 @@ def _os(root: ET.Element, plan: DomainPlan) -> None:
     _sub(os_el, "kernel", plan.kernel)
     _sub(os_el, "initrd", plan.initrd)
     cmdline = plan.kernel_cmdline + driver_cmdline(plan.spec) + nic_cmdline(
-        plan.spec.nics, plan.macs)
+        plan.spec.nics, plan.macs) + plan.spec.kernel_cmdline()
     _sub(os_el, "cmdline", cmdline)
     features = _sub(root, "features")
     _sub(features, "acpi")

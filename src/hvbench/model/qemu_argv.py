@@ -120,7 +120,7 @@ def _base_args(plan: LaunchPlan) -> list[str]:
         "-device", f"virtserialport,bus=vserial0.0,chardev=agent0,name={AGENT_PORT_NAME}",
         "-kernel", plan.kernel, "-initrd", plan.initrd,
         "-append", plan.kernel_cmdline + tsc_cmdline(plan) + driver_cmdline(plan.spec)
-        + nic_cmdline(plan.spec.nics, plan.macs),
+        + nic_cmdline(plan.spec.nics, plan.macs) + plan.spec.kernel_cmdline(),
     ]
 
 

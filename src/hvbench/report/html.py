@@ -181,6 +181,8 @@ class ReportInput:
     #: platform name -> its stored definition (a scenario's ``scenario`` key gives
     #: the CPU weights of the weights table).
     platforms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: How the guests' kernels were booted (mitigations, extra words), one line each.
+    guest_kernel: Sequence[str] = ()
     #: The verdicts of ``hvbench explain`` as a table (None: nothing diagnosed).
     diagnosis: TextTable | None = None
 
@@ -568,6 +570,7 @@ def _header(data: ReportInput) -> str:
             ("started", data.created_at), ("finished", data.finished_at or "-")]
     env = [(label, _env_value(key, data.env.get(key))) for key, label in ENV_FIELDS
            if key in data.env]
+    env += [("guest kernel", line) for line in data.guest_kernel]
     parts = [f"<h1>hvbench report: {_e(data.study_name)}</h1>",
              _table(["", ""], meta, left=2)]
     if data.env.get("accelerator") == "tcg":

@@ -78,10 +78,37 @@ class RunReport:
         """platform name -> its stored definition."""
         return {c.platform_name: c.platform for c in self.cells}
 
+    def guest_kernels(self) -> dict[str, list[str]]:
+        """The guest kernel settings the run's guests booted with -> their platforms
+        (see :func:`guest_kernel`); empty without guests hvbench defined."""
+        found: dict[str, list[str]] = {}
+        for name, definition in self.platform_definitions().items():
+            text = guest_kernel(definition)
+            if text is not None:
+                found.setdefault(text, []).append(name)
+        return found
+
     def why(self, workload: str, phase: str) -> dict[str, str]:
         """platform -> the Why text of its verdict in one phase."""
         return {v.platform: v.why() for v in self.verdicts
                 if v.workload == workload and v.phase == phase}
+
+
+def guest_kernel(platform: Mapping[str, Any]) -> str | None:
+    """How a guest's kernel was booted, from its stored definition: the mitigations and
+    any extra command-line words. None for the bare host and existing libvirt domains
+    (their kernel is theirs). A definition stored before the setting existed was booted
+    with ``mitigations=off``, hvbench's built-in command line until then."""
+    vm = platform.get("vm")
+    if not isinstance(vm, Mapping):
+        return None
+    mitigations = vm.get("mitigations")
+    if mitigations is None:
+        text = "mitigations=off (built in; not declared by this older run)"
+    else:
+        text = "mitigations on (kernel default)" if mitigations else "mitigations=off"
+    extra = vm.get("kernel_args") or ()
+    return text + "".join(f" {w}" for w in extra)
 
 
 def link_rates(study_text: str) -> dict[str, float]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
@@ -38,7 +39,17 @@ def terminal_header(report: RunReport) -> list[str]:
              f"accelerator {env.get('accelerator')}"]
     if env.get("accelerator") == "tcg":
         lines.append(f"[bold white on red] {TCG_BANNER} [/]")
+    lines += [f"guest kernel: {escape(line)}" for line in guest_kernel_lines(report)]
     return lines
+
+
+def guest_kernel_lines(report: RunReport) -> list[str]:
+    """One line per kernel setting the run's guests used, naming the guests when they
+    differ."""
+    kernels = report.guest_kernels()
+    if len(kernels) == 1:
+        return list(kernels)
+    return [f"{text}: {', '.join(names)}" for text, names in kernels.items()]
 
 
 def terminal_tables(report: RunReport) -> list[Table]:
@@ -93,6 +104,10 @@ def report_json(report: RunReport) -> str:
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
+    kernels = report.guest_kernels()
+    if kernels:
+        extra["guest_kernel"] = {name: text for text, names in kernels.items()
+                                 for name in names}
     return summary_json(report.phases, report.natives, summary_meta(report), extra)
 
 
@@ -107,6 +122,7 @@ def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:
         study_text=run.study_text, rows=report.rows, natives=report.natives,
         samples=report.samples, series=series, failures=failures,
         cells=report.cell_dimensions(), platforms=report.platform_definitions(),
+        guest_kernel=guest_kernel_lines(report),
         diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None)
 
 
