@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_lock import machine_lock
+
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "examples" / "diagnosis"
 
@@ -40,7 +42,8 @@ RETRY_S = 10.0
 
 def _run(name: str, db: Path) -> subprocess.CompletedProcess[str]:
     for _ in range(LOCK_RETRIES):
-        done = _hvbench("run", str(SUITE / f"{name}.toml"), "--db", str(db))
+        with machine_lock():
+            done = _hvbench("run", str(SUITE / f"{name}.toml"), "--db", str(db))
         if done.returncode == 0 or "another study is running" not in done.stderr:
             return done
         db.unlink(missing_ok=True)

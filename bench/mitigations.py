@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_lock import machine_lock
+
 REPO = Path(__file__).resolve().parents[1]
 STUDY = REPO / "bench" / "studies" / "mitigations.toml"
 #: A run refused because another study holds the host's run lock is retried.
@@ -36,7 +38,8 @@ def _hvbench(*args: str, output: bool = True) -> subprocess.CompletedProcess[str
 
 def _run(db: Path) -> str:
     for _ in range(LOCK_RETRIES):
-        done = _hvbench("run", str(STUDY), "--db", str(db))
+        with machine_lock():
+            done = _hvbench("run", str(STUDY), "--db", str(db))
         if done.returncode == 0:
             return done.stdout.strip().splitlines()[-1].split()[1]
         if "another study is running" not in done.stderr:
