@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.analysis.latency import fio_clat_histogram
 from hvbench.errors import GuestTimeoutError
 from hvbench.image.builder import GuestImage
 from hvbench.model.spec import DiskSpec, VmSpec
@@ -47,3 +48,8 @@ def test_fio_native_and_guest(image: GuestImage) -> None:
         assert result.direction == "write" and result.mb_per_s > 0
         assert result.raw["write"]["io_bytes"] == size
     assert '"fio version"' in raw and '"fio version"' in guest_raw
+    # json+ histograms: every I/O is in one bucket, on both sides.
+    for text, result in ((raw, native_result), (guest_raw, guest_result)):
+        assert sum(fio_clat_histogram(text).values()) == size // job.bs
+        assert result.lat_p90_ms is not None and result.lat_p9999_ms is not None
+        assert result.lat_p50_ms is not None and result.lat_p50_ms <= result.lat_p9999_ms

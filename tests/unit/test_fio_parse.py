@@ -42,5 +42,5 @@ def test_garbage_is_an_error(bad: str) -> None:
 def test_job_argv() -> None:
     job = FioJob(name="j", rw="randread", filename="/dev/vda", size=1 << 20, bs=4096, runtime_s=5)
     argv = job.argv()
-    assert argv[:2] == ["fio", "--output-format=json"]
+    assert argv[:2] == ["fio", "--output-format=json+"]
     assert "--rw=randread" in argv and "--direct=1" in argv and "--time_based" in argv

@@ -212,6 +212,8 @@ def _workload_metrics() -> list[MetricSpec]:
         _latency("lat_p50_ms", "p50 latency ms", "fio"),
         _latency("lat_p99_ms", "p99 latency ms", "fio", detail=1, vs_alone=3),
         _latency("lat_p999_ms", "p99.9 latency ms", "fio"),
+        _latency("lat_p90_ms", "p90 latency ms", "fio"),
+        _latency("lat_p9999_ms", "p99.99 latency ms", "fio"),
         _m("cpu_pct", "%", "workload CPU % (fio usr+sys)", "neutral", "fio", detail=2),
         _m("cpu_usr_pct", "%", "fio usr CPU %", "neutral", "fio"),
         _m("cpu_sys_pct", "%", "fio sys CPU %", "neutral", "fio"),

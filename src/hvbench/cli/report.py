@@ -75,7 +75,7 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
         parse_series_choice,
         render_html,
     )
-    from hvbench.report.model import load_run_report
+    from hvbench.report.model import latency_distributions, load_run_report
     from hvbench.report.render import html_input
 
     choice = parse_series_choice(series) if series else None
@@ -85,4 +85,4 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
     if any(c.identity.scenario for c in store.cells(run_id)):
         patterns += SCENARIO_MONITORS
     report = load_run_report(store, run_id, monitors=patterns)
-    return render_html(html_input(report, choice))
+    return render_html(html_input(report, choice, latency_distributions(store, run_id)))

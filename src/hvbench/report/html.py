@@ -86,11 +86,13 @@ from hvbench.model.study import LIFECYCLE_PHASES
 from hvbench.report.plots import (
     BarChart,
     Interval,
+    LatencyCurve,
     Line,
     Panel,
     TrendSeries,
     VLine,
     grouped_bars,
+    latency_cdf,
     stacked_bars,
     time_series_grid,
     trend_lines,
@@ -185,6 +187,10 @@ class ReportInput:
     guest_kernel: Sequence[str] = ()
     #: The verdicts of ``hvbench explain`` as a table (None: nothing diagnosed).
     diagnosis: TextTable | None = None
+    #: (workload, phase) -> platform -> its completion-latency CDF (ms, share) from
+    #: fio's histograms; empty for runs without them.
+    latency: Mapping[tuple[str, str], Mapping[str, Sequence[tuple[float, float]]]] = field(
+        default_factory=dict)
 
 
 def parse_series_choice(text: str) -> SeriesChoice:
@@ -678,6 +684,26 @@ def _propagation_section(rows: Sequence[Row]) -> str:
     return "\n".join(parts)
 
 
+def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
+        tuple[float, float]]]], natives: Mapping[str, str | None]) -> str:
+    """One CDF and tail plot per disk phase, native dashed black (seed 001 reads
+    latency per request; the whole distribution shows where a mean hides a mode)."""
+    if not latency:
+        return ""
+    parts = ['<h2 id="latency">Latency distributions</h2><p>Completion latency of every '
+             "I/O, all repetitions together, from fio's histograms: left the share of "
+             "I/Os completed by a latency, right the share still slower (the tail, log "
+             "scale).</p>"]
+    for (workload, phase), curves in latency.items():
+        native = natives.get(workload)
+        order = sorted(curves, key=lambda name: (name != native, name))
+        lines = [LatencyCurve(name, curves[name], native=name == native) for name in order]
+        title = f"{workload} / {phase}"
+        parts.append(_figure(latency_cdf(title, lines),
+                             f"latency CDF and tail of {title} per platform"))
+    return "\n".join(parts)
+
+
 def _lifecycle_section(rows: Sequence[Row]) -> str:
     workloads = lifecycle_workloads(rows)
     if not workloads:
@@ -748,7 +774,8 @@ def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     """Links to the environment, every workload and the optional sections present
     (``sections``: anchor -> present)."""
     titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
-              "propagation": "Propagation", "diagnosis": "Diagnosis"}
+              "propagation": "Propagation", "diagnosis": "Diagnosis",
+              "latency": "Latency"}
     links = [("environment", "Environment"), ("warnings", "Warnings")]
     links += [(_anchor("w", w), f"Workload {w}") for w in workloads]
     links += [(anchor, titles[anchor]) for anchor, present in sections.items() if present]
@@ -775,7 +802,8 @@ def render_html(data: ReportInput) -> str:
                  cells),
              "lifecycle": _lifecycle_section(data.rows),
              "propagation": _propagation_section(data.rows),
-             "diagnosis": _diagnosis_section(data.diagnosis)}
+             "diagnosis": _diagnosis_section(data.diagnosis),
+             "latency": _latency_section(data.latency, data.natives)}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
             _problems(stats, data.failures), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",

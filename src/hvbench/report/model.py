@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hvbench.analysis.diagnosis import Verdict, diagnose_all
+from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
@@ -31,6 +32,7 @@ from hvbench.model.libvirt_xml import (
 )
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
 from hvbench.store.sqlite import Store
+from hvbench.workloads.fio import RAW_KIND as FIO_RAW_KIND
 
 __all__ = [
     "FIT_HEADERS",
@@ -219,6 +221,26 @@ def load_run_report(store: Store, run_id: str, *,
     report = build_run_report(run, cells, rows, store.failures(run_id),
                               ok_samples(store, run_id, rows, wanted))
     return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
+
+
+def latency_distributions(store: Store, run_id: str
+                          ) -> dict[tuple[str, str], dict[str, Histogram]]:
+    """(workload, phase) -> platform -> its completion-latency histogram, every stored
+    repetition summed (fio ``json+`` output; runs stored with plain ``json`` have no
+    histograms and give nothing).
+
+    Raises:
+        StoreError: no such run.
+    """
+    cells = {c.name: (c.platform_name, c.workload_name) for c in store.cells(run_id)}
+    found: dict[tuple[str, str], dict[str, Histogram]] = {}
+    for raw in store.raw_outputs(run_id, kind=FIO_RAW_KIND):
+        platform, workload = cells.get(raw.cell, (raw.cell, ""))
+        histogram = fio_clat_histogram(raw.content, raw.phase)
+        if histogram:
+            per = found.setdefault((workload, raw.phase), {})
+            per[platform] = merge((per.get(platform, {}), histogram))
+    return found
 
 
 def domain_io(store: Store, run_id: str, cells: Sequence[CellRow]) -> dict[str, list[str]]:

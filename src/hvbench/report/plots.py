@@ -28,12 +28,14 @@ from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from hvbench.analysis.latency import tail_points
 from hvbench.analysis.trends import ReferenceLine, fit_equation, fit_polynomial, fits_for
 from hvbench.errors import SpecError
 
 __all__ = [
     "BarChart",
     "Interval",
+    "LatencyCurve",
     "Line",
     "Panel",
     "PlotError",
@@ -44,6 +46,7 @@ __all__ = [
     "fit_polynomial",
     "fits_for",
     "grouped_bars",
+    "latency_cdf",
     "stacked_bars",
     "time_series_grid",
     "trend_lines",
@@ -336,3 +339,51 @@ def _draw_trend(ax: Axes, item: TrendSeries, color: object) -> None:
         ax.plot(grid, [fit.predict(x) for x in grid], color=color,
                 linestyle="-" if kind == "linear" else "--", linewidth=1.0,
                 label=f"{item.label} {kind}: {fit_equation(fit)}")
+
+
+@dataclass(frozen=True)
+class LatencyCurve:
+    """One platform's completion-latency distribution: (ms, share completed) points."""
+
+    label: str
+    points: Sequence[tuple[float, float]]
+    #: Drawn black and dashed: the baseline the others are read against.
+    native: bool = False
+
+
+def latency_cdf(title: str, curves: Sequence[LatencyCurve]) -> str:
+    """Two panels side by side, both on a log latency axis: the CDF (share of I/Os done
+    by a latency) and its tail (share still slower, log scale, so p99.9 and p99.99
+    are as readable as the median). SVG text.
+
+    Raises :class:`PlotError` when no curve has a point.
+    """
+    if not any(c.points for c in curves):
+        raise PlotError(f"{title}: no latency points")
+    with _style():
+        fig = Figure(figsize=(10.0, 3.6))
+        body, tail = fig.subplots(1, 2)
+        colors = _colors(len(curves))
+        for curve, color in zip(curves, colors, strict=True):
+            if not curve.points:
+                continue
+            style: dict[str, Any] = ({"color": "black", "linestyle": "--"} if curve.native
+                                     else {"color": color})
+            xs = [p[0] for p in curve.points]
+            body.step(xs, [p[1] for p in curve.points], where="post", label=curve.label,
+                      linewidth=1.2, **style)
+            slow = tail_points(curve.points)
+            if slow:
+                tail.step([p[0] for p in slow], [p[1] for p in slow], where="post",
+                          linewidth=1.2, **style)
+        for ax in (body, tail):
+            ax.set_xscale("log")
+            ax.set_xlabel("completion latency (ms)")
+            ax.grid(True, which="major", axis="both", alpha=0.35)
+        body.set_ylabel("share of I/Os completed")
+        body.set_ylim(0.0, 1.0)
+        tail.set_yscale("log")
+        tail.set_ylabel("share of I/Os slower")
+        body.set_title(title, loc="left")
+        body.legend(loc="upper left", fontsize=7)
+        return _svg(fig)

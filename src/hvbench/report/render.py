@@ -6,13 +6,14 @@ only where samples were loaded: JSON and HTML).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
 from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
+from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
@@ -111,8 +112,11 @@ def report_json(report: RunReport) -> str:
     return summary_json(report.phases, report.natives, summary_meta(report), extra)
 
 
-def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:
-    """The HTML renderer's input from the model."""
+def html_input(report: RunReport, series: SeriesChoice | None,
+               latency: Mapping[tuple[str, str], Mapping[str, Histogram]] | None = None
+               ) -> ReportInput:
+    """The HTML renderer's input from the model; ``latency``: the histograms of
+    :func:`~hvbench.report.model.latency_distributions` (None: no latency section)."""
     run = report.run
     failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
                 for f in report.failures]
@@ -123,6 +127,8 @@ def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:
         samples=report.samples, series=series, failures=failures,
         cells=report.cell_dimensions(), platforms=report.platform_definitions(),
         guest_kernel=guest_kernel_lines(report),
+        latency={key: {platform: cdf(h) for platform, h in per.items()}
+                 for key, per in (latency or {}).items()},
         diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None)
 
 

@@ -49,6 +49,8 @@ from hvbench.model.study import (
 )
 from hvbench.platforms.base import BenchDisk, ExecResult, Platform
 from hvbench.workloads.fio import (
+    OUTPUT_FORMAT,
+    RAW_KIND,
     FioJob,
     FioResult,
     FioRw,
@@ -214,8 +216,9 @@ def metrics_of(results: list[FioResult], phase: str) -> dict[str, tuple[float, s
         metrics["iops"] = (sum(r.iops for r in results), "IOPS")
     first = results[0]
     metrics["lat_mean_ms"] = (first.lat_mean_ms, "ms")
-    for name, value in (("lat_p50_ms", first.lat_p50_ms), ("lat_p99_ms", first.lat_p99_ms),
-                        ("lat_p999_ms", first.lat_p999_ms)):
+    for name, value in (("lat_p50_ms", first.lat_p50_ms), ("lat_p90_ms", first.lat_p90_ms),
+                        ("lat_p99_ms", first.lat_p99_ms), ("lat_p999_ms", first.lat_p999_ms),
+                        ("lat_p9999_ms", first.lat_p9999_ms)):
         if value is not None:
             metrics[name] = (value, "ms")
     metrics["cpu_pct"] = (first.cpu_usr_pct + first.cpu_sys_pct, "%")
@@ -243,7 +246,7 @@ def run_phase(platform: Platform, spec: DiskWorkloadSpec, phase: str,
     result = _check_fio(platform.exec(job.argv(), timeout=spec.timeout_s),
                         f"fio phase {phase}")
     text = result.text()
-    return PhaseOutcome(phase, metrics_of(parse_fio_json(text), phase), text, "fio-json")
+    return PhaseOutcome(phase, metrics_of(parse_fio_json(text), phase), text, RAW_KIND)
 
 
 def _job_target(target: DiskTarget) -> JobTarget:
@@ -313,13 +316,13 @@ def run_job_file(platform: Platform, spec: DiskWorkloadSpec, job_text: bytes,
     path = f"{platform.scratch_dir()}/hvbench-job.fio"
     platform.write_file(path, rewrite.text.encode())
     env = {"HVBENCH_TARGET_DIR": target.directory, "HVBENCH_TARGET": target.path}
-    argv = ["fio", "--output-format=json", path]
+    argv = ["fio", f"--output-format={OUTPUT_FORMAT}", path]
     text = _check_fio(platform.exec(argv, timeout=spec.timeout_s, env=env),
                       "fio job file").text()
     outcomes: dict[str, list[FioResult]] = {}
     for result in parse_fio_json(text):
         outcomes.setdefault(result.job, []).append(result)
-    phases = [PhaseOutcome(name, metrics_of(results, name), text, "fio-json")
+    phases = [PhaseOutcome(name, metrics_of(results, name), text, RAW_KIND)
               for name, results in outcomes.items()]
     if phases:
         phases[0].attachments = [("fio-job-rewritten", rewrite.text),

@@ -16,6 +16,11 @@ from hvbench.platforms.base import Platform
 
 FioRw = Literal["read", "write", "randread", "randwrite", "rw", "randrw"]
 _NS_PER_MS = 1e6
+#: fio's ``json+``: the JSON document plus each job's completion-latency histogram
+#: (``clat_ns.bins``: latency in ns -> I/Os), from which the report draws latency CDFs.
+OUTPUT_FORMAT = "json+"
+#: The raw-output kind fio's document is stored under.
+RAW_KIND = "fio-json"
 
 
 @dataclass(frozen=True)
@@ -36,7 +41,8 @@ class FioJob:
 
     def argv(self) -> list[str]:
         args = [
-            "fio", "--output-format=json", f"--name={self.name}", f"--rw={self.rw}",
+            "fio", f"--output-format={OUTPUT_FORMAT}", f"--name={self.name}",
+            f"--rw={self.rw}",
             f"--size={self.size}", f"--bs={self.bs}",
             f"--iodepth={self.iodepth}", f"--direct={int(self.direct)}",
             f"--ioengine={self.ioengine}",
@@ -63,6 +69,8 @@ class FioResult:
     cpu_usr_pct: float
     cpu_sys_pct: float
     runtime_s: float
+    lat_p90_ms: float | None = None
+    lat_p9999_ms: float | None = None
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
 
@@ -72,7 +80,8 @@ def _percentile(stats: dict[str, Any], key: str) -> float | None:
 
 
 def parse_fio_json(text: str) -> list[FioResult]:
-    """Parse fio ``--output-format=json``; one result per job and active direction.
+    """Parse fio ``--output-format=json`` (or ``json+``); one result per job and active
+    direction.
 
     fio may print warnings before the JSON document; they are skipped. Raises
     :class:`HvbenchError` if no JSON document is found.
@@ -98,6 +107,8 @@ def parse_fio_json(text: str) -> list[FioResult]:
                 lat_p50_ms=_percentile(lat, "50.000000"),
                 lat_p99_ms=_percentile(lat, "99.000000"),
                 lat_p999_ms=_percentile(lat, "99.900000"),
+                lat_p90_ms=_percentile(lat, "90.000000"),
+                lat_p9999_ms=_percentile(lat, "99.990000"),
                 cpu_usr_pct=float(job.get("usr_cpu", 0.0)),
                 cpu_sys_pct=float(job.get("sys_cpu", 0.0)),
                 runtime_s=float(stats.get("runtime", 0)) / 1000.0, raw=job,

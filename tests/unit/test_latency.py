@@ -1,0 +1,46 @@
+"""Latency distributions from fio's json+ histograms: parsing, merging, CDF, tail."""
+
+from __future__ import annotations
+
+import json
+
+from hvbench.analysis.latency import cdf, fio_clat_histogram, merge, percentile_ms, tail_points
+from hvbench.report.plots import LatencyCurve, latency_cdf
+
+
+def _doc(*jobs: tuple[str, dict[str, int], dict[str, int]]) -> str:
+    return "fio: warning before the document\n" + json.dumps({"jobs": [
+        {"jobname": name, "read": {"clat_ns": {"bins": r}}, "write": {"clat_ns": {"bins": w}}}
+        for name, r, w in jobs]})
+
+
+def test_histogram_sums_directions_and_picks_the_named_job() -> None:
+    text = _doc(("fill", {"1000": 5}, {}), ("randread", {"2000": 3, "4000": 1}, {"2000": 1}))
+    assert fio_clat_histogram(text, "randread") == {2000: 4, 4000: 1}
+    # A profile phase's job is not named after the phase: every job counts.
+    assert fio_clat_histogram(text, "read") == {1000: 5, 2000: 4, 4000: 1}
+
+
+def test_plain_json_and_junk_give_no_histogram() -> None:
+    assert fio_clat_histogram(json.dumps({"jobs": [{"jobname": "j", "read": {
+        "clat_ns": {"mean": 3.0}}}]})) == {}
+    assert fio_clat_histogram("not fio") == {}
+
+
+def test_cdf_percentiles_and_tail() -> None:
+    histogram = merge([{1_000_000: 90}, {1_000_000: 0, 10_000_000: 9, 100_000_000: 1}])
+    points = cdf(histogram)
+    assert points == [(1.0, 0.9), (10.0, 0.99), (100.0, 1.0)]
+    assert percentile_ms(histogram, 50) == 1.0
+    assert percentile_ms(histogram, 99) == 10.0
+    assert percentile_ms(histogram, 99.9) == 100.0
+    assert percentile_ms({}, 50) is None
+    assert tail_points(points) == [(1.0, 0.09999999999999998), (10.0, 0.010000000000000009)]
+
+
+def test_latency_plot_is_svg_and_deterministic() -> None:
+    curves = [LatencyCurve("native", [(0.1, 0.5), (0.2, 1.0)], native=True),
+              LatencyCurve("vm", [(1.0, 0.9), (5.0, 1.0)])]
+    svg = latency_cdf("w / read", curves)
+    assert svg.startswith("<?xml") and "</svg>" in svg
+    assert svg == latency_cdf("w / read", curves)
