@@ -39,7 +39,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.store.sqlite import Store
 
     with Store(Path(args.db), create=False) as store:
-        report = load_run_report(store, run_id_of(store, args), monitors=[])
+        report = load_run_report(store, run_id_of(store, args), monitors=[], steady=False)
     verdicts = [v for v in report.verdicts
                 if args.cell is None or fnmatch.fnmatchcase(v.cell, args.cell)]
     if args.format == "json":

@@ -20,6 +20,7 @@ from hvbench.analysis.diagnosis import Verdict, diagnose_all
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
+from hvbench.analysis.steady import SteadyState, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
 from hvbench.errors import SpecError
@@ -66,6 +67,8 @@ class RunReport:
     domain_io: dict[str, list[str]] = field(default_factory=dict)
     #: The diagnosis of every (phase, platform) (``hvbench explain``), phase order.
     verdicts: list[Verdict] = field(default_factory=list)
+    #: The steady-state test of every (phase, platform) with a throughput series.
+    steady: list[SteadyState] = field(default_factory=list)
 
     @property
     def has_scenarios(self) -> bool:
@@ -201,12 +204,21 @@ def ok_samples(store: Store, run_id: str, rows: Sequence[MeasurementRow],
             if (s.cell, s.repetition) in ok]
 
 
+#: The monitors whose series the steady-state test reads (cheap: one device series per
+#: phase at 10 Hz, iperf3's intervals).
+THROUGHPUT_MONITORS = ("host.disk.*", "iperf3")
+#: The headlines those series measure.
+STEADY_METRICS = frozenset({"mb_s", "mbit_s"})
+
+
 def load_run_report(store: Store, run_id: str, *,
-                    monitors: Sequence[str] | None = None) -> RunReport:
+                    monitors: Sequence[str] | None = None,
+                    steady: bool = True) -> RunReport:
     """Read run ``run_id`` once and compute its report. ``monitors``: fnmatch patterns of
     the sample monitors to load; None: for a run with scenarios, every monitor (the
     CoV of every series), else none (a storage matrix's samples would make the
-    summaries slow for nothing).
+    summaries slow for nothing). ``steady``: run the steady-state test on the stored
+    throughput series (:mod:`hvbench.analysis.steady`); ``explain`` does not need it.
 
     Raises:
         StoreError: no such run, or the database cannot be read.
@@ -220,7 +232,16 @@ def load_run_report(store: Store, run_id: str, *,
               if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
     report = build_run_report(run, cells, rows, store.failures(run_id),
                               ok_samples(store, run_id, rows, wanted))
-    return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
+    if not steady:
+        return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
+    series = [m for m in store.sample_monitors(run_id)
+              if any(fnmatch.fnmatchcase(m, p) for p in THROUGHPUT_MONITORS)]
+    measured = {(r.cell, r.phase) for r in rows if r.metric in STEADY_METRICS}
+    steady = steady_states(ok_samples(store, run_id, rows, series),
+                           report.cell_dimensions(), measured)
+    return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
+                               steady=steady,
+                               warnings=report.warnings + steady_warnings(steady))
 
 
 def latency_distributions(store: Store, run_id: str

@@ -105,6 +105,11 @@ def report_json(report: RunReport) -> str:
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
+    if any(s.tested for s in report.steady):
+        extra["steady_state"] = [
+            {"workload": s.workload, "phase": s.phase, "platform": s.platform,
+             "steady": s.steady, "tested": s.tested, "drifting": s.drifting,
+             "worst_drift_pct": s.worst_drift_pct} for s in report.steady]
     kernels = report.guest_kernels()
     if kernels:
         extra["guest_kernel"] = {name: text for text, names in kernels.items()

@@ -1,0 +1,162 @@
+"""Did a measurement reach steady state? A slope test on its stored throughput series.
+
+A phase measured while throughput still climbs (caches warming, a guest's writeback
+filling) or sinks (a device's write cache filling, thermal or credit throttling) has a
+mean that depends on its length: it measures the transient. For each repetition the
+phase's throughput series (the host block device's read+write kB/s for disk cells,
+iperf3's per-interval Mbit/s for network cells) is fitted with a least-squares line;
+the **drift** is the fitted change across the phase relative to the phase's mean. A
+repetition has *not* reached steady state when the drift is both large
+(|drift| >= :data:`DRIFT_LIMIT`) and significant (slope p-value < :data:`ALPHA`): the
+first alone flags noise, the second alone flags drifts too small to matter. Series
+with fewer than :data:`MIN_POINTS` points (a phase shorter than about one second of
+10 Hz samples, or three iperf3 intervals) cannot tell and are counted as untested.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from scipy import stats as scipy_stats
+
+__all__ = ["ALPHA", "DRIFT_LIMIT", "MIN_POINTS", "SteadyState", "active", "drift",
+           "steady_states", "steady_warnings"]
+
+#: |drift| from which a significant trend matters: beyond the 10 % CoV that the
+#: stability warnings already treat as unreliable.
+DRIFT_LIMIT = 0.10
+#: Significance of the slope (the same level as compare's default).
+ALPHA = 0.01
+#: Fewest points a series needs to be tested.
+MIN_POINTS = 10
+#: Samples below this share of a series' peak at its start or end are the window's
+#: idle edges.
+IDLE_SHARE = 0.05
+
+
+class SampleLike(Protocol):
+    """What the test reads of a stored sample."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def monitor(self) -> str: ...
+    @property
+    def t(self) -> float: ...
+    @property
+    def values(self) -> Mapping[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """The steady-state test of one platform in one phase, over its repetitions."""
+
+    workload: str
+    phase: str
+    platform: str
+    #: Repetitions with a series long enough to test.
+    tested: int
+    #: Of those, the ones that drifted (large and significant).
+    drifting: int
+    #: The largest |drift| among the drifting repetitions, signed, in %.
+    worst_drift_pct: float | None
+
+    @property
+    def steady(self) -> bool | None:
+        """True / False, or None when no repetition could be tested."""
+        return None if self.tested == 0 else self.drifting == 0
+
+
+def drift(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """(drift as a fraction of the mean, slope p-value) of a series of (t, y); None
+    when it has fewer than :data:`MIN_POINTS` points, no time span or a mean of 0."""
+    if len(points) < MIN_POINTS:
+        return None
+    ts, ys = [p[0] for p in points], [p[1] for p in points]
+    span, mean = max(ts) - min(ts), statistics.fmean(ys)
+    if span <= 0 or mean <= 0:
+        return None
+    if len(set(ys)) == 1:
+        return 0.0, 1.0
+    fit = scipy_stats.linregress(ts, ys)
+    p_value = float(fit.pvalue) if math.isfinite(fit.pvalue) else 1.0
+    return float(fit.slope) * span / mean, p_value
+
+
+def _point(sample: SampleLike) -> float | None:
+    if sample.monitor == "iperf3":
+        value = sample.values.get("mbit_s")
+    elif sample.monitor.startswith("host.disk."):
+        value = (sample.values.get("r_kb_s") or 0.0) + (sample.values.get("w_kb_s") or 0.0)
+    else:
+        return None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _series(samples: Iterable[SampleLike]
+            ) -> dict[tuple[str, int, str], list[tuple[float, float]]]:
+    """(cell, repetition, phase) -> its throughput series: iperf3's when there is one,
+    else the block device that moved the most bytes."""
+    by: dict[tuple[str, int, str], dict[str, list[tuple[float, float]]]] = {}
+    for sample in samples:
+        value = _point(sample)
+        if value is not None:
+            key = (sample.cell, sample.repetition, sample.phase)
+            by.setdefault(key, {}).setdefault(sample.monitor, []).append((sample.t, value))
+    out: dict[tuple[str, int, str], list[tuple[float, float]]] = {}
+    for key, monitors in by.items():
+        if "iperf3" in monitors:
+            out[key] = sorted(monitors["iperf3"])
+        else:
+            busiest = max(monitors.values(), key=lambda s: sum(v for _, v in s))
+            out[key] = sorted(busiest)
+    return out
+
+
+def active(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The series without its idle edges: the monitor window opens before the workload
+    starts and closes after it ends, and those samples (below :data:`IDLE_SHARE` of the
+    series' peak) are not the workload's throughput."""
+    if not points:
+        return []
+    floor = IDLE_SHARE * max(v for _, v in points)
+    busy = [i for i, (_, v) in enumerate(points) if v > floor]
+    return list(points[busy[0]:busy[-1] + 1]) if busy else []
+
+
+def steady_states(samples: Iterable[SampleLike], cells: Mapping[str, tuple[str, str]],
+                  measured: Collection[tuple[str, str]]) -> list[SteadyState]:
+    """The test for every (workload, phase, platform) with a throughput series;
+    ``cells``: cell -> (platform, workload); ``measured``: the (cell, phase) pairs whose
+    headline is a throughput the series measures (MB/s of a disk phase, Mbit/s of a
+    network one): a file-operation phase's device traffic is its journal, and a window
+    shared by several jobs of a job file is none of them."""
+    grouped: dict[tuple[str, str, str], list[tuple[float, float] | None]] = {}
+    for (cell, _, phase), points in _series(samples).items():
+        if (cell, phase) not in measured:
+            continue
+        platform, workload = cells.get(cell, (cell, ""))
+        grouped.setdefault((workload, phase, platform), []).append(drift(active(points)))
+    out = []
+    for (workload, phase, platform), results in grouped.items():
+        tested = [r for r in results if r is not None]
+        drifting = [d for d, p in tested if abs(d) >= DRIFT_LIMIT and p < ALPHA]
+        worst = max(drifting, key=abs) * 100.0 if drifting else None
+        out.append(SteadyState(workload, phase, platform, len(tested), len(drifting), worst))
+    return out
+
+
+def steady_warnings(states: Iterable[SteadyState]) -> list[str]:
+    """A stability warning for every phase and platform that drifted."""
+    return [f"{s.workload}/{s.phase} on {s.platform}: not at steady state: throughput "
+            f"drifted {s.worst_drift_pct:+.0f} % across the phase in {s.drifting} of "
+            f"{s.tested} repetitions (slope p < {ALPHA}); add ramp_time or run longer"
+            for s in states if s.drifting and s.worst_drift_pct is not None]
