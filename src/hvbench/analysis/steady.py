@@ -19,9 +19,10 @@ import math
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from scipy import stats as scipy_stats
+
+from hvbench.analysis.scenarios import SampleLike
 
 __all__ = ["ALPHA", "DRIFT_LIMIT", "MIN_POINTS", "SteadyState", "active", "drift",
            "steady_states", "steady_warnings"]
@@ -36,23 +37,6 @@ MIN_POINTS = 10
 #: Samples below this share of a series' peak at its start or end are the window's
 #: idle edges.
 IDLE_SHARE = 0.05
-
-
-class SampleLike(Protocol):
-    """What the test reads of a stored sample."""
-
-    @property
-    def cell(self) -> str: ...
-    @property
-    def repetition(self) -> int: ...
-    @property
-    def phase(self) -> str: ...
-    @property
-    def monitor(self) -> str: ...
-    @property
-    def t(self) -> float: ...
-    @property
-    def values(self) -> Mapping[str, Any]: ...
 
 
 @dataclass(frozen=True)
