@@ -237,11 +237,11 @@ def load_run_report(store: Store, run_id: str, *,
     series = [m for m in store.sample_monitors(run_id)
               if any(fnmatch.fnmatchcase(m, p) for p in THROUGHPUT_MONITORS)]
     measured = {(r.cell, r.phase) for r in rows if r.metric in STEADY_METRICS}
-    steady = steady_states(ok_samples(store, run_id, rows, series),
+    states = steady_states(ok_samples(store, run_id, rows, series),
                            report.cell_dimensions(), measured)
     return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
-                               steady=steady,
-                               warnings=report.warnings + steady_warnings(steady))
+                               steady=states,
+                               warnings=report.warnings + steady_warnings(states))
 
 
 def latency_distributions(store: Store, run_id: str
