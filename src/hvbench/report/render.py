@@ -13,9 +13,12 @@ from rich.markup import escape
 from rich.table import Table
 
 from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
+from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
+from hvbench.analysis.summaries import TextTable
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
+from hvbench.report.findings import is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.tables import (
@@ -26,8 +29,27 @@ from hvbench.report.tables import (
     summary_json,
 )
 
-__all__ = ["export_bytes", "html_input", "report_json", "section_titles", "terminal_header",
-           "terminal_tables"]
+__all__ = ["export_bytes", "findings_choice", "findings_text_table", "html_input",
+           "report_json", "section_titles", "terminal_header", "terminal_tables"]
+
+#: ``--findings`` values: the findings this run measured, or every finding (the rest
+#: as "not measured by this run").
+FINDINGS_CHOICES = ("measured", "all")
+
+
+def findings_choice(report: RunReport, requested: str | None) -> str | None:
+    """Which findings a document shows: ``requested`` (``measured``/``all``), else, for
+    a seed study (``examples/seeds/``), the measured ones; None: no findings."""
+    if requested is not None:
+        return requested
+    return "measured" if is_seed_study(report) else None
+
+
+def findings_text_table(report: RunReport, choice: str | None) -> TextTable | None:
+    """The Findings table of ``choice`` (None: none)."""
+    if choice is None:
+        return None
+    return findings_table(run_findings(report), include_unmeasured=choice == "all")
 
 
 def terminal_header(report: RunReport) -> list[str]:
@@ -93,17 +115,21 @@ def export_bytes(report: RunReport, fmt: str) -> bytes:
     return encoders[fmt](table)
 
 
-def report_json(report: RunReport) -> str:
+def report_json(report: RunReport, findings: str | None = None) -> str:
     """``--format json``: every summary with its % of native, the run's environment,
     ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
     equation, R², intercept; empty without propagation), ``diagnosis`` (every cell's
-    verdict) and, with libvirt platforms, ``libvirt_domains``."""
+    verdict), with libvirt platforms ``libvirt_domains``, and with ``findings``
+    (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
                              "propagation": {"headers": list(FIT_HEADERS),
                                              "fits": _propagation_json(report.propagation_fits)},
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
+    if findings is not None:
+        extra["findings"] = findings_json(run_findings(report),
+                                          include_unmeasured=findings == "all")
     kernels = report.guest_kernels()
     if kernels:
         extra["guest_kernel"] = {name: text for text, names in kernels.items()
@@ -111,8 +137,10 @@ def report_json(report: RunReport) -> str:
     return summary_json(report.phases, report.natives, summary_meta(report), extra)
 
 
-def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:
-    """The HTML renderer's input from the model."""
+def html_input(report: RunReport, series: SeriesChoice | None,
+               findings: str | None = None) -> ReportInput:
+    """The HTML renderer's input from the model (``findings``: see
+    :func:`findings_choice`)."""
     run = report.run
     failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
                 for f in report.failures]
@@ -123,7 +151,8 @@ def html_input(report: RunReport, series: SeriesChoice | None) -> ReportInput:
         samples=report.samples, series=series, failures=failures,
         cells=report.cell_dimensions(), platforms=report.platform_definitions(),
         guest_kernel=guest_kernel_lines(report),
-        diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None)
+        diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None,
+        findings=findings_text_table(report, findings))
 
 
 def section_titles(report: RunReport) -> dict[str, list[str]]:
