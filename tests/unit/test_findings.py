@@ -293,8 +293,7 @@ def test_seed_studies_get_findings_in_json_and_html_unasked(tmp_path: Path) -> N
 
 def test_quick_findings_table_matches_golden(tmp_path: Path) -> None:
     """The terminal table of `hvbench report RUN --findings` on the quick run (golden:
-    tests/fixtures/runs/quick.findings.txt; regenerate.sh does not write it: the command
-    is the one below)."""
+    tests/fixtures/runs/quick.findings.txt, written by regenerate.sh)."""
     shutil.copyfile(RUNS / "quick.db", tmp_path / "quick.db")
     done = hvbench(tmp_path, "report", "--db", "quick.db", "--findings")
     assert done.returncode == 0, done.stderr
