@@ -47,7 +47,7 @@ DATA = "src/hvbench/report/findings.toml"
 MEASURED = {
     "quick": {"001-t1-virtio-vs-emulated-write", "001-t1-virtio-queue-depth",
               "001-t1-virtio-write-native", "001-t2-read-below-native",
-              "001-t2-read-disk-idle"},
+              "001-t2-read-disk-idle", "001-t2-virtio-vs-emulated-read"},
     "storage": {"000-fig5-initial-write-below-host", "000-fig5-initial-read-below-host"},
     "network": {"001-fig4-guest-below-wire"},
     "propagation": {"000-fig3b-transfer-linear"},

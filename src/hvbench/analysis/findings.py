@@ -448,7 +448,7 @@ def evaluate(findings: Sequence[Finding], cells: Iterable[Any], rows: Sequence[A
 # -- rendering -------------------------------------------------------------------------
 
 FINDINGS_HEADERS = ("finding", "source", "A vs B", "paper A | B", "ours A | B",
-                    "paper", "ours", "verdict")
+                    "paper finds", "we find", "verdict")
 
 
 def _paper_text(finding: Finding) -> str:
