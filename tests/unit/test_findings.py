@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import sqlite3
 import tomllib
 from collections.abc import Iterator, Mapping
 from importlib import resources
@@ -371,3 +372,27 @@ def test_seed_study_header_names_its_findings(path: Path) -> None:
     assert named, "the header names no finding id"
     for fid in named:
         assert _sides_planned(ids[fid], study), fid
+
+
+def test_a_seed_study_run_prints_its_findings_unasked(tmp_path: Path) -> None:
+    """The quick run renamed as a seed study (in a scratch copy): the table format, JSON
+    and HTML carry its findings without --findings."""
+    shutil.copyfile(RUNS / "quick.db", tmp_path / "quick.db")
+    with sqlite3.connect(tmp_path / "quick.db") as db:
+        db.execute("UPDATE runs SET study_name = 'seed-001-storage'")
+    table = hvbench(tmp_path, "report", "--db", "quick.db")
+    assert table.returncode == 0, table.stderr
+    assert b"Findings: the seed papers next to this run" in table.stdout
+    done = hvbench(tmp_path, "report", "--db", "quick.db", "--format", "json")
+    assert {f["id"] for f in json.loads(done.stdout)["findings"]} == MEASURED["quick"]
+    html = hvbench(tmp_path, "report", "--db", "quick.db", "--format", "html")
+    assert b'<h2 id="findings">Findings</h2>' in html.stdout
+
+
+def test_a_run_without_findings_says_so(tmp_path: Path) -> None:
+    shutil.copyfile(RUNS / "lifecycle.db", tmp_path / "lifecycle.db")
+    done = hvbench(tmp_path, "report", "--db", "lifecycle.db", "--findings")
+    assert done.returncode == 0, done.stderr
+    assert b"this run measures none of the seed papers' findings" in done.stdout
+    every = hvbench(tmp_path, "report", "--db", "lifecycle.db", "--findings", "all")
+    assert every.stdout.count(b"not measured by") == len(load_findings())
