@@ -25,7 +25,7 @@ import fnmatch
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from hvbench.analysis.metrics import is_known, lookup
 from hvbench.analysis.stats import Summary, summarize
@@ -34,9 +34,11 @@ from hvbench.errors import SpecError
 
 __all__ = [
     "EXPECTATIONS",
+    "CellLike",
     "Finding",
     "FindingResult",
     "FindingsError",
+    "Measurement",
     "Side",
     "cell_facts",
     "evaluate",
@@ -57,6 +59,45 @@ _FINDING_KEYS = frozenset({"id", "seed", "source", "statement", "unit", "metric"
                            "paper_setting",
                            "a", "b"})
 _TCG_NOTE = "TCG distorts CPU cost and latency"
+
+
+class Measurement(Protocol):
+    """What evaluation reads of a stored measurement (the store's MeasurementRow)."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def repetition(self) -> int: ...
+    @property
+    def phase(self) -> str: ...
+    @property
+    def metric(self) -> str: ...
+    @property
+    def value(self) -> float: ...
+
+
+class Identity(Protocol):
+    """The identity fields evaluation reads (the store's CellIdentity)."""
+
+    @property
+    def scenario(self) -> str | None: ...
+    @property
+    def neighbour_roles(self) -> tuple[str, ...]: ...
+
+
+class CellLike(Protocol):
+    """What evaluation reads of a cell (the store's CellRow)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def platform(self) -> Mapping[str, Any]: ...
+    @property
+    def workload(self) -> Mapping[str, Any]: ...
+    @property
+    def workload_name(self) -> str: ...
+    @property
+    def identity(self) -> Identity: ...
 
 
 class FindingsError(SpecError):
@@ -392,7 +433,7 @@ def _phase_matches(finding: Finding, phase: str) -> bool:
     return fnmatch.fnmatchcase(phase, finding.phase)
 
 
-def _values_by_cell(finding: Finding, rows: Iterable[Any]
+def _values_by_cell(finding: Finding, rows: Iterable[Measurement]
                     ) -> dict[str, dict[int, list[float]]]:
     found: dict[str, dict[int, list[float]]] = defaultdict(
         lambda: defaultdict(list))
@@ -414,7 +455,7 @@ def _common_workloads(a_cells: tuple[str, ...], b_cells: tuple[str, ...],
 
 
 def _evaluate_one(finding: Finding, facts: Mapping[str, Mapping[str, Any]],
-                  rows: Sequence[Any], tcg: bool) -> FindingResult:
+                  rows: Sequence[Measurement], tcg: bool) -> FindingResult:
     a_cells = tuple(n for n, f in facts.items()
                     if matches(f, finding.a.platform, finding.a.workload))
     b_cells = tuple(n for n, f in facts.items()
@@ -434,7 +475,8 @@ def _evaluate_one(finding: Finding, facts: Mapping[str, Mapping[str, Any]],
     return FindingResult(finding, a_cells, b_cells, a, b, verdict, caveat)
 
 
-def evaluate(findings: Sequence[Finding], cells: Iterable[Any], rows: Sequence[Any], *,
+def evaluate(findings: Sequence[Finding], cells: Iterable[CellLike],
+             rows: Sequence[Measurement], *,
              accelerator: str | None = None) -> list[FindingResult]:
     """Every finding on one run: ``cells`` are the store's CellRows (``name``,
     ``platform``, ``workload``, ``identity``), ``rows`` its measurements. Both sides
