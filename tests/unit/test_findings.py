@@ -33,7 +33,7 @@ from hvbench.report.findings import load_findings, parse_findings_text, run_find
 from hvbench.report.model import RunReport, load_run_report
 from hvbench.report.render import findings_choice, html_input, report_json
 from hvbench.run.runner import load_study
-from hvbench.store.records import CellIdentity, cell_record
+from hvbench.store.records import CellIdentity, MeasurementRow, cell_record
 from hvbench.store.sqlite import Store
 from tests.unit.test_fixture_runs import RUNS, hvbench
 
@@ -157,15 +157,6 @@ class _Cell:
         default_factory=lambda: CellIdentity(base_platform="p"))
 
 
-@dataclasses.dataclass(frozen=True)
-class _Row:
-    cell: str
-    repetition: int
-    phase: str
-    metric: str
-    value: float
-
-
 def _finding(expect: str = "a<b", ratio: list[float] | None = None) -> Finding:
     raw: dict[str, Any] = {
         "id": "000-x", "seed": "000", "source": "Table 9", "statement": "s",
@@ -185,11 +176,17 @@ _CELLS = [_Cell("g", {"kind": "qemu"}, {"profile": "dd"}),
           _Cell("other", {"kind": "native"}, {"profile": "iozone"})]
 
 
-def _rows(guest: list[float], host: list[float]) -> list[_Row]:
-    rows = [_Row("g", i, "write", "mb_s", v) for i, v in enumerate(guest)]
-    rows += [_Row("n", i, "write", "mb_s", v) for i, v in enumerate(host)]
+def _row(cell: str, repetition: int, metric: str, value: float) -> MeasurementRow:
+    return MeasurementRow(cell_id=0, cell=cell, platform=cell, workload="w",
+                          repetition=repetition, position=0, phase="write", metric=metric,
+                          value=value, unit="")
+
+
+def _rows(guest: list[float], host: list[float]) -> list[MeasurementRow]:
+    rows = [_row("g", i, "mb_s", v) for i, v in enumerate(guest)]
+    rows += [_row("n", i, "mb_s", v) for i, v in enumerate(host)]
     # A cell outside both selectors and a metric outside the finding never count.
-    rows += [_Row("other", 0, "write", "mb_s", 1e9), _Row("g", 0, "write", "iops", 1e9)]
+    rows += [_row("other", 0, "mb_s", 1e9), _row("g", 0, "iops", 1e9)]
     return rows
 
 

@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 from hvbench.analysis.metrics import is_known, lookup
 from hvbench.analysis.stats import Summary, summarize
-from hvbench.analysis.summaries import TextTable, fmt_value, mean_ci_text
+from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text
 from hvbench.errors import SpecError
 
 __all__ = [
@@ -38,7 +38,6 @@ __all__ = [
     "Finding",
     "FindingResult",
     "FindingsError",
-    "Measurement",
     "Side",
     "cell_facts",
     "evaluate",
@@ -59,21 +58,6 @@ _FINDING_KEYS = frozenset({"id", "seed", "source", "statement", "unit", "metric"
                            "paper_setting",
                            "a", "b"})
 _TCG_NOTE = "TCG distorts CPU cost and latency"
-
-
-class Measurement(Protocol):
-    """What evaluation reads of a stored measurement (the store's MeasurementRow)."""
-
-    @property
-    def cell(self) -> str: ...
-    @property
-    def repetition(self) -> int: ...
-    @property
-    def phase(self) -> str: ...
-    @property
-    def metric(self) -> str: ...
-    @property
-    def value(self) -> float: ...
 
 
 class Identity(Protocol):
@@ -433,7 +417,7 @@ def _phase_matches(finding: Finding, phase: str) -> bool:
     return fnmatch.fnmatchcase(phase, finding.phase)
 
 
-def _values_by_cell(finding: Finding, rows: Iterable[Measurement]
+def _values_by_cell(finding: Finding, rows: Iterable[Row]
                     ) -> dict[str, dict[int, list[float]]]:
     found: dict[str, dict[int, list[float]]] = defaultdict(
         lambda: defaultdict(list))
@@ -455,7 +439,7 @@ def _common_workloads(a_cells: tuple[str, ...], b_cells: tuple[str, ...],
 
 
 def _evaluate_one(finding: Finding, facts: Mapping[str, Mapping[str, Any]],
-                  rows: Sequence[Measurement], tcg: bool) -> FindingResult:
+                  rows: Sequence[Row], tcg: bool) -> FindingResult:
     a_cells = tuple(n for n, f in facts.items()
                     if matches(f, finding.a.platform, finding.a.workload))
     b_cells = tuple(n for n, f in facts.items()
@@ -476,7 +460,7 @@ def _evaluate_one(finding: Finding, facts: Mapping[str, Mapping[str, Any]],
 
 
 def evaluate(findings: Sequence[Finding], cells: Iterable[CellLike],
-             rows: Sequence[Measurement], *,
+             rows: Sequence[Row], *,
              accelerator: str | None = None) -> list[FindingResult]:
     """Every finding on one run: ``cells`` are the store's CellRows (``name``,
     ``platform``, ``workload``, ``identity``), ``rows`` its measurements. Both sides
