@@ -34,8 +34,8 @@ def register(sub: Any) -> None:
     report.add_argument(
         "--findings", nargs="?", const="measured", choices=("measured", "all"),
         help="the seed papers' findings next to this run's numbers (docs/seeds.md); "
-             "'all' also lists those the run does not measure (default for seed studies "
-             "in json/html: the measured ones)")
+             "'all' also lists those the run does not measure (a seed study's run, "
+             "examples/seeds/, shows the measured ones unasked)")
     report.set_defaults(handler=handle)
 
 

@@ -32,10 +32,6 @@ from hvbench.report.tables import (
 __all__ = ["export_bytes", "findings_choice", "findings_text_table", "html_input",
            "report_json", "section_titles", "terminal_header", "terminal_tables"]
 
-#: ``--findings`` values: the findings this run measured, or every finding (the rest
-#: as "not measured by this run").
-FINDINGS_CHOICES = ("measured", "all")
-
 
 def findings_choice(report: RunReport, requested: str | None) -> str | None:
     """Which findings a document shows: ``requested`` (``measured``/``all``), else, for
