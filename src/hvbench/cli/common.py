@@ -51,12 +51,19 @@ def run_id_of(store: Store, args: argparse.Namespace) -> str:
     return resolve_run_id(store, args.run, args.db)
 
 
-def print_report(store: Store, run_id: str, out: Console, err: Console) -> None:
-    """The terminal report of ``run_id``: header, tables, then warnings and failures on
-    stderr."""
+def print_report(store: Store, run_id: str, out: Console, err: Console, *,
+                 findings: str | None = None) -> None:
+    """The terminal report of ``run_id``: header, tables (with ``findings``, ``measured``
+    or ``all``, the Findings table last), then warnings and failures on stderr."""
     # Imported here: the renderers pull in matplotlib (HTML plots), which commands that
     # print no report (explain, check) should not pay for.
-    from hvbench.report.render import terminal_header, terminal_tables
+    from hvbench.report.render import (
+        findings_choice,
+        findings_text_table,
+        terminal_header,
+        terminal_tables,
+    )
+    from hvbench.report.tables import rich_table
 
     # The terminal does not print the CoV: no samples are read.
     report = load_run_report(store, run_id, monitors=[])
@@ -64,6 +71,14 @@ def print_report(store: Store, run_id: str, out: Console, err: Console) -> None:
         out.print(line)
     for table in terminal_tables(report):
         out.print(table)
+    # A seed study's run shows the findings it measures without being asked.
+    findings = findings_choice(report, findings)
+    found = findings_text_table(report, findings)
+    if found is not None:
+        out.print(rich_table(found))
+    elif findings is not None:
+        out.print("Findings: this run measures none of the seed papers' findings "
+                  "(--findings all lists them)")
     for warning in report.warnings:
         # Warnings quote study text such as "[study]": never read them as rich markup.
         err.print(f"warning: {warning}", style="yellow", markup=False)

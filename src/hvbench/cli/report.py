@@ -31,6 +31,11 @@ def register(sub: Any) -> None:
         help="time series drawn in the HTML report, e.g. host.disk.*:util_pct, "
              "host.cpu:busy_pct, qemu:vcpu.cpu_pct, iperf3:mbit_s (default: iperf3 "
              "Mbit/s, else host disk MB/s, else host CPU busy %%)")
+    report.add_argument(
+        "--findings", nargs="?", const="measured", choices=("measured", "all"),
+        help="the seed papers' findings next to this run's numbers (docs/seeds.md); "
+             "'all' also lists those the run does not measure (a seed study's run, "
+             "examples/seeds/, shows the measured ones unasked)")
     report.set_defaults(handler=handle)
 
 
@@ -43,7 +48,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     with Store(Path(args.db), create=False) as store:
         run_id = run_id_of(store, args)
         if args.format == "table":
-            print_report(store, run_id, out, err)
+            print_report(store, run_id, out, err, findings=args.findings)
             return 0
         data = _document(store, run_id, args)
     if args.output:
@@ -58,17 +63,18 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 def _document(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
     from hvbench.report.model import load_run_report
-    from hvbench.report.render import export_bytes, report_json
+    from hvbench.report.render import export_bytes, findings_choice, report_json
 
     if args.format == "json":
-        text = report_json(load_run_report(store, run_id))
+        report = load_run_report(store, run_id)
+        text = report_json(report, findings_choice(report, args.findings))
         return (text if text.endswith("\n") else text + "\n").encode()
     if args.format == "html":
-        return _html(store, run_id, args.series).encode()
+        return _html(store, run_id, args.series, args.findings).encode()
     return export_bytes(load_run_report(store, run_id, monitors=[]), args.format)
 
 
-def _html(store: Store, run_id: str, series: str | None) -> str:
+def _html(store: Store, run_id: str, series: str | None, findings: str | None) -> str:
     from hvbench.report.html import (
         AUTO_SERIES,
         SCENARIO_MONITORS,
@@ -76,7 +82,7 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
         render_html,
     )
     from hvbench.report.model import latency_distributions, load_run_report
-    from hvbench.report.render import html_input
+    from hvbench.report.render import findings_choice, html_input
 
     choice = parse_series_choice(series) if series else None
     # Only the monitors a series choice (or the automatic ones) can draw, plus, for a
@@ -85,4 +91,5 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
     if any(c.identity.scenario for c in store.cells(run_id)):
         patterns += SCENARIO_MONITORS
     report = load_run_report(store, run_id, monitors=patterns)
-    return render_html(html_input(report, choice, latency_distributions(store, run_id)))
+    return render_html(html_input(report, choice, latency_distributions(store, run_id),
+                                  findings_choice(report, findings)))

@@ -191,6 +191,8 @@ class ReportInput:
     #: fio's histograms; empty for runs without them.
     latency: Mapping[tuple[str, str], Mapping[str, Sequence[tuple[float, float]]]] = field(
         default_factory=dict)
+    #: The seed papers' findings next to this run (None: not asked for).
+    findings: TextTable | None = None
 
 
 def parse_series_choice(text: str) -> SeriesChoice:
@@ -770,12 +772,20 @@ def _diagnosis_section(table: TextTable | None) -> str:
             "and the configuration change that removes it.</p>" + _text_table(table))
 
 
+def _findings_section(table: TextTable | None) -> str:
+    if table is None:
+        return ""
+    return ('<h2 id="findings">Findings</h2><p>What the seed papers found, their numbers, '
+            "ours (mean ± 95 % CI) and whether the two agree (docs/seeds.md).</p>"
+            + _text_table(table))
+
+
 def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     """Links to the environment, every workload and the optional sections present
     (``sections``: anchor -> present)."""
     titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
               "propagation": "Propagation", "diagnosis": "Diagnosis",
-              "latency": "Latency"}
+              "latency": "Latency", "findings": "Findings"}
     links = [("environment", "Environment"), ("warnings", "Warnings")]
     links += [(_anchor("w", w), f"Workload {w}") for w in workloads]
     links += [(anchor, titles[anchor]) for anchor, present in sections.items() if present]
@@ -803,7 +813,8 @@ def render_html(data: ReportInput) -> str:
              "lifecycle": _lifecycle_section(data.rows),
              "propagation": _propagation_section(data.rows),
              "diagnosis": _diagnosis_section(data.diagnosis),
-             "latency": _latency_section(data.latency, data.natives)}
+             "latency": _latency_section(data.latency, data.natives),
+             "findings": _findings_section(data.findings)}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
             _problems(stats, data.failures), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",

@@ -13,10 +13,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
+from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
+from hvbench.analysis.summaries import TextTable
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
+from hvbench.report.findings import is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.tables import (
@@ -27,8 +30,23 @@ from hvbench.report.tables import (
     summary_json,
 )
 
-__all__ = ["export_bytes", "html_input", "report_json", "section_titles", "terminal_header",
-           "terminal_tables"]
+__all__ = ["export_bytes", "findings_choice", "findings_text_table", "html_input",
+           "report_json", "section_titles", "terminal_header", "terminal_tables"]
+
+
+def findings_choice(report: RunReport, requested: str | None) -> str | None:
+    """Which findings a document shows: ``requested`` (``measured``/``all``), else, for
+    a seed study (``examples/seeds/``), the measured ones; None: no findings."""
+    if requested is not None:
+        return requested
+    return "measured" if is_seed_study(report) else None
+
+
+def findings_text_table(report: RunReport, choice: str | None) -> TextTable | None:
+    """The Findings table of ``choice`` (None: none)."""
+    if choice is None:
+        return None
+    return findings_table(run_findings(report), include_unmeasured=choice == "all")
 
 
 def terminal_header(report: RunReport) -> list[str]:
@@ -94,11 +112,12 @@ def export_bytes(report: RunReport, fmt: str) -> bytes:
     return encoders[fmt](table)
 
 
-def report_json(report: RunReport) -> str:
+def report_json(report: RunReport, findings: str | None = None) -> str:
     """``--format json``: every summary with its % of native, the run's environment,
     ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
     equation, R², intercept; empty without propagation), ``diagnosis`` (every cell's
-    verdict) and, with libvirt platforms, ``libvirt_domains``."""
+    verdict), with libvirt platforms ``libvirt_domains``, and with ``findings``
+    (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
                              "propagation": {"headers": list(FIT_HEADERS),
                                              "fits": _propagation_json(report.propagation_fits)},
@@ -110,6 +129,9 @@ def report_json(report: RunReport) -> str:
             {"workload": s.workload, "phase": s.phase, "platform": s.platform,
              "steady": s.steady, "tested": s.tested, "drifting": s.drifting,
              "worst_drift_pct": s.worst_drift_pct} for s in report.steady]
+    if findings is not None:
+        extra["findings"] = findings_json(run_findings(report),
+                                          include_unmeasured=findings == "all")
     kernels = report.guest_kernels()
     if kernels:
         extra["guest_kernel"] = {name: text for text, names in kernels.items()
@@ -118,10 +140,11 @@ def report_json(report: RunReport) -> str:
 
 
 def html_input(report: RunReport, series: SeriesChoice | None,
-               latency: Mapping[tuple[str, str], Mapping[str, Histogram]] | None = None
-               ) -> ReportInput:
+               latency: Mapping[tuple[str, str], Mapping[str, Histogram]] | None = None,
+               findings: str | None = None) -> ReportInput:
     """The HTML renderer's input from the model; ``latency``: the histograms of
-    :func:`~hvbench.report.model.latency_distributions` (None: no latency section)."""
+    :func:`~hvbench.report.model.latency_distributions` (None: no latency section);
+    ``findings``: see :func:`findings_choice`."""
     run = report.run
     failures = [(f.cell, f.repetition, (f.error or "").splitlines()[0] if f.error else "")
                 for f in report.failures]
@@ -134,7 +157,8 @@ def html_input(report: RunReport, series: SeriesChoice | None,
         guest_kernel=guest_kernel_lines(report),
         latency={key: {platform: cdf(h) for platform, h in per.items()}
                  for key, per in (latency or {}).items()},
-        diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None)
+        diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None,
+        findings=findings_text_table(report, findings))
 
 
 def section_titles(report: RunReport) -> dict[str, list[str]]:

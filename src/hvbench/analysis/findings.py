@@ -1,0 +1,543 @@
+"""The seed papers' findings next to a run's numbers (``hvbench report --findings``).
+
+A *finding* is one comparison a paper made: two sides (A and B), each a set of cells
+chosen by the facts of their stored platform and workload definitions, one phase and
+one metric of the catalogue (:mod:`hvbench.analysis.metrics`), the direction the paper
+found (``a<b``, ``a>b``, or the ratio A/B inside a range) and the paper's own numbers.
+
+Pure: the findings data (parsed TOML), the run's cells and measurements in, results and
+text tables out. :func:`parse_findings` checks the data and names the file, the finding
+and the field of the first mistake; :func:`evaluate` compares one run.
+
+Selectors: each key is a dotted path into a cell's *facts* (:func:`cell_facts`): the
+stored platform definition flattened (``kind``, ``vcpus``, ``disk.bus``, ``nic.model``,
+``scenario.weights.io``, ...; a guest's ``vm.`` prefix dropped and its first disk and NIC
+named ``disk`` and ``nic``), ``scenario`` (its name, "" alone) and ``neighbours`` (the
+neighbours' roles joined by ``+``, "" alone); and, under ``workload``, the stored
+workload definition. A selector value is a shell pattern for text, an exact number or
+boolean, or a list of those (any may match).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from hvbench.analysis.metrics import is_known, lookup
+from hvbench.analysis.stats import Summary, summarize
+from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text
+from hvbench.errors import SpecError
+
+__all__ = [
+    "EXPECTATIONS",
+    "CellLike",
+    "Finding",
+    "FindingResult",
+    "FindingsError",
+    "Side",
+    "cell_facts",
+    "evaluate",
+    "findings_json",
+    "findings_table",
+    "matches",
+    "parse_findings",
+]
+
+Expectation = Literal["a<b", "a>b", "ratio"]
+EXPECTATIONS: tuple[Expectation, ...] = ("a<b", "a>b", "ratio")
+#: The papers' numbers (``paper``) name these seeds (001 and 002 are one paper).
+SEEDS = ("000", "001", "003", "004")
+Verdict = Literal["agrees", "agrees (within noise)", "disagrees", "not measured"]
+_SIDE_KEYS = frozenset({"label", "value", "platform", "workload"})
+_FINDING_KEYS = frozenset({"id", "seed", "source", "statement", "unit", "metric", "phase",
+                           "expect", "ratio", "tcg_distorted", "same_workload", "workload",
+                           "paper_setting",
+                           "a", "b"})
+_TCG_NOTE = "TCG distorts CPU cost and latency"
+
+
+class Identity(Protocol):
+    """The identity fields evaluation reads (the store's CellIdentity)."""
+
+    @property
+    def scenario(self) -> str | None: ...
+    @property
+    def neighbour_roles(self) -> tuple[str, ...]: ...
+
+
+class CellLike(Protocol):
+    """What evaluation reads of a cell (the store's CellRow)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def platform(self) -> Mapping[str, Any]: ...
+    @property
+    def workload(self) -> Mapping[str, Any]: ...
+    @property
+    def workload_name(self) -> str: ...
+    @property
+    def identity(self) -> Identity: ...
+
+
+class FindingsError(SpecError):
+    """The findings data is wrong: the message names the file, the finding and the
+    field."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: which cells, and the paper's number for it."""
+
+    label: str
+    #: The paper's number, in the finding's unit.
+    value: float
+    platform: Mapping[str, Any]
+    workload: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One comparison a seed paper made, and how to make it on a run."""
+
+    id: str
+    seed: str
+    #: The table or figure it comes from (``Table 1``, ``Fig. 3(b)``).
+    source: str
+    statement: str
+    unit: str
+    metric: str
+    phase: str
+    expect: Expectation
+    a: Side
+    b: Side
+    #: ``expect = "ratio"``: the range A/B must fall in (inclusive).
+    ratio: tuple[float, float] | None = None
+    #: True when the finding is about CPU cost or latency, which TCG's emulated CPU
+    #: distorts: under TCG it is labelled, not trusted.
+    tcg_distorted: bool = False
+    #: True: compare only workloads (by name) both sides ran, so that "alone" means the
+    #: same workload the scenario ran, not every workload of the platform.
+    same_workload: bool = False
+    #: What the paper compared, in short (its platforms and settings).
+    paper_setting: str = ""
+
+    def direction_text(self) -> str:
+        """The paper's direction as text (``A < B``, ``A/B in 0.9-1.1``)."""
+        if self.expect == "ratio" and self.ratio is not None:
+            return f"A/B in {fmt_value(self.ratio[0])}-{fmt_value(self.ratio[1])}"
+        return "A < B" if self.expect == "a<b" else "A > B"
+
+
+@dataclass(frozen=True)
+class FindingResult:
+    """A finding evaluated on one run."""
+
+    finding: Finding
+    #: The cells of each side (empty: the run lacks them).
+    a_cells: tuple[str, ...]
+    b_cells: tuple[str, ...]
+    a: Summary | None
+    b: Summary | None
+    verdict: Verdict
+    #: The TCG caveat, "" when none applies.
+    caveat: str = ""
+
+    @property
+    def measured(self) -> bool:
+        """True when both sides have values."""
+        return self.a is not None and self.b is not None
+
+    def ours_direction(self) -> str:
+        """The direction our means show, in the finding's terms."""
+        if self.a is None or self.b is None:
+            return "-"
+        if self.finding.expect == "ratio":
+            return f"A/B = {_ratio_text(self.a.mean, self.b.mean)}"
+        if self.a.mean == self.b.mean:
+            return "A = B"
+        return "A < B" if self.a.mean < self.b.mean else "A > B"
+
+
+# -- parsing ---------------------------------------------------------------------------
+
+
+def _fail(path: str, fid: str, field: str, expected: str) -> FindingsError:
+    return FindingsError(f"{path}: finding {fid!r}: {field}: {expected}")
+
+
+def _text(raw: Mapping[str, Any], key: str, path: str, fid: str, where: str = "") -> str:
+    value = raw.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(path, fid, where + key, "expected a non-empty string")
+    return value
+
+
+def _optional_text(raw: Mapping[str, Any], key: str, path: str, fid: str) -> str:
+    return _text(raw, key, path, fid) if key in raw else ""
+
+
+def _number(raw: Mapping[str, Any], key: str, path: str, fid: str, where: str = "") -> float:
+    value = raw.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _fail(path, fid, where + key, "expected a number (the paper's value)")
+    return float(value)
+
+
+def _selector(raw: Mapping[str, Any], key: str, path: str, fid: str, where: str
+              ) -> dict[str, Any]:
+    value = raw.get(key, {})
+    if not isinstance(value, Mapping):
+        raise _fail(path, fid, where + key, "expected a table of fact = value")
+    for fact, want in value.items():
+        options = want if isinstance(want, list) else [want]
+        if not options or not all(isinstance(o, str | int | float | bool) for o in options):
+            raise _fail(path, fid, f"{where}{key}.{fact}",
+                        "expected text, a number, a boolean or a non-empty list of them")
+    return dict(value)
+
+
+def _side(raw: Any, key: str, path: str, fid: str) -> Side:
+    if not isinstance(raw, Mapping):
+        raise _fail(path, fid, key, "expected a table with label, value, platform")
+    unknown = sorted(set(raw) - _SIDE_KEYS)
+    if unknown:
+        raise _fail(path, fid, f"{key}.{unknown[0]}",
+                    f"unknown field (expected one of {', '.join(sorted(_SIDE_KEYS))})")
+    where = f"{key}."
+    return Side(label=_text(raw, "label", path, fid, where),
+                value=_number(raw, "value", path, fid, where),
+                platform=_selector(raw, "platform", path, fid, where),
+                workload=_selector(raw, "workload", path, fid, where))
+
+
+def _metric(raw: Mapping[str, Any], path: str, fid: str) -> str:
+    metric = _text(raw, "metric", path, fid)
+    # A ``*`` stands for one device or interface label (host.disk.*.util_pct).
+    if not is_known(metric.replace("*", "x")):
+        raise _fail(path, fid, "metric",
+                    f"{metric!r} is not in the metric catalogue (analysis/metrics.py)")
+    return metric
+
+
+def _ratio(raw: Mapping[str, Any], expect: str, path: str, fid: str
+           ) -> tuple[float, float] | None:
+    value = raw.get("ratio")
+    if expect != "ratio":
+        if value is not None:
+            raise _fail(path, fid, "ratio", 'only with expect = "ratio"')
+        return None
+    if (not isinstance(value, list) or len(value) != 2
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+            or not 0 <= value[0] <= value[1]):
+        raise _fail(path, fid, "ratio", "expected [low, high] with 0 <= low <= high")
+    return float(value[0]), float(value[1])
+
+
+def _check_paper_agrees(finding: Finding, path: str) -> None:
+    """The paper's own numbers must show the direction the finding states (a typo in a
+    value or in ``expect`` fails here)."""
+    paper_a, paper_b = finding.a.value, finding.b.value
+    if not _holds(finding, paper_a, paper_b):
+        raise _fail(path, finding.id, "expect",
+                    f"the paper's values {fmt_value(paper_a)} and {fmt_value(paper_b)} do "
+                    f"not show {finding.direction_text()}")
+
+
+def _finding(raw: Any, index: int, path: str) -> Finding:
+    if not isinstance(raw, Mapping):
+        raise FindingsError(f"{path}: finding #{index + 1}: expected a table")
+    fid = raw.get("id")
+    if not isinstance(fid, str) or not fid.strip():
+        raise FindingsError(f"{path}: finding #{index + 1}: id: expected a non-empty string")
+    unknown = sorted(set(raw) - _FINDING_KEYS)
+    if unknown:
+        raise _fail(path, fid, unknown[0], "unknown field")
+    seed = _text(raw, "seed", path, fid)
+    if seed not in SEEDS:
+        raise _fail(path, fid, "seed", f"expected one of {', '.join(SEEDS)}")
+    expect = _text(raw, "expect", path, fid)
+    if expect not in EXPECTATIONS:
+        raise _fail(path, fid, "expect", f"expected one of {', '.join(EXPECTATIONS)}")
+    distorted, same = raw.get("tcg_distorted", False), raw.get("same_workload", False)
+    for key, flag in (("tcg_distorted", distorted), ("same_workload", same)):
+        if not isinstance(flag, bool):
+            raise _fail(path, fid, key, "expected true or false")
+    finding = Finding(
+        id=fid, seed=seed, source=_text(raw, "source", path, fid),
+        statement=_text(raw, "statement", path, fid), unit=_text(raw, "unit", path, fid),
+        metric=_metric(raw, path, fid), phase=_text(raw, "phase", path, fid),
+        expect=expect,  # checked against EXPECTATIONS above
+        a=_side(raw.get("a"), "a", path, fid), b=_side(raw.get("b"), "b", path, fid),
+        ratio=_ratio(raw, expect, path, fid), tcg_distorted=distorted, same_workload=same,
+        paper_setting=_optional_text(raw, "paper_setting", path, fid))
+    shared = _selector(raw, "workload", path, fid, "")
+    finding = _with_shared_workload(finding, shared)
+    _check_paper_agrees(finding, path)
+    return finding
+
+
+def _with_shared_workload(finding: Finding, shared: Mapping[str, Any]) -> Finding:
+    """The finding-level ``workload`` selector applies to both sides (a side's own keys
+    win)."""
+    if not shared:
+        return finding
+    a = dataclasses.replace(finding.a, workload={**shared, **finding.a.workload})
+    b = dataclasses.replace(finding.b, workload={**shared, **finding.b.workload})
+    return dataclasses.replace(finding, a=a, b=b)
+
+
+def parse_findings(data: Mapping[str, Any], path: str) -> list[Finding]:
+    """The findings of a parsed findings file (``[[finding]]`` tables).
+
+    Raises:
+        FindingsError: a field is missing or wrong, an id repeats, or the paper's values
+            contradict the stated direction; one line naming ``path``, the finding and
+            the field.
+    """
+    raw = data.get("finding")
+    if not isinstance(raw, list) or not raw:
+        raise FindingsError(f"{path}: finding: expected one or more [[finding]] tables")
+    findings = [_finding(item, i, path) for i, item in enumerate(raw)]
+    seen: set[str] = set()
+    for finding in findings:
+        if finding.id in seen:
+            raise _fail(path, finding.id, "id", "used by an earlier finding")
+        seen.add(finding.id)
+    return findings
+
+
+# -- matching --------------------------------------------------------------------------
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _flatten(item, f"{prefix}{key}.", out)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _flatten(item, f"{prefix}{index}.", out)
+    else:
+        out[prefix[:-1]] = value
+
+
+def _alias(key: str) -> str:
+    key = key.removeprefix("vm.")
+    for plural, singular in (("disks.0.", "disk."), ("nics.0.", "nic.")):
+        if key.startswith(plural):
+            return singular + key.removeprefix(plural)
+    return key
+
+
+def cell_facts(platform: Mapping[str, Any], workload: Mapping[str, Any],
+               scenario: str | None = None, neighbour_roles: Sequence[str] = (),
+               workload_name: str = "") -> dict[str, Any]:
+    """The facts a selector reads: the stored platform definition flattened with the
+    aliases of the module docstring, ``scenario``, ``neighbours``, ``workload_name``
+    and ``workload.*``."""
+    flat: dict[str, Any] = {}
+    _flatten(platform, "", flat)
+    facts = {_alias(key): value for key, value in flat.items()}
+    # The stored scenario name sits in the definition too; the identity field wins.
+    facts["scenario"] = scenario or ""
+    facts["neighbours"] = "+".join(neighbour_roles)
+    facts["workload_name"] = workload_name
+    flat_workload: dict[str, Any] = {}
+    _flatten(workload, "workload.", flat_workload)
+    facts.update(flat_workload)
+    return facts
+
+
+def _value_matches(have: Any, want: Any) -> bool:
+    if isinstance(want, bool) or isinstance(have, bool):
+        return have is want
+    if isinstance(want, int | float):
+        return isinstance(have, int | float) and float(have) == float(want)
+    return fnmatch.fnmatchcase("" if have is None else str(have), want)
+
+
+def matches(facts: Mapping[str, Any], platform: Mapping[str, Any],
+            workload: Mapping[str, Any]) -> bool:
+    """True when a cell's facts satisfy a side's platform and workload selectors (a
+    missing fact reads as "")."""
+    wanted = [*platform.items(), *((f"workload.{k}", v) for k, v in workload.items())]
+    for key, want in wanted:
+        options = want if isinstance(want, list) else [want]
+        if not any(_value_matches(facts.get(key), option) for option in options):
+            return False
+    return True
+
+
+# -- evaluation ------------------------------------------------------------------------
+
+
+def _holds(finding: Finding, a: float, b: float) -> bool:
+    if finding.expect == "a<b":
+        return a < b
+    if finding.expect == "a>b":
+        return a > b
+    low, high = finding.ratio or (0.0, 0.0)
+    return b != 0 and low <= a / b <= high
+
+
+def _separated(finding: Finding, a: Summary, b: Summary) -> bool:
+    """True when the 95 % intervals say the same as the means (for a ratio: the ratio of
+    the interval ends stays in range)."""
+    if finding.expect == "a<b":
+        return a.ci95_high < b.ci95_low
+    if finding.expect == "a>b":
+        return a.ci95_low > b.ci95_high
+    if b.ci95_low <= 0:
+        return False
+    return (_holds(finding, a.ci95_low, b.ci95_high)
+            and _holds(finding, a.ci95_high, b.ci95_low))
+
+
+def _ratio_text(a: float, b: float) -> str:
+    return "-" if b == 0 else fmt_value(a / b)
+
+
+def _side_values(cells: Sequence[str], values: Mapping[str, Mapping[int, list[float]]]
+                 ) -> list[float]:
+    """One value per (cell, repetition): the metric's mean over the matching names (a
+    ``*`` metric may match several devices)."""
+    out: list[float] = []
+    for cell in cells:
+        for per_rep in values.get(cell, {}).values():
+            if per_rep:
+                out.append(sum(per_rep) / len(per_rep))
+    return out
+
+
+def _phase_matches(finding: Finding, phase: str) -> bool:
+    return fnmatch.fnmatchcase(phase, finding.phase)
+
+
+def _values_by_cell(finding: Finding, rows: Iterable[Row]
+                    ) -> dict[str, dict[int, list[float]]]:
+    found: dict[str, dict[int, list[float]]] = defaultdict(
+        lambda: defaultdict(list))
+    for row in rows:
+        if (fnmatch.fnmatchcase(row.metric, finding.metric)
+                and _phase_matches(finding, row.phase)):
+            found[row.cell][row.repetition].append(float(row.value))
+    return found
+
+
+def _common_workloads(a_cells: tuple[str, ...], b_cells: tuple[str, ...],
+                      facts: Mapping[str, Mapping[str, Any]]
+                      ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Both sides restricted to the workloads (by name) the other side has too."""
+    common = ({facts[c]["workload_name"] for c in a_cells}
+              & {facts[c]["workload_name"] for c in b_cells})
+    return (tuple(c for c in a_cells if facts[c]["workload_name"] in common),
+            tuple(c for c in b_cells if facts[c]["workload_name"] in common))
+
+
+def _evaluate_one(finding: Finding, facts: Mapping[str, Mapping[str, Any]],
+                  rows: Sequence[Row], tcg: bool) -> FindingResult:
+    a_cells = tuple(n for n, f in facts.items()
+                    if matches(f, finding.a.platform, finding.a.workload))
+    b_cells = tuple(n for n, f in facts.items()
+                    if matches(f, finding.b.platform, finding.b.workload))
+    if finding.same_workload:
+        a_cells, b_cells = _common_workloads(a_cells, b_cells, facts)
+    values = _values_by_cell(finding, rows)
+    a_values = _side_values(a_cells, values)
+    b_values = _side_values(b_cells, values)
+    caveat = _TCG_NOTE if tcg and finding.tcg_distorted else ""
+    if not a_values or not b_values:
+        return FindingResult(finding, a_cells, b_cells, None, None, "not measured", caveat)
+    a, b = summarize(a_values), summarize(b_values)
+    verdict: Verdict = "disagrees"
+    if _holds(finding, a.mean, b.mean):
+        verdict = "agrees" if _separated(finding, a, b) else "agrees (within noise)"
+    return FindingResult(finding, a_cells, b_cells, a, b, verdict, caveat)
+
+
+def evaluate(findings: Sequence[Finding], cells: Iterable[CellLike],
+             rows: Sequence[Row], *,
+             accelerator: str | None = None) -> list[FindingResult]:
+    """Every finding on one run: ``cells`` are the store's CellRows (``name``,
+    ``platform``, ``workload``, ``identity``), ``rows`` its measurements. Both sides
+    must have values for a verdict; else the result is ``not measured``."""
+    facts = {c.name: cell_facts(c.platform, c.workload, c.identity.scenario,
+                                c.identity.neighbour_roles, c.workload_name)
+             for c in cells}
+    return [_evaluate_one(f, facts, rows, accelerator == "tcg") for f in findings]
+
+
+# -- rendering -------------------------------------------------------------------------
+
+FINDINGS_HEADERS = ("finding", "source", "A vs B", "paper A | B", "ours A | B",
+                    "paper finds", "we find", "verdict")
+
+
+def _paper_text(finding: Finding) -> str:
+    return f"{fmt_value(finding.a.value)} | {fmt_value(finding.b.value)} {finding.unit}"
+
+
+def _ours_text(result: FindingResult) -> str:
+    if result.a is None or result.b is None:
+        return "not measured by this run"
+    spec = lookup(result.finding.metric.replace("*", "x"))
+    unit = spec.unit if spec is not None else ""
+    return f"{mean_ci_text(result.a)} | {mean_ci_text(result.b, unit)}"
+
+
+def _row(result: FindingResult) -> tuple[str, ...]:
+    finding = result.finding
+    verdict = result.verdict + (f" ({result.caveat})" if result.caveat else "")
+    return (finding.id, f"seed {finding.seed} {finding.source}",
+            f"{finding.a.label} vs {finding.b.label}", _paper_text(finding),
+            _ours_text(result), finding.direction_text(), result.ours_direction(), verdict)
+
+
+def findings_table(results: Sequence[FindingResult], *, include_unmeasured: bool = False
+                   ) -> TextTable | None:
+    """The findings table: measured findings (and, with ``include_unmeasured``, the
+    rest as "not measured by this run"); None when there is nothing to show."""
+    shown = [r for r in results if r.measured or include_unmeasured]
+    if not shown:
+        return None
+    note = ("paper A | B: the paper's numbers in its units (what it compared: "
+            "docs/seeds.md, --format json); ours: mean ± 95 % CI over the repetitions of "
+            "the matching cells, in the metric's unit; 'within noise': the means agree, "
+            "the 95 % intervals overlap.")
+    return TextTable(title="Findings: the seed papers next to this run",
+                     headers=FINDINGS_HEADERS, rows=tuple(_row(r) for r in shown), left=3,
+                     note=note)
+
+
+def _summary_json(summary: Summary | None) -> dict[str, float] | None:
+    if summary is None:
+        return None
+    return {"n": summary.n, "mean": summary.mean, "ci95_low": summary.ci95_low,
+            "ci95_high": summary.ci95_high}
+
+
+def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool = False
+                  ) -> list[dict[str, Any]]:
+    """The ``findings`` key of ``--format json``: one object per finding shown."""
+    out: list[dict[str, Any]] = []
+    for result in results:
+        if not (result.measured or include_unmeasured):
+            continue
+        finding = result.finding
+        out.append({
+            "id": finding.id, "seed": finding.seed, "source": finding.source,
+            "statement": finding.statement, "metric": finding.metric,
+            "phase": finding.phase, "expect": finding.direction_text(),
+            "paper": {"a": finding.a.value, "b": finding.b.value, "unit": finding.unit,
+                      "setting": finding.paper_setting},
+            "a": {"label": finding.a.label, "cells": list(result.a_cells),
+                  "summary": _summary_json(result.a)},
+            "b": {"label": finding.b.label, "cells": list(result.b_cells),
+                  "summary": _summary_json(result.b)},
+            "ours": result.ours_direction(), "verdict": result.verdict,
+            "tcg_caveat": result.caveat or None})
+    return out

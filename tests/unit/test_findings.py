@@ -1,0 +1,395 @@
+"""The seed papers' findings (src/hvbench/report/findings.toml): the data file is
+checked field by field, evaluated on the real fixture runs (tests/fixtures/runs, read
+from scratch copies), rendered (a golden of the quick run's findings table), and every
+finding is evaluated by at least one study of examples/seeds/ (by the cells and phases
+its plan would run)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import sqlite3
+import tomllib
+from collections.abc import Iterator, Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hvbench.analysis.findings import (
+    Finding,
+    FindingsError,
+    cell_facts,
+    evaluate,
+    findings_json,
+    findings_table,
+    matches,
+    parse_findings,
+)
+from hvbench.model.study import PROFILE_PHASES, PROPAGATION_PHASES, Study
+from hvbench.report.findings import load_findings, parse_findings_text, run_findings
+from hvbench.report.model import RunReport, load_run_report
+from hvbench.report.render import findings_choice, html_input, report_json
+from hvbench.run.runner import load_study
+from hvbench.store.records import CellIdentity, MeasurementRow, cell_record
+from hvbench.store.sqlite import Store
+from tests.unit.test_fixture_runs import RUNS, hvbench
+
+SEEDS = Path(__file__).parents[2] / "examples" / "seeds"
+DATA = "src/hvbench/report/findings.toml"
+
+#: Which findings each fixture run holds both sides of (read off its cells: the quick
+#: run is dd natively, on virtio-blk and on IDE; storage iozone natively and on
+#: virtio-blk cache=none; network iperf3 natively and in a virtio-net guest; propagation
+#: HTTP at 128 and 256 MiB; scenario a web guest alone, next to an idle guest and with
+#: CPU weights 0.5:1:1 and 2:1:1; web and lifecycle have no second side).
+MEASURED = {
+    "quick": {"001-t1-virtio-vs-emulated-write", "001-t1-virtio-queue-depth",
+              "001-t1-virtio-write-native", "001-t2-read-below-native",
+              "001-t2-read-disk-idle", "001-t2-virtio-vs-emulated-read"},
+    "storage": {"000-fig5-initial-write-below-host", "000-fig5-initial-read-below-host"},
+    "network": {"001-fig4-guest-below-wire"},
+    "propagation": {"000-fig3b-transfer-linear"},
+    "scenario": {"003-t3-idle-guests-reply-time", "003-t5-io-weight-throughput",
+                 "003-t5-io-weight-executions"},
+    "web": set(),
+    "lifecycle": set(),
+}
+
+
+def _raw() -> dict[str, Any]:
+    text = resources.files("hvbench.report").joinpath("findings.toml").read_text("utf-8")
+    return tomllib.loads(text)
+
+
+# -- the data file ---------------------------------------------------------------------
+
+
+def test_shipped_findings_parse_and_cover_every_seed() -> None:
+    findings = load_findings()
+    assert len({f.id for f in findings}) == len(findings)
+    assert {f.seed for f in findings} == {"000", "001", "003", "004"}
+    # Every id names its seed, so a reader can find it in docs/seeds.md.
+    assert all(f.id.startswith(f.seed + "-") for f in findings)
+
+
+def _mutated(index: int, path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    data = _raw()
+    target = data["finding"][index]
+    for key in path[:-1]:
+        target = target[key]
+    if value is _DELETE:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return data
+
+
+_DELETE = object()
+_BAD = [
+    (("metric",), "no.such.metric", "metric"),
+    (("metric",), _DELETE, "metric"),
+    (("expect",), "a<=b", "expect"),
+    (("seed",), "002", "seed"),
+    (("statement",), "", "statement"),
+    (("a", "value"), "1.3", "a.value"),
+    (("b", "label"), _DELETE, "b.label"),
+    (("a", "colour"), "red", "a.colour"),
+    (("a", "platform"), "qemu", "a.platform"),
+    (("b", "platform", "disk.bus"), [], "b.platform.disk.bus"),
+    (("tcg_distorted",), "yes", "tcg_distorted"),
+    (("ratio",), [1, 2], "ratio"),
+    (("extra",), 1, "extra"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "field"), _BAD,
+                         ids=[".".join(p) for p, _, _ in _BAD])
+def test_bad_data_names_file_finding_and_field(path: tuple[str, ...], value: Any,
+                                               field: str) -> None:
+    # The second finding: a comparison of two platforms, not a ratio.
+    data = _mutated(1, path, value)
+    fid = data["finding"][1]["id"]
+    with pytest.raises(FindingsError) as caught:
+        parse_findings(data, DATA)
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(f"{DATA}: finding {fid!r}: {field}:"), message
+
+
+def test_paper_values_must_show_the_stated_direction() -> None:
+    data = _raw()
+    first = data["finding"][1]
+    first["a"]["value"], first["b"]["value"] = first["b"]["value"], first["a"]["value"]
+    with pytest.raises(FindingsError, match=rf"finding '{first['id']}': expect: the paper"):
+        parse_findings(data, DATA)
+
+
+def test_repeated_id_and_bad_toml_are_refused() -> None:
+    data = _raw()
+    data["finding"].append(data["finding"][0])
+    with pytest.raises(FindingsError, match="id: used by an earlier finding"):
+        parse_findings(data, DATA)
+    with pytest.raises(FindingsError, match=r"^x\.toml: not valid TOML"):
+        parse_findings_text("[[finding]\n", "x.toml")
+
+
+def test_ratio_needs_expect_ratio_and_a_range() -> None:
+    data = _raw()
+    ratio = next(i for i, f in enumerate(data["finding"]) if f["expect"] == "ratio")
+    data["finding"][ratio]["ratio"] = [2.0, 1.0]
+    with pytest.raises(FindingsError, match="ratio: expected"):
+        parse_findings(data, DATA)
+
+
+# -- evaluation on synthetic rows ------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Cell:
+    name: str
+    platform: dict[str, Any]
+    workload: dict[str, Any]
+    workload_name: str = "w"
+    identity: CellIdentity = dataclasses.field(
+        default_factory=lambda: CellIdentity(base_platform="p"))
+
+
+def _finding(expect: str = "a<b", ratio: list[float] | None = None) -> Finding:
+    raw: dict[str, Any] = {
+        "id": "000-x", "seed": "000", "source": "Table 9", "statement": "s",
+        "unit": "MB/s", "metric": "mb_s", "phase": "write", "expect": expect,
+        "workload": {"profile": "dd"},
+        "a": {"label": "guest", "value": 1.0 if expect != "a>b" else 3.0,
+              "platform": {"kind": "qemu"}},
+        "b": {"label": "host", "value": 2.0, "platform": {"kind": "native"}}}
+    if ratio is not None:
+        raw["ratio"] = ratio
+        raw["a"]["value"] = 2.0
+    return parse_findings({"finding": [raw]}, "t.toml")[0]
+
+
+_CELLS = [_Cell("g", {"kind": "qemu"}, {"profile": "dd"}),
+          _Cell("n", {"kind": "native"}, {"profile": "dd"}),
+          _Cell("other", {"kind": "native"}, {"profile": "iozone"})]
+
+
+def _row(cell: str, repetition: int, metric: str, value: float) -> MeasurementRow:
+    return MeasurementRow(cell_id=0, cell=cell, platform=cell, workload="w",
+                          repetition=repetition, position=0, phase="write", metric=metric,
+                          value=value, unit="")
+
+
+def _rows(guest: list[float], host: list[float]) -> list[MeasurementRow]:
+    rows = [_row("g", i, "mb_s", v) for i, v in enumerate(guest)]
+    rows += [_row("n", i, "mb_s", v) for i, v in enumerate(host)]
+    # A cell outside both selectors and a metric outside the finding never count.
+    rows += [_row("other", 0, "mb_s", 1e9), _row("g", 0, "iops", 1e9)]
+    return rows
+
+
+@pytest.mark.parametrize(("expect", "guest", "host", "verdict"), [
+    ("a<b", [10, 11, 10.5], [50, 51, 50.5], "agrees"),
+    ("a<b", [10, 40, 25], [30, 45, 20], "agrees (within noise)"),
+    ("a<b", [60, 61, 60.5], [50, 51, 50.5], "disagrees"),
+    ("a>b", [60, 61, 60.5], [50, 51, 50.5], "agrees"),
+    ("a>b", [10, 11, 10.5], [50, 51, 50.5], "disagrees"),
+])
+def test_verdicts(expect: str, guest: list[float], host: list[float], verdict: str) -> None:
+    result = evaluate([_finding(expect)], _CELLS, _rows(guest, host))[0]
+    assert result.verdict == verdict
+    assert result.a_cells == ("g",) and result.b_cells == ("n",)
+    assert result.a is not None and result.a.n == 3
+
+
+def test_ratio_verdicts() -> None:
+    finding = _finding("ratio", [0.9, 1.1])
+    close = evaluate([finding], _CELLS, _rows([99, 100, 101], [100, 100.5, 99.5]))[0]
+    far = evaluate([finding], _CELLS, _rows([50, 51, 49], [100, 100.5, 99.5]))[0]
+    assert close.verdict == "agrees"
+    assert far.verdict == "disagrees" and far.ours_direction() == "A/B = 0.5"
+
+
+def test_missing_side_is_not_measured_and_shown_only_when_asked() -> None:
+    results = evaluate([_finding()], _CELLS[:1], _rows([1.0], [2.0]))
+    assert results[0].verdict == "not measured"
+    assert findings_table(results) is None
+    table = findings_table(results, include_unmeasured=True)
+    assert table is not None and "not measured by this run" in table.rows[0]
+    assert findings_json(results) == []
+
+
+def test_tcg_caveat_only_on_distorted_findings_under_tcg() -> None:
+    distorted = dataclasses.replace(_finding(), tcg_distorted=True)
+    rows = _rows([1, 2, 3], [5, 6, 7])
+    assert evaluate([distorted], _CELLS, rows, accelerator="tcg")[0].caveat
+    assert not evaluate([distorted], _CELLS, rows, accelerator="kvm")[0].caveat
+    assert not evaluate([_finding()], _CELLS, rows, accelerator="tcg")[0].caveat
+
+
+def test_selectors_read_aliases_lists_patterns_and_absent_facts() -> None:
+    platform = {"kind": "qemu", "vm": {"vcpus": 3, "disks": [{"bus": "lsi-scsi"}],
+                                       "nics": []}}
+    facts = cell_facts(platform, {"kind": "web", "file_kb": [1]}, "idle3", ("idle",) * 3)
+    assert matches(facts, {"disk.bus": ["ide", "lsi-*"], "vcpus": 3}, {"kind": "web"})
+    assert matches(facts, {"neighbours": "idle*", "scenario.weights.io": ""}, {})
+    assert not matches(facts, {"scenario": ""}, {})
+    assert not matches(facts, {"vcpus": 1}, {})
+
+
+# -- the fixture runs ------------------------------------------------------------------
+
+
+@pytest.fixture(params=sorted(MEASURED))
+def fixture_report(request: pytest.FixtureRequest, tmp_path: Path
+                   ) -> Iterator[tuple[str, RunReport]]:
+    name: str = request.param
+    shutil.copyfile(RUNS / f"{name}.db", tmp_path / f"{name}.db")
+    with Store(tmp_path / f"{name}.db", create=False) as store:
+        run = store.latest_run()
+        assert run is not None
+        yield name, load_run_report(store, run.id, monitors=[])
+
+
+def test_fixture_runs_measure_the_expected_findings(
+        fixture_report: tuple[str, RunReport]) -> None:
+    name, report = fixture_report
+    results = run_findings(report)
+    measured = {r.finding.id for r in results if r.measured}
+    assert measured == MEASURED[name]
+    for result in results:
+        if result.measured:
+            assert result.a is not None and result.b is not None
+            holds = {"a<b": result.a.mean < result.b.mean,
+                     "a>b": result.a.mean > result.b.mean}.get(result.finding.expect)
+            if holds is not None:
+                assert result.verdict.startswith("agrees") == holds
+            # Every fixture ran under TCG: the distorted findings carry the caveat.
+            assert bool(result.caveat) == result.finding.tcg_distorted
+    # Fixture studies are not seed studies: JSON and HTML leave findings out unasked.
+    assert findings_choice(report, None) is None
+    assert "findings" not in json.loads(report_json(report))
+
+
+def test_seed_studies_get_findings_in_json_and_html_unasked(tmp_path: Path) -> None:
+    shutil.copyfile(RUNS / "quick.db", tmp_path / "quick.db")
+    with Store(tmp_path / "quick.db", create=False) as store:
+        run = store.latest_run()
+        assert run is not None
+        report = load_run_report(store, run.id, monitors=[])
+    seed = dataclasses.replace(report, run=dataclasses.replace(report.run,
+                                                               study_name="seed-001-x"))
+    assert findings_choice(seed, None) == "measured"
+    shown = json.loads(report_json(seed, findings_choice(seed, None)))["findings"]
+    assert {f["id"] for f in shown} == MEASURED["quick"]
+    data = html_input(seed, None, findings="all")
+    assert data.findings is not None
+    assert len(data.findings.rows) == len(load_findings())
+
+
+def test_quick_findings_table_matches_golden(tmp_path: Path) -> None:
+    """The terminal table of `hvbench report RUN --findings` on the quick run (golden:
+    tests/fixtures/runs/quick.findings.txt, written by regenerate.sh)."""
+    shutil.copyfile(RUNS / "quick.db", tmp_path / "quick.db")
+    done = hvbench(tmp_path, "report", "--db", "quick.db", "--findings")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout.decode()
+    table = text[text.index("Findings: the seed papers"):]
+    assert table.encode() == (RUNS / "quick.findings.txt").read_bytes()
+
+
+def test_html_has_a_findings_section_when_asked(tmp_path: Path) -> None:
+    shutil.copyfile(RUNS / "quick.db", tmp_path / "quick.db")
+    done = hvbench(tmp_path, "report", "--db", "quick.db", "--format", "html",
+                   "--findings")
+    assert done.returncode == 0, done.stderr
+    assert b'<h2 id="findings">Findings</h2>' in done.stdout
+    assert b'href="#findings"' in done.stdout
+
+
+# -- examples/seeds covers every finding -----------------------------------------------
+
+
+def _planned_phases(workload: Mapping[str, Any]) -> list[str] | None:
+    """The phases a workload's cells store (None: not known ahead, any matches)."""
+    kind = workload.get("kind")
+    if kind == "disk":
+        return list(workload.get("phases") or PROFILE_PHASES[workload["profile"]])
+    if kind == "network":
+        return [workload["direction"]]
+    if kind == "web":
+        return [f"{kb}kB" for kb in workload["file_kb"]]
+    if kind == "propagation":
+        return list(PROPAGATION_PHASES)
+    return None
+
+
+def _sides_planned(finding: Finding, study: Study) -> bool:
+    import fnmatch
+
+    records = [cell_record(c) for c in study.cells]
+    facts = {r.name: (cell_facts(r.platform, r.workload,
+                                 r.identity.scenario if r.identity else None,
+                                 r.identity.neighbour_roles if r.identity else (),
+                                 r.workload_name), r.workload) for r in records}
+
+    def side(which: str) -> set[str]:
+        chosen = getattr(finding, which)
+        return {f["workload_name"] for f, w in facts.values()
+                if matches(f, chosen.platform, chosen.workload)
+                and any(fnmatch.fnmatchcase(p, finding.phase)
+                        for p in (_planned_phases(w) or [finding.phase]))}
+
+    a, b = side("a"), side("b")
+    return bool(a & b) if finding.same_workload else bool(a and b)
+
+
+SEED_STUDIES = sorted(SEEDS.glob("*.toml"))
+
+
+def test_every_finding_is_evaluated_by_a_seed_study() -> None:
+    studies = {p.name: load_study(p) for p in SEED_STUDIES}
+    assert len(studies) >= 7
+    uncovered = [f.id for f in load_findings()
+                 if not any(_sides_planned(f, s) for s in studies.values())]
+    assert uncovered == []
+
+
+@pytest.mark.parametrize("path", SEED_STUDIES, ids=[p.name for p in SEED_STUDIES])
+def test_seed_study_header_names_its_findings(path: Path) -> None:
+    """Each seed study says which findings it evaluates, and evaluates them."""
+    study = load_study(path)
+    assert study.study.name.startswith("seed-")
+    assert study.study.repetitions == 3
+    ids = {f.id: f for f in load_findings()}
+    header = path.read_text().split("[study]")[0]
+    named = [i for i in ids if i in header]
+    assert named, "the header names no finding id"
+    for fid in named:
+        assert _sides_planned(ids[fid], study), fid
+
+
+def test_a_seed_study_run_prints_its_findings_unasked(tmp_path: Path) -> None:
+    """The quick run renamed as a seed study (in a scratch copy): the table format, JSON
+    and HTML carry its findings without --findings."""
+    shutil.copyfile(RUNS / "quick.db", tmp_path / "quick.db")
+    with sqlite3.connect(tmp_path / "quick.db") as db:
+        db.execute("UPDATE runs SET study_name = 'seed-001-storage'")
+    table = hvbench(tmp_path, "report", "--db", "quick.db")
+    assert table.returncode == 0, table.stderr
+    assert b"Findings: the seed papers next to this run" in table.stdout
+    done = hvbench(tmp_path, "report", "--db", "quick.db", "--format", "json")
+    assert {f["id"] for f in json.loads(done.stdout)["findings"]} == MEASURED["quick"]
+    html = hvbench(tmp_path, "report", "--db", "quick.db", "--format", "html")
+    assert b'<h2 id="findings">Findings</h2>' in html.stdout
+
+
+def test_a_run_without_findings_says_so(tmp_path: Path) -> None:
+    shutil.copyfile(RUNS / "lifecycle.db", tmp_path / "lifecycle.db")
+    done = hvbench(tmp_path, "report", "--db", "lifecycle.db", "--findings")
+    assert done.returncode == 0, done.stderr
+    assert b"this run measures none of the seed papers' findings" in done.stdout
+    every = hvbench(tmp_path, "report", "--db", "lifecycle.db", "--findings", "all")
+    assert every.stdout.count(b"not measured by") == len(load_findings())
