@@ -5,6 +5,7 @@ one report model (:func:`hvbench.report.model.load_run_report`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,8 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
     )
     from hvbench.report.model import load_run_report
     from hvbench.report.render import html_input
+    from hvbench.report.tune import load_tune_report, tuning_html
+    from hvbench.run.tune import is_tune_text
 
     choice = parse_series_choice(series) if series else None
     # Only the monitors a series choice (or the automatic ones) can draw, plus, for a
@@ -85,4 +88,7 @@ def _html(store: Store, run_id: str, series: str | None) -> str:
     if any(c.identity.scenario for c in store.cells(run_id)):
         patterns += SCENARIO_MONITORS
     report = load_run_report(store, run_id, monitors=patterns)
-    return render_html(html_input(report, choice))
+    data = html_input(report, choice)
+    if is_tune_text(report.run.study_text):
+        data = dataclasses.replace(data, tuning=tuning_html(load_tune_report(store, run_id)))
+    return render_html(data)

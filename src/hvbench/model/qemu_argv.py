@@ -280,3 +280,9 @@ def _root_disk_args(plan: LaunchPlan) -> list[str]:
 def build_qemu_argv(plan: LaunchPlan) -> list[str]:
     """The complete QEMU argv for ``plan`` (pure; raises nothing for a validated spec)."""
     return [*_base_args(plan), *_root_disk_args(plan), *_disks_args(plan), *_nics_args(plan)]
+
+
+def io_args(plan: LaunchPlan) -> list[str]:
+    """The benchmark disks' and NICs' part of the argv (controllers, -drive, -object
+    iothread, -device, -netdev): the I/O configuration as a command-line fragment."""
+    return [*_disks_args(plan), *_nics_args(plan)]
