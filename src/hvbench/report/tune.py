@@ -28,7 +28,6 @@ from hvbench.analysis.tuning import (
     winner_of,
 )
 from hvbench.errors import SpecError
-from hvbench.model.study import value_text
 from hvbench.model.tune import (
     TuneSpec,
     libvirt_domain,
@@ -186,25 +185,26 @@ def _pct(row: TrialRow) -> str:
 
 
 def ranked_table(report: TuneReport) -> TextTable:
-    """The ranked table: configuration, settings, objective mean ± CI, % of native,
-    repetitions, and the order in which the search first measured it."""
+    """The ranked table: configuration (named from its settings, in axis order),
+    objective mean ± CI, % of native, repetitions, and the order in which the search
+    first measured it."""
     default = report.default.name if report.default else None
     winner = report.winner.name if report.winner else None
     rows = []
     for rank, row in enumerate(report.rows, 1):
         mark = " (winner)" if row.name == winner else ""
         mark += " (default)" if row.name == default else ""
-        settings = " ".join(f"{k.split('.')[-1]}={value_text(v)}" for k, v in row.params.items())
-        rows.append((str(rank), row.name + mark, settings, _mean_ci(row.summary), _pct(row),
+        rows.append((str(rank), row.name + mark, _mean_ci(row.summary), _pct(row),
                      str(row.summary.n), str(row.order + 1)))
     notes = []
     if any(r.above_native for r in report.rows):
         notes.append(f"* {ABOVE_NATIVE_NOTE}")
     if report.tcg:
         notes.append(TCG_NOTE)
+    axes = ", ".join(a.split(".")[-1] for a in report.spec.axes)
     return TextTable(f"tuning: {objective_label(report.spec)}",
-                     ("#", "configuration", "settings", "objective (mean ± 95 % CI)",
-                      "% of native", "reps", "trial"), tuple(rows), left=3,
+                     ("#", f"configuration (base.{axes})", "objective (mean ± 95 % CI)",
+                      "% of native", "reps", "trial"), tuple(rows), left=2,
                      note="\n".join(notes))
 
 

@@ -65,6 +65,15 @@ from hvbench.store.sqlite import Store
 #: How many proposals the sampler may make in a row that are invalid or already
 #: measured before a not yet measured configuration is drawn at random instead.
 MAX_ASKS = 64
+#: Rules whose fix names several settings (their ``knob`` holds at most one, or none):
+#: each setting the fix text names, tried as a seed in this order.
+FIX_SETTINGS: Mapping[str, tuple[tuple[str, tuple[Any, ...]], ...]] = {
+    "few-in-flight": (("disk.aio", ("native", "io_uring")), ("disk.iothread", (True,))),
+    "request-size-shrunk": (("disk.bus", ("virtio-blk", "virtio-scsi")),
+                            ("disk.allocation", ("preallocated",)),
+                            ("disk.cache", ("none",)), ("disk.aio", ("native",))),
+    "main-loop-saturated": (("disk.iothread", (True,)),),
+}
 #: The rough seconds of one repetition before any was measured (a TCG boot and a short
 #: fio phase): only used to decide whether a measurement still fits the time budget.
 FIRST_REPETITION_S = 15.0
@@ -498,6 +507,7 @@ def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec
                 rule = rules[finding.rule]
                 if rule.knob is not None and rule.better:
                     out.append((rule.knob, rule.better))
+                out += FIX_SETTINGS.get(rule.name, ())
         return out
     return seeds
 
