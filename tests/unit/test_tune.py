@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from hvbench.analysis.compare import min_p_value
 from hvbench.analysis.stats import summarize
 from hvbench.analysis.tuning import Objective, axis_effects, ranked, scores, separated
 from hvbench.errors import SpecError
@@ -220,7 +221,13 @@ def test_search_starts_with_the_default_and_stays_in_budget() -> None:
     assert lab.calls[0][0] == "vm.virtio-blk-writethrough-threads-off"
     assert all(name in names for name, _ in lab.calls)  # never an invalid combination
     assert len(s.order) == 8  # budget.trials distinct configurations
-    assert max(len(v) for v in lab.stored.values()) <= spec.section.halving.max_repetitions
+    most = spec.section.halving.max_repetitions
+    assert max(len(v) for v in lab.stored.values()) <= most
+    # The winner and the default have enough repetitions for their test to reach alpha.
+    best = s.best()
+    assert best is not None and s.default is not None
+    counts = len(best.scores), len(lab.stored[s.default.name])
+    assert min_p_value(*counts) < spec.section.alpha or most in counts
 
 
 def test_diagnosis_seeds_are_tried_right_after_the_default() -> None:

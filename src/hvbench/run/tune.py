@@ -9,7 +9,7 @@ from the stored cells without measuring anything again.
 
 The search (:class:`Search`):
 
-1. the native baseline is measured first, as many repetitions as the last rung;
+1. the native baseline is measured first, ``max_repetitions`` times (no boot: cheap);
 2. **explore**: Optuna's TPE sampler over the categorical axes proposes a configuration;
    one that is invalid or excluded is told to the sampler as pruned (never measured,
    not counted), one already measured is told its stored value. The first proposals are
@@ -21,7 +21,9 @@ The search (:class:`Search`):
 4. **finals**, once the trial budget or ``explore_share`` of the time budget is spent:
    the ``finalists`` best (and the default, for the test against it) are brought to
    the last rung, then repeated one repetition at a time until the best one's 95 %
-   interval separates from the others' or they reach ``max_repetitions``.
+   interval separates from the others' or they reach ``max_repetitions``; then the
+   winner and the default get repetitions until the permutation test between them can
+   reach ``alpha`` (or ``max_repetitions``).
 
 The time budget counts the measuring of every session (stored repetitions and boots)
 plus the current session's wall time; a measurement whose estimated length would
@@ -44,6 +46,7 @@ from typing import Any
 
 import optuna
 
+from hvbench.analysis.compare import min_p_value
 from hvbench.analysis.diagnosis import diagnose_all
 from hvbench.analysis.metrics import direction_of, is_known
 from hvbench.analysis.resources import build_models
@@ -348,12 +351,29 @@ class Search:
         best = summaries[finalists[0]]
         if len(finalists) < 2 or separated(best, [summaries[n] for n in finalists[1:]],
                                            self.spec.goal):
-            return None
+            return self._testable(measured, finalists[0])
         fewest = min((n for n in finalists if measured[n].attempted < most),
                      key=lambda n: measured[n].attempted, default=None)
         if fewest is None:
             return None
         return Action("final", measured[fewest].params, measured[fewest].attempted + 1)
+
+    def _testable(self, measured: Mapping[str, Config], best: str) -> Action | None:
+        """After the finals: one more repetition of the winner or the default (the
+        fewer first) while the permutation test between them cannot reach ``alpha``
+        with so few repetitions (3 against 3 cannot go below p = 0.1)."""
+        most = self.halving.max_repetitions
+        if self.default is None or self.default.name not in measured \
+                or self.default.name == best:
+            return None
+        pair = sorted((best, self.default.name), key=lambda n: measured[n].attempted)
+        counts = [len(measured[n].scores) for n in pair]
+        if min_p_value(counts[0], counts[1]) < self.spec.section.alpha:
+            return None
+        name = next((n for n in pair if measured[n].attempted < most), None)
+        if name is None:
+            return None
+        return Action("final", measured[name].params, measured[name].attempted + 1)
 
     def next_action(self) -> Action | None:
         """What to measure next, or None when the search is over."""
@@ -513,7 +533,9 @@ def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec
 
 
 def _native_repetitions(spec: TuneSpec) -> int:
-    return spec.section.halving.rungs[-1]
+    """Native runs without a boot: as many repetitions as a finalist may get, so that
+    the winner's test against native can reach its significance level."""
+    return spec.section.halving.max_repetitions
 
 
 class TuneRunner:
