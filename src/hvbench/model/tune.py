@@ -380,11 +380,13 @@ def enumerate_space(spec: TuneSpec) -> tuple[Params, ...]:
     return tuple(out)
 
 
-def parse_tune(text: str, path: str, host_memory_bytes: int, aio_modes: Iterable[str],
+def parse_tune(text: str, path: str, host_memory_bytes: int,
+               aio_modes: Iterable[str] | Callable[[], Iterable[str]],
                direction_of: Callable[[str], str | None], *, seed: int | None = None
                ) -> TuneSpec:
     """Parse a tune file. ``aio_modes``: the AIO modes this host's QEMU opens (the
-    default ``disk.aio`` axis); ``direction_of``: metric -> ``higher``/``lower``/
+    default ``disk.aio`` axis; a callable is only asked when the file gives no axes);
+    ``direction_of``: metric -> ``higher``/``lower``/
     ``neutral`` (the catalogue's, passed in from the analysis layer); ``seed``
     overrides the file's.
 
@@ -420,7 +422,8 @@ def parse_tune(text: str, path: str, host_memory_bytes: int, aio_modes: Iterable
         raise SpecError(f"{where}.targets: several targets are combined as % of native: "
                         "add a [[platform]] with kind = \"native\"")
     if axes_raw is None:
-        axes = default_axes(study, aio_modes, section.allow_unsafe)
+        modes = aio_modes() if callable(aio_modes) else aio_modes
+        axes = default_axes(study, modes, section.allow_unsafe)
     else:
         axes = _check_axes(_flatten(axes_raw), f"{where}.axes", section.allow_unsafe)
     if not axes:

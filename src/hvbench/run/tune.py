@@ -107,7 +107,7 @@ def load_tune(path: str, text: str | None = None, *, seed: int | None = None) ->
 
     if text is None:
         text = read_text_input(Path(path), "a tune file")
-    spec = parse_tune(text, path, facts.memory_bytes() or 0, host_aio_modes(),
+    spec = parse_tune(text, path, facts.memory_bytes() or 0, host_aio_modes,
                       catalogue_direction, seed=seed)
     for cell in spec.cells(spec.base):
         kind_of(cell.workload.spec.kind).check(cell, path)
