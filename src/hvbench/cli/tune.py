@@ -11,6 +11,7 @@ from typing import Any
 from rich.console import Console
 
 from hvbench.cli.common import add_db_option, warn_tcg
+from hvbench.cli.run import failure_lines, run_exit_code
 from hvbench.errors import SpecError
 from hvbench.store.sqlite import Store
 
@@ -46,8 +47,12 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         else:
             spec = load_tune(args.tune_file, seed=args.seed)
         run_id = _search(spec, store, args.resume, err)
+        for line in failure_lines(store, run_id):
+            err.print(line, style="red", markup=False, soft_wrap=True)
         _answer(store, run_id, args, out, err)
-    return 0
+        ok, failed = len(store.done(run_id)), len(store.failures(run_id))
+    # As `hvbench run`: 0 every repetition ok, 1 some failed, 3 every one failed.
+    return run_exit_code(ok, failed)
 
 
 def _search(spec: Any, store: Store, resume: str | None, err: Console) -> str:
@@ -62,6 +67,9 @@ def _search(spec: Any, store: Store, resume: str | None, err: Console) -> str:
                   markup=False)
 
     def progress(event: TuneEvent) -> None:
+        if event.stage == "native":
+            err.print(f"measuring the native baseline ({event.repetitions} repetitions)",
+                      markup=False)
         if event.state == "running":
             return
         of = f" of {event.trials}" if event.trials else ""

@@ -494,10 +494,9 @@ def stored_scores(store: Store, run_id: str, spec: TuneSpec
     rows = store.measurements(run_id)
     objective = objective_of(spec)
     natives = native_means(rows, objective, spec.native.name if spec.native else None)
-    names = {c.platform_name for c in store.cells(run_id)}
     cells = {c.name: c.platform_name for c in store.cells(run_id)}
     failed = {cells[f.cell] for f in store.failures(run_id) if f.cell in cells}
-    return {n: scores(rows, n, objective, natives) for n in names}, failed
+    return {n: scores(rows, n, objective, natives) for n in set(cells.values())}, failed
 
 
 def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec
@@ -614,6 +613,9 @@ def _search(spec: TuneSpec, store: Store, runner: StudyRunner, run_id: str, *,
     search.restore(list(dict(stored).items()))
     if native is not None:
         measured_native = time.monotonic()
+        if progress is not None:
+            progress(TuneEvent("native", 0, spec.section.budget.trials, native.name,
+                               _native_repetitions(spec), "running", None, None, None))
         tune_runner.measure(native, range(_native_repetitions(spec)))
         search.measure_s += time.monotonic() - measured_native
     return search
