@@ -15,7 +15,8 @@ The search (:class:`Search`):
    not counted), one already measured is told its stored value. The first proposals are
    enqueued: the default configuration, then the fixes its diagnosis names (a
    ``flush-per-write`` verdict tries the other cache modes first). Each new one is
-   measured with ``rungs[0]`` repetitions;
+   measured with ``rungs[0]`` repetitions, the default with the last rung's (its
+   diagnosis is steadier over several, and the finals test against it anyway);
 3. **promote** (asynchronous successive halving): a configuration in the best
    ``1/eta`` of those that completed rung ``k`` is measured up to ``rungs[k+1]``;
 4. **finals**, once the trial budget or ``explore_share`` of the time budget is spent:
@@ -307,7 +308,11 @@ class Search:
         params = self._ask()
         if params is None:
             return None
-        return Action("explore", params, self.halving.rungs[0])
+        # The default goes straight to the last rung: the finals test the winner
+        # against it anyway, and its diagnosis (which seeds the search) is steadier
+        # over several repetitions than over one.
+        rung = -1 if self.default is not None and params == self.spec.default_params else 0
+        return Action("explore", params, self.halving.rungs[rung])
 
     def _ask(self) -> Params | None:
         """The sampler's next new, valid configuration (see the module docstring)."""
