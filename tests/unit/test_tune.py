@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -330,3 +331,12 @@ def test_axis_effects_average_each_configuration_once() -> None:
                            {"x": {"disk.cache": "none"}, "y": {"disk.cache": "none"}})
     assert [(e.axis, e.value, e.mean, e.configs) for e in effects] == [
         ("disk.cache", "none", 22.5, 2)]
+
+
+@pytest.mark.parametrize("name", ["tune-disk.toml", "tune-net.toml"])
+def test_the_example_tune_files_parse(name: str) -> None:
+    path = Path(__file__).resolve().parents[2] / "examples" / name
+    spec = parse_tune(path.read_text(), str(path), MEMORY, ("threads", "native", "io_uring"),
+                      catalogue_direction)
+    assert spec.default_params in spec.space
+    assert spec.section.budget.trials is not None and spec.section.budget.seconds
