@@ -340,3 +340,19 @@ def test_the_example_tune_files_parse(name: str) -> None:
                       catalogue_direction)
     assert spec.default_params in spec.space
     assert spec.section.budget.trials is not None and spec.section.budget.seconds
+
+
+def test_the_last_part_of_the_exploration_steps_to_neighbours_of_the_best() -> None:
+    spec = tune()
+    lab = FakeLab()
+    s = search(spec, lab)
+    s.run()
+    explored = [dict(s.configs[n].params) for n in s.order]
+    # 8 trials, neighbour_share 0.34: the 7th and 8th are one setting away from one of
+    # the two best configurations explored before them (3 % noise: the best so far is
+    # one of the two truly best).
+    for index in (6, 7):
+        config = explored[index]
+        top = sorted(explored[:index], key=true_mean, reverse=True)[:2]
+        assert any(sum(config[a] != best[a] for a in config) == 1 for best in top), (
+            index, config, top)

@@ -114,6 +114,9 @@ class HalvingSpec(_Strict):
     #: Share of the time budget after which no new configuration is explored (the rest
     #: goes to promotions and finals).
     explore_share: float = Field(default=0.6, gt=0, le=1)
+    #: Share of the exploration (trials, or time) spent last on the one-axis neighbours
+    #: of the best configuration so far (a local step after the sampler's global one).
+    neighbour_share: float = Field(default=0.34, ge=0, lt=1)
 
     @model_validator(mode="after")
     def _check(self) -> HalvingSpec:

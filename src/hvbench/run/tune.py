@@ -17,6 +17,10 @@ The search (:class:`Search`):
    ``flush-per-write`` verdict tries the other cache modes first). Each new one is
    measured with ``rungs[0]`` repetitions, the default with the last rung's (its
    diagnosis is steadier over several, and the finals test against it anyway);
+   In the last ``neighbour_share`` of the exploration the proposals are the
+   one-axis neighbours of the best configuration so far (a local step after the
+   sampler's global one: in a categorical space whose axes act nearly independently,
+   the best is most often one setting away from a good one);
 3. **promote** (asynchronous successive halving): a configuration in the best
    ``1/eta`` of those that completed rung ``k`` is measured up to ``rungs[k+1]``;
 4. **finals**, once the trial budget or ``explore_share`` of the time budget is spent:
@@ -314,9 +318,36 @@ class Search:
         rung = -1 if self.default is not None and params == self.spec.default_params else 0
         return Action("explore", params, self.halving.rungs[rung])
 
+    def _exploration_progress(self) -> float:
+        """How much of the exploration budget is spent (0 to 1 and beyond)."""
+        done = [self.explored() / self.budget.trials] if self.budget.trials else []
+        if self.budget.seconds:
+            done.append(self.spent_s() / (self.halving.explore_share * self.budget.seconds))
+        return max(done, default=0.0)
+
+    def _neighbour(self) -> Params | None:
+        """In the last ``neighbour_share`` of the exploration: a not yet measured
+        configuration that differs from the best so far in one axis (drawn with the
+        search's seeded generator), else None."""
+        if self._exploration_progress() < 1.0 - self.halving.neighbour_share:
+            return None
+        best = self.best()
+        if best is None:
+            return None
+        around = [tuple((a, value if a == axis else v) for a, v in best.params)
+                  for axis, values in self.spec.axes.items() for value in values
+                  if value != dict(best.params)[axis]]
+        fresh = [p for p in around if p in self.valid and self.valid[p].name not in self.configs]
+        return self._rng.choice(fresh) if fresh else None
+
     def _ask(self) -> Params | None:
-        """The sampler's next new, valid configuration (see the module docstring)."""
+        """The sampler's next new, valid configuration (see the module docstring); in
+        the last part of the exploration a one-axis neighbour of the best so far,
+        enqueued into the sampler so that its history stays whole."""
         axes = tuple(self.spec.axes)
+        neighbour = self._neighbour()
+        if neighbour is not None:
+            self.study.enqueue_trial(dict(neighbour), skip_if_exists=True)
         for _ in range(MAX_ASKS):
             trial = self.study.ask(self.distributions)
             params = tuple((a, trial.params[a]) for a in axes)
