@@ -197,7 +197,6 @@ class Search:
         self.configs: dict[str, Config] = {}
         self.order: list[str] = []
         self.valid = {p: spec.trial_variant(p) for p in spec.space}
-        self.by_name = {v.name: p for p, v in self.valid.items()}
         self.default = spec.trial_variant(spec.default_params) \
             if spec.default_params in self.valid else None
         self._pending: dict[str, optuna.trial.Trial] = {}
@@ -240,12 +239,20 @@ class Search:
     def restore(self, stored: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Rebuild the search from stored configurations (platform name, definition)
         in the order they were first measured: their scores, and the sampler's history,
-        so nothing is measured again."""
+        so nothing is measured again. Raises :class:`SpecError` for a stored
+        configuration outside the space."""
         axes = tuple(self.spec.axes)
         for name, definition in stored:
             if name in self.configs:
                 continue
-            self.configs[name] = Config(name, params_of_definition(definition, axes))
+            params = params_of_definition(definition, axes)
+            if params not in self.valid:
+                # The default axes follow the host (its AIO modes): resumed elsewhere,
+                # a stored configuration may fall outside them.
+                raise SpecError(f"{self.spec.study.path}: stored configuration {name} is "
+                                "outside the search space on this host; resume where the "
+                                "search started, or give [tune.axes] explicitly")
+            self.configs[name] = Config(name, params)
         self._refresh()
         for name in list(self.configs):
             config = self.configs[name]
