@@ -360,6 +360,9 @@ def objective_timeline(title: str, points: Sequence[tuple[int, str, float]],
             ax.axhline(native, color="0.3", linestyle="--", linewidth=0.8, label="native")
         ax.set_title(title, loc="left")
         ax.set_xlabel("measurement (repetition) in the order run")
+        from matplotlib.ticker import MaxNLocator  # noqa: PLC0415 - as _colors
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylabel("objective")
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
         return _svg(fig)
