@@ -356,3 +356,27 @@ def test_the_last_part_of_the_exploration_steps_to_neighbours_of_the_best() -> N
         top = sorted(explored[:index], key=true_mean, reverse=True)[:2]
         assert any(sum(config[a] != best[a] for a in config) == 1 for best in top), (
             index, config, top)
+
+
+def test_disk_queues_reach_the_argv_and_the_libvirt_driver() -> None:
+    spec = tune(TUNE.replace('axes.disk.iothread = [false, true]',
+                             'axes.disk.iothread = [false, true]\naxes.disk.queues = [1, 2]'))
+    assert "disk.queues" in spec.axes
+    # queues on IDE is invalid: never in the space.
+    assert not any(dict(p)["disk.bus"] == "ide" and dict(p)["disk.queues"] for p in spec.space)
+    # virtio-blk: the disk's <driver>; virtio-scsi: its controller's <driver>.
+    for bus, device_option, parent in (("virtio-blk", "num-queues=2", "disk"),
+                                       ("virtio-scsi", "num_queues=2", "controller")):
+        params = next(p for p in spec.space if dict(p)["disk.bus"] == bus
+                      and dict(p)["disk.queues"] == 2)
+        vm = spec.trial_variant(params).spec.vm
+        assert any(device_option in a for a in qemu_fragment(vm))
+        elements = ET.fromstring(  # noqa: S314 - XML built by hvbench
+            f"<x>{libvirt_elements(libvirt_domain(vm))}</x>")
+        drivers = [e.get("queues") for e in elements.findall(f"{parent}/driver")]
+        assert drivers == ["2"], (bus, drivers)
+
+
+def test_queues_need_a_virtio_disk() -> None:
+    with pytest.raises(SpecError, match="queues needs bus virtio-blk or virtio-scsi"):
+        tune(base=BASE.replace('bus = "virtio-blk",', 'bus = "ide", queues = 2,'))

@@ -60,6 +60,8 @@ AXIS_VALUES: Mapping[str, tuple[Any, ...]] = {
     "disk.format": get_args(ImageFormat),
     "disk.allocation": get_args(Allocation),
     "disk.iothread": (False, True),
+    #: Not a default axis: several request queues only help a guest with several vCPUs.
+    "disk.queues": (1, 2, 4),
     "nic.model": get_args(NicModel),
     "nic.backend": get_args(NetBackend),
     "machine": ("q35", "pc", "microvm"),
