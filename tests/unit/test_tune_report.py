@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.cli.main import main
 from hvbench.model.study import Variant
 from hvbench.model.tune import TuneSpec
 from hvbench.report.tune import (
@@ -123,3 +124,32 @@ def test_json_and_html_carry_the_winner_block(stored: tuple[Store, str, TuneSpec
     page = tuning_html(report)
     assert page.startswith('<h2 id="tuning">Tuning</h2>')
     assert page.count("<figure>") == 2
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["tune"], "give a tune file or --resume RUN"),
+    (["tune", "x.toml", "--resume", "r1"], "give a tune file or --resume RUN"),
+    (["tune", "--resume", "r1", "--seed", "4"], "drop --seed"),
+])
+def test_tune_options_are_checked_before_anything_starts(
+        argv: list[str], message: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*argv, "--db", str(tmp_path / "none.db")]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_a_bad_tune_file_is_one_line_exit_2(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(TUNE.replace('metric = "mb_s"', 'metric = "furlongs"'))
+    assert main(["tune", str(path), "--db", str(tmp_path / "t.db")]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: tune.metric: 'furlongs' is not a catalogue metric" in err.replace("\n", "")
+
+
+def test_run_resume_refuses_a_tuning_run(stored: tuple[Store, str, TuneSpec], tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    store, run_id, _ = stored
+    assert main(["run", "--resume", run_id, "--db", str(store.path)]) == 2
+    assert f"hvbench tune --resume {run_id}" in capsys.readouterr().err.replace("\n", "")
