@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import tomllib
+import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -25,6 +26,8 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hvbench.errors import SpecError
+from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml, check_libvirt_spec
+from hvbench.model.qemu_argv import LaunchPlan, io_args
 from hvbench.model.spec import (
     AioMode,
     Allocation,
@@ -266,8 +269,6 @@ def trial_variant(spec: TuneSpec, params: Params) -> Variant:
     platform: Any = (QemuPlatformSpec(vm=new_vm) if isinstance(spec.base.spec, QemuPlatformSpec)
                      else spec.base.spec.model_copy(update={"vm": new_vm}))
     if isinstance(platform, LibvirtPlatformSpec):
-        from hvbench.model.libvirt_xml import check_libvirt_spec  # noqa: PLC0415 - a cycle
-
         check_libvirt_spec(new_vm)
     return Variant(trial_name(spec.base.name, params), platform, values)
 
@@ -504,8 +505,6 @@ def _placeholders(vm: VmSpec) -> tuple[tuple[str, ...], tuple[str, ...], tuple[s
 def qemu_fragment(vm: VmSpec) -> list[str]:
     """The QEMU command-line fragment of a guest's I/O path (image paths, MACs and tap
     names are placeholders)."""
-    from hvbench.model.qemu_argv import LaunchPlan, io_args  # noqa: PLC0415
-
     images, macs, taps = _placeholders(vm)
     plan = LaunchPlan(spec=vm, accel="kvm", name="tuned", kernel="", initrd="",
                       kernel_cmdline="", qmp_socket="", agent_socket="", console_log="",
@@ -519,8 +518,6 @@ def libvirt_domain(vm: VmSpec) -> str:
 
     Raises :class:`SpecError` when libvirt cannot express the configuration (IDE on q35,
     microvm)."""
-    from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml  # noqa: PLC0415
-
     nics = tuple(n.model_copy(update={"bridge": n.bridge or BRIDGE_PLACEHOLDER})
                  if n.backend == "tap" else n for n in vm.nics)
     vm = vm.model_copy(update={"nics": nics})
@@ -537,8 +534,6 @@ def libvirt_elements(domain_xml: str) -> str:
     """The I/O elements of a domain XML built by :func:`libvirt_domain`: ``<iothreads>``,
     the benchmark ``<disk>`` elements (``<driver cache= io= iothread=>``), SCSI
     ``<controller>`` elements and ``<interface>`` elements (``<model type=>``)."""
-    import xml.etree.ElementTree as ET  # noqa: PLC0415
-
     root = ET.fromstring(domain_xml)  # noqa: S314 - XML this module just built
     picked = list(root.findall("iothreads"))
     devices = root.find("devices")

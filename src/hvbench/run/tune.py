@@ -44,15 +44,18 @@ import math
 import random
 import statistics
 import time
+import tomllib
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import optuna
 
 from hvbench.analysis.compare import min_p_value
-from hvbench.analysis.diagnosis import diagnose_all
+from hvbench.analysis.diagnosis import RULES, diagnose_all
 from hvbench.analysis.metrics import direction_of, is_known
 from hvbench.analysis.resources import build_models
 from hvbench.analysis.stats import summarize
@@ -108,8 +111,6 @@ def host_aio_modes() -> list[str]:
 def load_tune(path: str, text: str | None = None, *, seed: int | None = None) -> TuneSpec:
     """Read (unless ``text`` is given: a stored run's) and parse a tune file, and run
     each workload kind's checks. Raises :class:`SpecError` (exit code 2)."""
-    from pathlib import Path  # noqa: PLC0415
-
     if text is None:
         text = read_text_input(Path(path), "a tune file")
     spec = parse_tune(text, path, facts.memory_bytes() or 0, host_aio_modes,
@@ -559,8 +560,6 @@ def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec
         models = [m for m in build_models(stats, natives, definitions,
                                           accelerator=run.env.get("accelerator"))
                   if m.platform == platform]
-        from hvbench.analysis.diagnosis import RULES  # noqa: PLC0415
-
         rules = {r.name: r for r in RULES}
         out: list[tuple[str, tuple[Any, ...]]] = []
         for verdict in diagnose_all(models):
@@ -666,8 +665,6 @@ def _search(spec: TuneSpec, store: Store, runner: StudyRunner, run_id: str, *,
 
 def is_tune_text(text: str) -> bool:
     """Whether a stored study text is a tune file (has a ``[tune]`` table)."""
-    import tomllib  # noqa: PLC0415
-
     try:
         return isinstance(tomllib.loads(text).get("tune"), dict)
     except tomllib.TOMLDecodeError:
@@ -675,8 +672,6 @@ def is_tune_text(text: str) -> bool:
 
 
 def _now() -> str:
-    from datetime import UTC, datetime  # noqa: PLC0415
-
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
