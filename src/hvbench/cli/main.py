@@ -27,6 +27,7 @@ from hvbench.cli import (
     report,
     run,
     runs,
+    tune,
 )
 from hvbench.cli.common import Handler
 from hvbench.cli.version import VersionAction
@@ -38,8 +39,8 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
-COMMANDS = (doctor, image, guest, fio_compare, run, runs, report, explain, compare, check,
-            cleanup)
+COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain, compare,
+            check, cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:

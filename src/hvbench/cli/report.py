@@ -5,6 +5,7 @@ one report model (:func:`hvbench.report.model.load_run_report`)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,8 @@ def _html(store: Store, run_id: str, series: str | None, findings: str | None) -
     )
     from hvbench.report.model import latency_distributions, load_run_report
     from hvbench.report.render import findings_choice, html_input
+    from hvbench.report.tune import load_tune_report, tuning_html
+    from hvbench.run.tune import is_tune_text
 
     choice = parse_series_choice(series) if series else None
     # Only the monitors a series choice (or the automatic ones) can draw, plus, for a
@@ -91,5 +94,8 @@ def _html(store: Store, run_id: str, series: str | None, findings: str | None) -
     if any(c.identity.scenario for c in store.cells(run_id)):
         patterns += SCENARIO_MONITORS
     report = load_run_report(store, run_id, monitors=patterns)
-    return render_html(html_input(report, choice, latency_distributions(store, run_id),
-                                  findings_choice(report, findings)))
+    data = html_input(report, choice, latency_distributions(store, run_id),
+                      findings_choice(report, findings))
+    if is_tune_text(report.run.study_text):
+        data = dataclasses.replace(data, tuning=tuning_html(load_tune_report(store, run_id)))
+    return render_html(data)

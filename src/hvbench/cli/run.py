@@ -70,12 +70,24 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(plan_table(plan))
         return 0
     with Store(Path(args.db)) as store:
+        if args.resume:
+            _refuse_tuning_run(store, args.resume)
         study = resume_study(store, args.resume) if args.resume else _study(args)
         run_id = _run_with_progress(study, store, args.resume, err)
         print_report(store, run_id, out, err)
         # After a resume: the run as a whole, not only what this invocation ran.
         ok, failed = len(store.done(run_id)), len(store.failures(run_id))
     return run_exit_code(ok, failed)
+
+
+def _refuse_tuning_run(store: Store, run_id: str) -> None:
+    """A tuning run's cells are the search's: only ``hvbench tune --resume`` continues
+    it. Raises :class:`SpecError` for one."""
+    from hvbench.run.tune import is_tune_text
+
+    if is_tune_text(store.get_run(run_id).study_text):
+        raise SpecError(f"run {run_id} is a tuning run: continue it with `hvbench tune "
+                        f"--resume {run_id}`")
 
 
 #: ``hvbench run``'s exit codes (README, "Exit codes"); 2 and 130/143 come from the

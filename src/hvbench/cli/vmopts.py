@@ -27,7 +27,8 @@ def add_vm_options(parser: argparse.ArgumentParser) -> None:
         "--disk", action="append", default=[], metavar="KEY=VAL,...",
         help="a benchmark disk: bus=virtio-blk|virtio-scsi|ide|ahci|lsi-scsi, "
         "cache=none|writeback|writethrough|directsync|unsafe, aio=threads|native|io_uring, "
-        "format=raw|qcow2, allocation=sparse|preallocated|full, size=1G, iothread=on (repeatable)",
+        "format=raw|qcow2, allocation=sparse|preallocated|full, size=1G, iothread=on, "
+        "queues=N (virtio) (repeatable)",
     )
     group.add_argument(
         "--nic", action="append", default=[], metavar="KEY=VAL,...",

@@ -122,6 +122,8 @@ def _disk(devices: ET.Element, disk: DiskSpec, index: int, *, image: str, target
     driver = {"name": "qemu", "type": disk.format, "cache": disk.cache, "io": disk.aio}
     if iothread is not None and disk.bus == "virtio-blk":
         driver["iothread"] = str(iothread)
+    if disk.queues is not None and disk.bus == "virtio-blk":
+        driver["queues"] = str(disk.queues)
     _sub(element, "driver", **driver)
     _sub(element, "source", file=image)
     bus = _BUS[disk.bus]
@@ -150,8 +152,13 @@ def _controllers(devices: ET.Element, spec: VmSpec, iothreads: dict[int, int]) -
         disk = spec.disks[index]
         model = "virtio-scsi" if disk.bus == "virtio-scsi" else "lsilogic"
         controller = _sub(devices, "controller", type="scsi", index=str(number), model=model)
+        attrs = {}
         if index in iothreads and disk.bus == "virtio-scsi":
-            _sub(controller, "driver", iothread=str(iothreads[index]))
+            attrs["iothread"] = str(iothreads[index])
+        if disk.queues is not None and disk.bus == "virtio-scsi":
+            attrs["queues"] = str(disk.queues)
+        if attrs:
+            _sub(controller, "driver", **attrs)
 
 
 def _nic(devices: ET.Element, nic: NicSpec, index: int, mac: str, tap: str | None) -> None:

@@ -142,11 +142,13 @@ def _disk_device_args(plan: LaunchPlan, disk: DiskSpec, index: int, slot: int) -
     common = f"drive=drive{index},serial={disk_serial(index)}"
     iothread = f",iothread=iothread{index}" if disk.iothread else ""
     if disk.bus == "virtio-blk":
-        return ["-device", f"{_virtio(plan, 'virtio-blk')},{common}{iothread}"]
+        queues = f",num-queues={disk.queues}" if disk.queues is not None else ""
+        return ["-device", f"{_virtio(plan, 'virtio-blk')},{common}{iothread}{queues}"]
     if disk.bus == "virtio-scsi":
+        queues = f",num_queues={disk.queues}" if disk.queues is not None else ""
         # One controller per disk, so each disk can have its own iothread.
         return [
-            "-device", f"{_virtio(plan, 'virtio-scsi')},id=vscsi{index}{iothread}",
+            "-device", f"{_virtio(plan, 'virtio-scsi')},id=vscsi{index}{iothread}{queues}",
             "-device", f"scsi-hd,bus=vscsi{index}.0,{common}",
         ]
     if disk.bus == "ide":
@@ -280,3 +282,9 @@ def _root_disk_args(plan: LaunchPlan) -> list[str]:
 def build_qemu_argv(plan: LaunchPlan) -> list[str]:
     """The complete QEMU argv for ``plan`` (pure; raises nothing for a validated spec)."""
     return [*_base_args(plan), *_root_disk_args(plan), *_disks_args(plan), *_nics_args(plan)]
+
+
+def io_args(plan: LaunchPlan) -> list[str]:
+    """The benchmark disks' and NICs' part of the argv (controllers, -drive, -object
+    iothread, -device, -netdev): the I/O configuration as a command-line fragment."""
+    return [*_disks_args(plan), *_nics_args(plan)]

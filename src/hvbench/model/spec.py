@@ -96,6 +96,9 @@ class DiskSpec(_Frozen):
     allocation: Allocation = "sparse"
     size: ByteSize = 1 << 30
     iothread: bool = False
+    #: Request queues of a virtio disk (virtio-blk ``num-queues``, virtio-scsi
+    #: ``num_queues``; libvirt ``<driver queues=>``); None: QEMU's default.
+    queues: int | None = Field(default=None, ge=1, le=16)
     #: QEMU I/O throttling of this disk (``throttling.bps-total``), bytes/s; None: off.
     bps_limit: ByteSize | None = None
 
@@ -105,6 +108,11 @@ class DiskSpec(_Frozen):
             raise ValueError(
                 f"aio=native needs cache=none or cache=directsync (got cache={self.cache}): "
                 "Linux native AIO is only asynchronous on files opened with O_DIRECT"
+            )
+        if self.queues is not None and self.bus not in IOTHREAD_BUSES:
+            raise ValueError(
+                f"queues needs bus virtio-blk or virtio-scsi (got bus={self.bus}): only "
+                "virtio disks have several request queues"
             )
         if self.iothread and self.bus not in IOTHREAD_BUSES:
             raise ValueError(
@@ -120,6 +128,8 @@ class DiskSpec(_Frozen):
             parts.append(f"aio-{self.aio}")
         if self.iothread:
             parts.append("iothread")
+        if self.queues is not None:
+            parts.append(f"q{self.queues}")
         if self.bps_limit is not None:
             parts.append(f"bps-{format_size(self.bps_limit)}")
         return "-".join(parts)

@@ -447,7 +447,7 @@ def _set_path(entry: dict[str, Any], path: str, value: Any) -> None:
     node[keys[-1]] = value
 
 
-def _matches(values: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
+def matches_filter(values: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
     """A filter entry matches when each of its keys (a full dotted path, or the last
     part of one) equals the variant's value."""
     for key, wanted in pattern.items():
@@ -457,7 +457,7 @@ def _matches(values: Mapping[str, Any], pattern: Mapping[str, Any]) -> bool:
     return True
 
 
-def _value_text(value: Any) -> str:
+def value_text(value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     if isinstance(value, int) and value >= 1 << 10 and value % (1 << 10) == 0:
@@ -480,11 +480,11 @@ def expand_entry(entry: Mapping[str, Any], base: str) -> list[tuple[str, dict[st
         for (path, _), value in zip(axes, combo, strict=True):
             _set_path(concrete, path, value)
             values[path] = value
-        if only and not any(_matches(values, p) for p in only):
+        if only and not any(matches_filter(values, p) for p in only):
             continue
-        if any(_matches(values, p) for p in exclude):
+        if any(matches_filter(values, p) for p in exclude):
             continue
-        suffix = "-".join(_value_text(v) for v in combo)
+        suffix = "-".join(value_text(v) for v in combo)
         out.append((f"{base}.{suffix}" if suffix else base, concrete, values))
     return out
 
@@ -499,7 +499,7 @@ def _printable(text: str) -> str:
 def _where(path: str, section: str, index: int, values: Mapping[str, Any]) -> str:
     where = f"{path}: {section}[{index}]"
     if values:
-        where += " (variant " + ", ".join(f"{k}={_printable(_value_text(v))}"
+        where += " (variant " + ", ".join(f"{k}={_printable(value_text(v))}"
                                           for k, v in values.items())
         where += ")"
     return where
@@ -637,10 +637,12 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from exc
-    unknown = sorted(set(raw) - {"study", "platform", "workload", "lab", "scenario"})
+    # [tune] is the search of `hvbench tune` (hvbench.model.tune validates it); a run of
+    # the study itself measures the platforms as declared and leaves it aside.
+    unknown = sorted(set(raw) - {"study", "platform", "workload", "lab", "scenario", "tune"})
     if unknown:
         raise SpecError(f"{path}: {unknown[0]}: unknown section (expected [study], "
-                        "[lab], [[platform]], [[workload]] and [[scenario]])")
+                        "[lab], [[platform]], [[workload]], [[scenario]] and [tune])")
     try:
         section = StudySection.model_validate(raw.get("study", {}))
     except ValidationError as exc:

@@ -193,6 +193,8 @@ class ReportInput:
         default_factory=dict)
     #: The seed papers' findings next to this run (None: not asked for).
     findings: TextTable | None = None
+    #: The tuning section of a tuning run (``hvbench tune``), HTML; empty otherwise.
+    tuning: str = ""
 
 
 def parse_series_choice(text: str) -> SeriesChoice:
@@ -540,7 +542,7 @@ def _img(svg: str, alt: str) -> str:
     return f'<img alt="{_e(alt)}" src="data:image/svg+xml;base64,{data}">'
 
 
-def _figure(svg: str, alt: str, caption: str | None = None) -> str:
+def figure(svg: str, alt: str, caption: str | None = None) -> str:
     text = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
     return f"<figure>{_img(svg, alt)}{text}</figure>"
 
@@ -627,7 +629,7 @@ def _problems(stats: Sequence[PhaseStats], failures: Sequence[tuple[str, int, st
 def _workload_section(workload: str, items: Sequence[PhaseStats],
                       charts: Sequence[BarChart], native: str | None) -> str:
     parts = [f'<h2 id="{_anchor("w", workload)}">Workload {_e(workload)}</h2>']
-    parts += [_figure(grouped_bars(chart), chart.title,
+    parts += [figure(grouped_bars(chart), chart.title,
                       _PCT_CAPTION if chart.reference else _CAPTION) for chart in charts]
     parts += ["<h3>Summary</h3>", _table(SUMMARY_HEADERS, summary_rows(items, native), left=2)]
     disk = host_disk_rows(items, native)
@@ -658,7 +660,7 @@ def _series_section(data: ReportInput, cells: Mapping[str, tuple[str, str]]) -> 
     for workload, phase, chosen, panels in figures:
         if panels:
             title = f"{workload} / {phase}: {chosen.label}"
-            parts.append(_figure(time_series_grid(title, chosen.label, panels), title,
+            parts.append(figure(time_series_grid(title, chosen.label, panels), title,
                                  f"{title}; one panel per cell, one line per repetition."))
     return "\n".join(parts)
 
@@ -670,13 +672,13 @@ def _propagation_section(rows: Sequence[Row]) -> str:
     parts = ['<h2 id="propagation">Propagation</h2>']
     bars, segments, values = propagation_segments(rows, workloads)
     title = "time per propagation phase (mean over repetitions)"
-    parts.append(_figure(stacked_bars(title, "s", bars, segments, values), title,
+    parts.append(figure(stacked_bars(title, "s", bars, segments, values), title,
                          "One bar per cell, stacked from its phases' durations."))
     series = propagation_series(rows, workloads)
     if any(s.points for s in series):
         references = nic_lines(link_rates(rows, workloads))
         title = "total propagation time against size, with least-squares trends"
-        parts.append(_figure(
+        parts.append(figure(
             trend_lines(title, "image size (bytes)", "s", [_trend(s) for s in series],
                         references), title,
             "One series per platform and method; points: repetitions; solid: linear fit; "
@@ -701,7 +703,7 @@ def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
         order = sorted(curves, key=lambda name: (name != native, name))
         lines = [LatencyCurve(name, curves[name], native=name == native) for name in order]
         title = f"{workload} / {phase}"
-        parts.append(_figure(latency_cdf(title, lines),
+        parts.append(figure(latency_cdf(title, lines),
                              f"latency CDF and tail of {title} per platform"))
     return "\n".join(parts)
 
@@ -713,13 +715,13 @@ def _lifecycle_section(rows: Sequence[Row]) -> str:
     parts = ['<h2 id="lifecycle">Lifecycle</h2>']
     bars, segments, values = phase_segments(rows, workloads, LIFECYCLE_PHASES)
     title = "time per lifecycle step (mean over repetitions)"
-    parts.append(_figure(stacked_bars(title, "s", bars, segments, values), title,
+    parts.append(figure(stacked_bars(title, "s", bars, segments, values), title,
                          "One bar per cell, stacked from create, qemu, kernel, agent, "
                          "shutdown and exit."))
     series = lifecycle_series(rows, workloads)
     if any(fits_for(s.points) for s in series):
         title = "create time against image size, with least-squares trends"
-        parts.append(_figure(trend_lines(title, "image size (bytes)", "s",
+        parts.append(figure(trend_lines(title, "image size (bytes)", "s",
                                          [_trend(s) for s in series]), title,
                              "One series per platform and create method (seed 003 Fig. 13)."))
         parts.append(_table((*FIT_HEADERS[:-1], "intercept: fixed cost s"), fit_rows(series),
@@ -749,7 +751,7 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
     parts = ['<h2 id="scenarios">Scenarios</h2>',
              "<p>Each qemu platform measured alone and in each scenario "
              "(<code>platform@scenario</code>).</p>"]
-    parts += [_figure(grouped_bars(chart), chart.title, "Bars: the scenario's mean in % of "
+    parts += [figure(grouped_bars(chart), chart.title, "Bars: the scenario's mean in % of "
                       "the platform alone; whiskers: delta-method 95 % interval; dashed: alone.")
               for chart in scenario_charts(report.degradation)]
     parts += [_text_table(t) for t in scenario_tables(report)]
@@ -757,7 +759,7 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
                                                                     cells)):
         title = f"{workload} / {phase}: normalized throughput, guests started on demand"
         # Few cells, each worth reading closely (seed 003 Fig. 14): larger panels.
-        parts.append(_figure(time_series_grid(
+        parts.append(figure(time_series_grid(
             title, "throughput / baseline", panels, 2, xlabel="seconds since the window "
             "started", reference=1.0, panel_size=(6.0, 2.8)), title, _ONDEMAND_CAPTION))
     parts += [_text_table(t) for t in cov_tables(report)]
@@ -785,7 +787,7 @@ def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     (``sections``: anchor -> present)."""
     titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
               "propagation": "Propagation", "diagnosis": "Diagnosis",
-              "latency": "Latency", "findings": "Findings"}
+              "latency": "Latency", "findings": "Findings", "tuning": "Tuning"}
     links = [("environment", "Environment"), ("warnings", "Warnings")]
     links += [(_anchor("w", w), f"Workload {w}") for w in workloads]
     links += [(anchor, titles[anchor]) for anchor, present in sections.items() if present]
@@ -814,7 +816,8 @@ def render_html(data: ReportInput) -> str:
              "propagation": _propagation_section(data.rows),
              "diagnosis": _diagnosis_section(data.diagnosis),
              "latency": _latency_section(data.latency, data.natives),
-             "findings": _findings_section(data.findings)}
+             "findings": _findings_section(data.findings),
+             "tuning": data.tuning}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
             _problems(stats, data.failures), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",

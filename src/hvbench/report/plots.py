@@ -387,3 +387,43 @@ def latency_cdf(title: str, curves: Sequence[LatencyCurve]) -> str:
         body.set_title(title, loc="left")
         body.legend(loc="upper left", fontsize=7)
         return _svg(fig)
+
+
+def objective_timeline(title: str, points: Sequence[tuple[int, str, float]],
+                       native: float | None, winner: str | None) -> str:
+    """A tuning run's objective per measurement, in the order measured (the winner's
+    points highlighted, native as a dashed line); SVG text. Raises :class:`PlotError`
+    when there are no points."""
+    if not points:
+        raise PlotError(f"{title}: nothing to draw")
+    with _style():
+        fig = Figure(figsize=(7.5, 3.4))
+        ax = fig.add_subplot()
+        others = [(x, y) for x, name, y in points if name != winner]
+        best = [(x, y) for x, name, y in points if name == winner]
+        if others:
+            ax.scatter([x for x, _ in others], [y for _, y in others], s=14, color="0.45",
+                       label="configurations tried")
+        if best:
+            ax.scatter([x for x, _ in best], [y for _, y in best], s=22, color="tab:red",
+                       label=f"winner ({winner})")
+        if native is not None:
+            ax.axhline(native, color="0.3", linestyle="--", linewidth=0.8, label="native")
+        ax.set_title(title, loc="left")
+        ax.set_xlabel("measurement (repetition) in the order run")
+        from matplotlib.ticker import MaxNLocator  # noqa: PLC0415 - as _colors
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("objective")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        return _svg(fig)
+
+
+def axis_effect_bars(title: str, effects: Sequence[Any], native: float | None) -> str:
+    """One bar per axis value: the mean objective of the configurations that had it
+    (``effects``: :class:`hvbench.analysis.tuning.AxisEffect`); SVG text."""
+    groups = [f"{e.axis.split('.')[-1]}={e.value}" for e in effects]
+    values = {(g, "mean objective"): Interval(e.mean) for g, e in zip(groups, effects,
+                                                                       strict=True)}
+    return grouped_bars(BarChart(title, "objective", groups, ["mean objective"], values,
+                                 reference=native))

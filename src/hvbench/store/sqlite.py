@@ -654,6 +654,29 @@ class Store:
         )
         return [str(r["monitor"]) for r in rows]
 
+    def run_seconds(self, run_id: str) -> float:
+        """Seconds a run has spent measuring so far: every stored repetition's
+        ``started_at`` to ``finished_at`` plus the guest boots stored with it (phase
+        ``boot``). What a resumed tuning run has already spent of its time budget.
+
+        Raises:
+            StoreError: no such run.
+        """
+        self._require_run(run_id)
+        total = 0.0
+        for row in self._read("SELECT started_at, finished_at FROM repetitions "
+                              "WHERE run_id = ?", (run_id,)):
+            try:
+                total += (datetime.fromisoformat(row["finished_at"])
+                          - datetime.fromisoformat(row["started_at"])).total_seconds()
+            except ValueError:  # a timestamp not written by this store: skipped
+                continue
+        boots = self._read(
+            "SELECT COALESCE(SUM(m.value), 0) AS s FROM measurements m JOIN repetitions p"
+            " ON m.repetition_id = p.id WHERE p.run_id = ? AND m.phase = 'boot'"
+            " AND m.metric = 'boot_s'", (run_id,))
+        return total + float(boots[0]["s"])
+
     def cell_durations(self, cells: Sequence[CellRecord]) -> dict[str, list[float]]:
         """Per cell name, the seconds (``started_at`` to ``finished_at``) of every ok
         repetition, in any run, of a stored cell with the same platform and workload
