@@ -81,7 +81,7 @@ MAX_ASKS = 64
 FIX_SETTINGS: Mapping[str, tuple[tuple[str, tuple[Any, ...]], ...]] = {
     "few-in-flight": (("disk.aio", ("native", "io_uring")), ("disk.iothread", (True,))),
     "request-size-shrunk": (("disk.bus", ("virtio-blk", "virtio-scsi")),
-                            ("disk.allocation", ("preallocated",)),
+                            ("disk.allocation", ("full", "preallocated")),
                             ("disk.cache", ("none",)), ("disk.aio", ("native",))),
     "main-loop-saturated": (("disk.iothread", (True,)),),
 }
