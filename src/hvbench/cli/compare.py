@@ -10,16 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option, short_number
+from hvbench.cli.common import add_db_option, db_of, short_number
 from hvbench.errors import SpecError
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 
 def register(sub: Any) -> None:
@@ -71,8 +70,8 @@ def _resolve_sides(args: argparse.Namespace, store: Store
         raise SpecError("compare: give two runs or two platforms (RUN:PLATFORM or "
                         "--run RUN with platform names), not one of each")
     # A run may be named by a unique prefix of its id; none: the latest run.
-    side_a = (resolve_run_id(store, a[0], args.db), a[1])
-    side_b = (resolve_run_id(store, b[0], args.db), b[1])
+    side_a = (resolve_run_id(store, a[0], store.location), a[1])
+    side_b = (resolve_run_id(store, b[0], store.location), b[1])
     if side_a == side_b:
         raise SpecError(f"compare: A and B are the same ({_label(*side_a)})")
     return side_a, side_b
@@ -124,7 +123,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench compare A B``: exit 0 whatever the verdicts (2 on bad input or refusal)."""
     from hvbench.analysis.compare import compare_sides
 
-    store = Store(Path(args.db), create=False)
+    store = Store(db_of(args), create=False)
     try:
         a, b = _resolve_sides(args, store)
         notes = _check_comparable(store, a, b, args.force)

@@ -19,6 +19,7 @@ from hvbench.cli import (
     check,
     cleanup,
     compare,
+    db,
     doctor,
     explain,
     fio_compare,
@@ -39,7 +40,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, image, guest, fio_compare, run, runs, report, explain, compare, check,
-            cleanup)
+            db, cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:

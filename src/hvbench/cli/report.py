@@ -11,9 +11,9 @@ from typing import Any
 
 from rich.console import Console
 
-from hvbench.cli.common import add_db_option, add_run_argument, print_report, run_id_of
+from hvbench.cli.common import add_db_option, add_run_argument, db_of, print_report, run_id_of
 from hvbench.errors import SpecError
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 #: Formats that export measurements or a document rather than print tables.
 EXPORT_FORMATS = ("csv", "json-rows", "parquet", "html")
@@ -40,7 +40,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.format == "parquet" and not args.output and sys.stdout.isatty():
         raise SpecError("--format parquet writes binary data: give -o FILE or redirect "
                         "stdout")
-    with Store(Path(args.db), create=False) as store:
+    with Store(db_of(args), create=False) as store:
         run_id = run_id_of(store, args)
         if args.format == "table":
             print_report(store, run_id, out, err)

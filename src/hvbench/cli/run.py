@@ -19,11 +19,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option, print_report
+from hvbench.cli.common import add_db_option, db_of, print_report
 from hvbench.errors import SpecError
 from hvbench.model.study import Study, select_cells, with_repetitions
 from hvbench.run.plan import StudyPlan
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store, is_url
 
 QUICK_STUDY = "quick.toml"
 
@@ -56,7 +56,8 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
                         "started with: drop --only, --exclude and --repetitions")
     if args.dry_run:
         # A dry run reads earlier runs for its estimate but never creates a database.
-        store = Store(Path(args.db), create=False) if Path(args.db).is_file() else None
+        db = db_of(args)
+        store = Store(db, create=False) if is_url(db) or Path(db).is_file() else None
         try:
             study = resume_study(store, args.resume) if args.resume and store else \
                 _study(args)
@@ -69,7 +70,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(line, markup=False)
         out.print(plan_table(plan))
         return 0
-    with Store(Path(args.db)) as store:
+    with Store(db_of(args)) as store:
         study = resume_study(store, args.resume) if args.resume else _study(args)
         run_id = _run_with_progress(study, store, args.resume, err)
         print_report(store, run_id, out, err)

@@ -29,8 +29,8 @@ from hvbench.model.libvirt_xml import (
     io_lines,
     io_settings,
 )
+from hvbench.store.database import Store
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
-from hvbench.store.sqlite import Store
 
 __all__ = [
     "FIT_HEADERS",
