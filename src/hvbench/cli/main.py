@@ -28,6 +28,7 @@ from hvbench.cli import (
     report,
     run,
     runs,
+    worker,
 )
 from hvbench.cli.common import Handler
 from hvbench.cli.version import VersionAction
@@ -40,7 +41,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, image, guest, fio_compare, run, runs, report, explain, compare, check,
-            db, cleanup)
+            db, worker, cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:
