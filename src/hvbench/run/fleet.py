@@ -35,7 +35,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,7 +47,7 @@ from distributed import Event, Queue, Worker, get_worker
 from hvbench import __version__
 from hvbench.errors import HostError, HvbenchError
 from hvbench.host import facts
-from hvbench.host.paths import work_dir
+from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.model.study import Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.run.plan import repetition_order
@@ -179,7 +178,8 @@ def run_on_host(job: HostJob) -> HostEnd:
     worker = get_worker()
     host = str(worker.name)
     queue, stop = Queue(job.queue), Event(job.stop_event)
-    scratch = Path(tempfile.mkdtemp(prefix="hvbench-fleet-", dir=work_dir()))
+    # owned by this worker: the next hvbench on this host removes it after a kill -9
+    scratch = make_owned_dir(work_dir(), "hvbench-fleet-")
     db = scratch / "host.db"
     try:
         with Store(db) as store:
@@ -453,9 +453,12 @@ def serve_worker(scheduler: str, name: str, work: Path | None = None) -> None:
     """
     if work is not None:
         os.environ["HVBENCH_WORKDIR"] = str(work)
+    # Dask's spill and scratch space, in the work dir and owned by this process (not
+    # TMPDIR/dask-scratch-space, which would outlive it).
+    local = make_owned_dir(work_dir(), "hvbench-dask-")
 
     async def serve() -> None:
-        async with Worker(scheduler, nthreads=1, name=name,
+        async with Worker(scheduler, nthreads=1, name=name, local_directory=str(local),
                           resources={HOST_RESOURCE: 1}) as worker:
             await worker.finished()
 
@@ -463,3 +466,5 @@ def serve_worker(scheduler: str, name: str, work: Path | None = None) -> None:
         asyncio.run(serve())
     except OSError as exc:
         raise HostError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
