@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import os
 import shutil
 import signal
@@ -39,10 +38,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from distributed import Event, Queue, Worker, get_worker
+from distributed import Event, Queue, Worker, get_worker, wait
 
 from hvbench import __version__
 from hvbench.errors import HostError, HvbenchError
@@ -50,6 +50,7 @@ from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.model.study import Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
+from hvbench.platforms.process import die_with_parent
 from hvbench.run.plan import repetition_order
 from hvbench.run.runner import environment, git_commit
 from hvbench.store.database import Store, new_run_id
@@ -163,14 +164,6 @@ def _results(store: Store, run_id: str, host: str, sent: set[tuple[str, int]]
     return out
 
 
-def _die_with_parent() -> None:
-    """In the child: SIGTERM when the worker dies (even by ``kill -9``), so hvbench
-    stops its guests and labs instead of running on as an orphan."""
-    libc = ctypes.CDLL("libc.so.6", use_errno=True)
-    pr_set_pdeathsig = 1
-    libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
-
-
 def run_on_host(job: HostJob) -> HostEnd:
     """The host task (runs in a Dask worker): the study's missing repetitions through
     ``hvbench run --resume`` in a child process, each committed repetition sent to the
@@ -191,7 +184,9 @@ def run_on_host(job: HostJob) -> HostEnd:
                 [sys.executable, "-m", "hvbench.cli.main", "run", "--resume", job.run_id,
                  "--db", str(db)],
                 stdout=log, stderr=subprocess.STDOUT, env=env,
-                preexec_fn=_die_with_parent)  # noqa: PLW1509 (prctl only, no locks)
+                # SIGTERM when the worker dies (even by kill -9): hvbench then stops its
+                # guests and labs instead of running on as an orphan
+                preexec_fn=partial(die_with_parent, signal.SIGTERM))  # noqa: PLW1509
             try:
                 while child.poll() is None:
                     if stop.is_set():
@@ -361,9 +356,8 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
         _drain(queue, store, by_host, active, totals=totals, tell=tell, wait=0.0)
     except BaseException:
         stop.set()
-        with contextlib.suppress(Exception):
-            client.gather([r.future for r in runs if r.future is not None],
-                          errors="skip")
+        with contextlib.suppress(Exception):  # a lost host's future never ends
+            wait([r.future for r in runs if r.future is not None], timeout=STOP_GRACE_S)
         with contextlib.suppress(Exception):
             _drain(queue, store, by_host, set(), totals=totals, tell=tell, wait=0.0)
         for r in runs:

@@ -18,12 +18,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import psycopg
 
 from hvbench.errors import HostError
 from hvbench.host.started import StartStop
+from hvbench.platforms.process import die_with_parent
 
 #: Where Debian installs the server programs (they are not on PATH).
 BINDIR_ROOT = "/usr/lib/postgresql"
@@ -118,6 +120,8 @@ class PostgresServer(StartStop):
                  "-c", f"fsync={'on' if self.durable else 'off'}",
                  "-c", "max_connections=50"],
                 stdout=handle, stderr=subprocess.STDOUT, user=self._user,
+                # immediate shutdown if the process that started it dies (kill -9)
+                preexec_fn=partial(die_with_parent, signal.SIGQUIT),  # noqa: PLW1509
                 start_new_session=True)
         self._wait_ready(log)
 
