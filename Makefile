@@ -8,12 +8,13 @@ STAMP   := .make
 # Host tools: QEMU and the workload programs (the native side runs them too), what
 # `hvbench image build` needs to assemble the guest image from Debian packages, libvirt
 # (its daemons, and the headers and compiler that build libvirt-python in the venv),
-# sshd for the remote-URI tests, and fio's own example jobs (run as users have them).
+# sshd for the remote-URI and fleet --hosts tests, fio's own example jobs (run as users
+# have them), and PostgreSQL (the team store's tests start a private server from it).
 APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd chromium fonts-dejavu-core \
 	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
 	squashfs-tools dropbear-bin openssh-client rsync curl zstd \
 	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \
-	gcc python3-dev openssh-server fio-examples
+	gcc python3-dev openssh-server fio-examples postgresql
 
 .PHONY: all deps venv image lint unit integration test demo clean
 

@@ -41,7 +41,7 @@ from hvbench.host.caches import drop_host_caches
 from hvbench.host.paths import work_dir
 from hvbench.model.study import DiskWorkloadSpec, parse_study
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 from hvbench.workloads.disk import DiskTarget, phase_job
 from hvbench.workloads.fio import parse_fio_json
 

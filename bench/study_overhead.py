@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from hvbench.run.runner import load_study, run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -33,7 +33,7 @@ from hvbench.analysis.tuning import native_means, scores
 from hvbench.errors import HostError
 from hvbench.run.runner import load_study, run_study
 from hvbench.run.tune import load_tune, objective_of, run_tune
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 HEAD = """
 [study]

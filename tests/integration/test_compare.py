@@ -26,7 +26,7 @@ import pytest
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 pytestmark = pytest.mark.integration
 HVBENCH = str(Path(sys.executable).parent / "hvbench")

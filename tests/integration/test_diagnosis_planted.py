@@ -16,7 +16,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.report.model import load_run_report
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 pytestmark = pytest.mark.integration
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "diagnosis"

@@ -14,7 +14,7 @@ import pytest
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import DiskWorkloadSpec, parse_study
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 from hvbench.workloads import disk
 
 pytestmark = pytest.mark.integration

@@ -40,7 +40,7 @@ from hvbench.model.study import LibvirtPlatformSpec, parse_study
 from hvbench.platforms import libvirt as lv
 from hvbench.platforms.libvirt import IMAGES_DIR, LibvirtAgent, LibvirtPlatform, connect
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 from tests.integration.libvirt_daemons import running_daemons
 from tests.integration.test_compare import JOB
 

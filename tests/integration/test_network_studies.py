@@ -18,7 +18,7 @@ from hvbench.host import facts
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import MeasurementRow, Store
+from hvbench.store.database import MeasurementRow, Store
 
 pytestmark = [
     pytest.mark.integration,

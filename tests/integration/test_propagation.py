@@ -23,7 +23,7 @@ from hvbench.model.study import PROPAGATION_PHASES, PropagationWorkloadSpec, par
 from hvbench.netlab.lab import NetLab
 from hvbench.platforms.registry import REGISTRY
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.propagation import MARKS, RAW_KIND, run_propagation
 from hvbench.workloads.repository import ImageRepository

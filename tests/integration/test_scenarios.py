@@ -19,7 +19,7 @@ from hvbench.host.cgroups import detect_cpu_cgroups
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study, with_repetitions
 from hvbench.run.runner import run_study
-from hvbench.store.sqlite import MeasurementRow, Store
+from hvbench.store.database import MeasurementRow, Store
 
 pytestmark = [
     pytest.mark.integration,

@@ -18,7 +18,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.runner import RunLock, run_study
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 from hvbench.workloads import disk
 from hvbench.workloads.outcome import PhaseOutcome
 

@@ -14,8 +14,8 @@ from hvbench.analysis.bounds import Bound, BoundsFile, evaluate, failed, parse_b
 from hvbench.cli.check import bounds_summary, bounds_table
 from hvbench.cli.main import main
 from hvbench.errors import SpecError
+from hvbench.store.database import Store
 from hvbench.store.records import CellRecord, MeasurementRecord, MeasurementRow
-from hvbench.store.sqlite import Store
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

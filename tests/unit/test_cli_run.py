@@ -17,8 +17,8 @@ from hvbench.model.study import select_cells
 from hvbench.report.model import resolve_run_id
 from hvbench.run.plan import plan_study
 from hvbench.run.runner import load_study, resume_study
+from hvbench.store.database import Store
 from hvbench.store.records import RunSummary, cell_record
-from hvbench.store.sqlite import Store
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 STUDIES = sorted(EXAMPLES.rglob("*.toml"))

@@ -27,8 +27,8 @@ from hvbench.analysis.compare import (
 from hvbench.cli.compare import comparison_footer, comparison_header, comparison_table
 from hvbench.cli.main import main
 from hvbench.errors import SpecError
+from hvbench.store.database import Store
 from hvbench.store.records import CellRecord, MeasurementRecord, MeasurementRow
-from hvbench.store.sqlite import Store
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ENV = {"hostname": "h", "kernel": "6.1", "cpu_model": "EPYC", "cpus": 2,

@@ -14,7 +14,7 @@ from hvbench.analysis.diagnosis import RULES, diagnose
 from hvbench.analysis.metrics import lookup
 from hvbench.analysis.resources import CellModel, derive, flat_definition
 from hvbench.report.model import load_run_report
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 DISK = {"host.disk.vda.r_s": 0.0, "host.disk.vda.w_s": 100.0, "host.disk.vda.w_kb_s": 50_000.0,

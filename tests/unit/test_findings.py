@@ -33,8 +33,8 @@ from hvbench.report.findings import load_findings, parse_findings_text, run_find
 from hvbench.report.model import RunReport, load_run_report
 from hvbench.report.render import findings_choice, html_input, report_json
 from hvbench.run.runner import load_study
+from hvbench.store.database import Store
 from hvbench.store.records import CellIdentity, MeasurementRow, cell_record
-from hvbench.store.sqlite import Store
 from tests.unit.test_fixture_runs import RUNS, hvbench
 
 SEEDS = Path(__file__).parents[2] / "examples" / "seeds"

@@ -29,10 +29,13 @@ FORMATS = (("report.txt", ()), ("report.json", ("--format", "json")),
            ("report.csv", ("--format", "csv")))
 
 
-def hvbench(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """``hvbench ARGS`` as regenerate.sh runs it: this tree's code, 160 columns."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("FORCE_COLOR", "NO_COLOR", "CLICOLOR_FORCE")}
+def hvbench(cwd: Path, *args: str, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[bytes]:
+    """``hvbench ARGS`` as regenerate.sh runs it: this tree's code, 160 columns
+    (``env``: more variables)."""
+    env = {**{k: v for k, v in os.environ.items()
+              if k not in ("FORCE_COLOR", "NO_COLOR", "CLICOLOR_FORCE", "HVBENCH_DB")},
+           **(env or {})}
     env.update(COLUMNS="160", PYTHONPATH=str(SRC))
     return subprocess.run([sys.executable, "-m", "hvbench.cli.main", *args], cwd=cwd,
                           env=env, capture_output=True, timeout=300, check=False)
@@ -77,14 +80,20 @@ def without_added_keys(text: bytes) -> bytes:
     return (json.dumps(data, indent=2) + "\n").encode()
 
 
-def test_reports_match_goldens(scratch_db: tuple[str, str, Path]) -> None:
-    name, run, cwd = scratch_db
+def assert_reports_match(cwd: Path, name: str, run: str, db: str) -> None:
+    """The table (with its stderr), JSON and CSV reports of ``run`` in ``db`` are the
+    goldens of fixture ``name``."""
     for suffix, extra in FORMATS:
-        done = hvbench(cwd, "report", run, "--db", f"{name}.db", *extra)
+        done = hvbench(cwd, "report", run, "--db", db, *extra)
         out = without_added_keys(done.stdout) if suffix == "report.json" else done.stdout
         assert out == (RUNS / f"{name}.{suffix}").read_bytes(), f"{name}.{suffix}"
         if suffix == "report.txt":
             assert done.stderr == (RUNS / f"{name}.report.stderr.txt").read_bytes()
+
+
+def test_reports_match_goldens(scratch_db: tuple[str, str, Path]) -> None:
+    name, run, cwd = scratch_db
+    assert_reports_match(cwd, name, run, f"{name}.db")
     html = RUNS / f"{name}.report.html"
     if html.exists():
         done = hvbench(cwd, "report", run, "--db", f"{name}.db", "--format", "html",
@@ -136,3 +145,25 @@ def test_explain_answers_for_every_cell(scratch_db: tuple[str, str, Path]) -> No
         assert verdict["cell"] in text
         if verdict["dominant"] is not None:
             assert f"dominant: {verdict['dominant']['rule']}" in text
+
+
+def test_reports_from_postgresql_match_goldens(
+    scratch_db: tuple[str, str, Path], postgres_url: str
+) -> None:
+    """``hvbench db copy`` of the (migrated) fixture into PostgreSQL, then the same
+    reports read from there: byte for byte the goldens (the HTML too); a second copy
+    copies nothing."""
+    name, run, cwd = scratch_db
+    done = hvbench(cwd, "db", "copy", f"{name}.db", postgres_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().startswith(f"{run}: ")
+    again = hvbench(cwd, "db", "copy", f"{name}.db", postgres_url, run[:10])
+    assert again.returncode == 0, again.stderr
+    assert b" 0 repetitions copied" in again.stdout
+    assert_reports_match(cwd, name, run, postgres_url)
+    html = RUNS / f"{name}.report.html"
+    if html.exists():
+        done = hvbench(cwd, "report", run, "--format", "html", "-o", str(cwd / "out.html"),
+                       env={"HVBENCH_DB": postgres_url})
+        assert done.returncode == 0, done.stderr
+        assert (cwd / "out.html").read_bytes() == html.read_bytes(), html.name

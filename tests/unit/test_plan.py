@@ -25,8 +25,8 @@ from hvbench.run.plan import (
     run_items,
     warmup_items,
 )
+from hvbench.store.database import Store
 from hvbench.store.records import cell_record
-from hvbench.store.sqlite import Store
 
 HOST_RAM = 24 << 30
 

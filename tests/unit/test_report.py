@@ -180,8 +180,8 @@ def test_after_the_phase_tables_come_the_fits_then_the_scenario_tables() -> None
 def test_cli_report_prints_the_propagation_fits(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     from hvbench.cli.main import main
+    from hvbench.store.database import Store
     from hvbench.store.records import CellRecord, MeasurementRecord
-    from hvbench.store.sqlite import Store
 
     rows = propagation_fixture()
     db = tmp_path / "p.db"

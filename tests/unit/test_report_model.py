@@ -14,7 +14,7 @@ from hvbench.analysis.metrics import CATALOGUE, lookup, unknown_metrics
 from hvbench.report.html import render_html
 from hvbench.report.model import load_run_report
 from hvbench.report.render import html_input, report_json, section_titles, terminal_tables
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 RUNS = FIXTURES / "runs"

@@ -16,8 +16,8 @@ from hvbench.run import runner
 from hvbench.run.cells import registry
 from hvbench.run.cells.base import CellContext, CellResult, Simple
 from hvbench.run.plan import PlannedItem
+from hvbench.store.database import Store
 from hvbench.store.records import MeasurementRecord
-from hvbench.store.sqlite import Store
 
 STUDY = """
 [study]
@@ -75,7 +75,7 @@ def _run(study: Study, store: Store, resume: str | None = None) -> runner.RunOut
     seen: list[tuple[PlannedItem, str]] = []
     outcome = runner.StudyRunner(study, store, run_id=resume,
                                  progress=lambda i, s: seen.append((i, s))).run(
-        runner.RunLock(Path(store.path).parent))
+        runner.RunLock(Path(store.location).parent))
     assert {state for _, state in seen} <= {"booting", "running", "done", "failed"}
     return outcome
 

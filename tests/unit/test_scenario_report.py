@@ -36,6 +36,7 @@ from hvbench.analysis.scenarios import (
 )
 from hvbench.cli.main import main
 from hvbench.report.tables import rich_table
+from hvbench.store.database import Store
 from hvbench.store.records import (
     CellRecord,
     MeasurementRecord,
@@ -43,7 +44,6 @@ from hvbench.store.records import (
     SampleRecord,
     SampleRow,
 )
-from hvbench.store.sqlite import Store
 
 Values = dict[str, float]
 

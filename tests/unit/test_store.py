@@ -1,4 +1,5 @@
-"""The SQLite results store: schema versions, round trips, no duplicates, atomicity."""
+"""The results store on SQLite and on PostgreSQL: schema versions, round trips, no
+duplicates, atomicity, concurrent writers."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import Connection, Engine, create_engine, inspect
+from sqlalchemy.pool import NullPool
 
 from hvbench.store import (
     SCHEMA_VERSION,
@@ -23,8 +26,8 @@ from hvbench.store import (
     Store,
     StoreError,
 )
+from hvbench.store import database as database_module
 from hvbench.store import migrations as migrations_module
-from hvbench.store import sqlite as sqlite_module
 
 T0, T1 = "2026-01-01T00:00:00+00:00", "2026-01-01T00:01:00+00:00"
 CELLS = [
@@ -39,9 +42,18 @@ def db(tmp_path: Path) -> Path:
     return tmp_path / "results.db"
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def target(request: pytest.FixtureRequest, db: Path) -> str | Path:
+    """The database of a test that runs on both engines: an SQLite file or a fresh
+    database on the private PostgreSQL server."""
+    if request.param == "sqlite":
+        return db
+    return str(request.getfixturevalue("postgres_url"))
+
+
 @pytest.fixture
-def store(db: Path) -> Iterator[Store]:
-    with Store(db) as opened:
+def store(target: str | Path) -> Iterator[Store]:
+    with Store(target) as opened:
         yield opened
 
 
@@ -72,9 +84,20 @@ def record(
     )
 
 
-def count(db: Path, table: str) -> int:
-    with sqlite3.connect(db) as conn:
-        return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # noqa: S608
+def engine_of(target: str | Path) -> Engine:
+    if isinstance(target, Path):
+        return create_engine(f"sqlite:///{target}", poolclass=NullPool)
+    return create_engine(target.replace("postgresql://", "postgresql+psycopg://"),
+                         poolclass=NullPool)
+
+
+def count(target: str | Path, table: str) -> int:
+    engine = engine_of(target)
+    try:
+        with engine.connect() as conn:
+            return int(conn.exec_driver_sql(f"SELECT COUNT(*) FROM {table}").scalar_one())  # noqa: S608
+    finally:
+        engine.dispose()
 
 
 def pragma(db: Path, name: str) -> Any:
@@ -90,7 +113,7 @@ def test_migrating_an_empty_file_sets_user_version(db: Path, existing: bool) -> 
     if existing:
         db.touch()
     Store(db).close()
-    assert pragma(db, "user_version") == SCHEMA_VERSION == 2
+    assert pragma(db, "user_version") == SCHEMA_VERSION == 3
     assert pragma(db, "journal_mode") == "wal"
     Store(db).close()  # reopening a current database migrates nothing
     assert pragma(db, "user_version") == SCHEMA_VERSION
@@ -108,23 +131,58 @@ def test_database_from_a_newer_hvbench_is_refused(db: Path) -> None:
     assert f"up to {SCHEMA_VERSION}" in message
 
 
-def test_a_failing_migration_leaves_the_previous_version(
-    db: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    Store(db).close()
+def stored_version(target: str | Path) -> int:
+    if isinstance(target, Path):
+        return int(pragma(target, "user_version"))
+    engine = engine_of(target)
+    try:
+        with engine.connect() as conn:
+            return int(conn.exec_driver_sql("SELECT version FROM hvbench_schema").scalar_one())
+    finally:
+        engine.dispose()
 
-    def broken(conn: sqlite3.Connection) -> None:
-        conn.execute("CREATE TABLE half_done (x INTEGER)")
+
+def table_names(target: str | Path) -> set[str]:
+    engine = engine_of(target)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_a_failing_migration_leaves_the_previous_version(
+    target: str | Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    Store(target).close()
+
+    def broken(conn: Connection) -> None:
+        conn.exec_driver_sql("CREATE TABLE half_done (x INTEGER)")
         raise RuntimeError("migration bug")
 
-    monkeypatch.setattr(sqlite_module, "MIGRATIONS", [*migrations_module.MIGRATIONS, broken])
-    monkeypatch.setattr(sqlite_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
+    monkeypatch.setattr(database_module, "MIGRATIONS", [*migrations_module.MIGRATIONS, broken])
+    monkeypatch.setattr(database_module, "SCHEMA_VERSION", SCHEMA_VERSION + 1)
     with pytest.raises(RuntimeError, match="migration bug"):
-        Store(db)
-    assert pragma(db, "user_version") == SCHEMA_VERSION
-    with sqlite3.connect(db) as conn:
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    assert "half_done" not in tables
+        Store(target)
+    assert stored_version(target) == SCHEMA_VERSION
+    assert "half_done" not in table_names(target)
+
+
+def test_one_schema_on_both_engines(db: Path, postgres_url: str) -> None:
+    """The same tables and columns, created through the same migration history."""
+    Store(db).close()
+    Store(postgres_url).close()
+    shapes = []
+    for target in (db, postgres_url):
+        engine = engine_of(target)
+        try:
+            found = inspect(engine)
+            shapes.append({t: [c["name"] for c in found.get_columns(t)]
+                           for t in found.get_table_names() if t != "hvbench_schema"})
+        finally:
+            engine.dispose()
+    assert shapes[0] == shapes[1]
+    assert "fleet_id" in shapes[0]["runs"]
+    assert stored_version(db) == stored_version(postgres_url) == SCHEMA_VERSION
 
 
 def test_garbage_file_is_refused(db: Path) -> None:
@@ -159,14 +217,14 @@ def test_duplicate_run_id_is_refused(store: Store) -> None:
         new_run(store)
 
 
-def test_unknown_run_lists_what_the_file_holds(store: Store, db: Path) -> None:
+def test_unknown_run_lists_what_the_file_holds(store: Store) -> None:
     with pytest.raises(StoreError, match="holds no runs"):
         store.get_run("nope")
     new_run(store)
     with pytest.raises(StoreError) as info:
         store.get_run("nope")
     assert "no run 'nope'" in str(info.value)
-    assert str(db) in str(info.value)
+    assert store.location in str(info.value)
     assert "r1" in str(info.value)
 
 
@@ -248,16 +306,16 @@ def test_record_and_query_round_trip(store: Store) -> None:
     assert store.failures(rid) == []
 
 
-def test_duplicate_ok_repetition_is_refused(store: Store, db: Path) -> None:
+def test_duplicate_ok_repetition_is_refused(store: Store, target: str | Path) -> None:
     rid, ids = new_run(store)
     record(store, rid, ids["vm/seq"], 1, value=1.0)
     with pytest.raises(StoreError, match="already recorded as ok"):
         record(store, rid, ids["vm/seq"], 1, value=2.0)
     assert [m.value for m in store.measurements(rid)] == [1.0]
-    assert count(db, "samples") == 2
+    assert count(target, "samples") == 2
 
 
-def test_failed_repetition_is_replaced_by_a_later_ok_one(store: Store, db: Path) -> None:
+def test_failed_repetition_is_replaced_by_a_later_ok_one(store: Store, target: str | Path) -> None:
     rid, ids = new_run(store)
     cell = ids["vm/seq"]
     record(store, rid, cell, 1, status="failed", value=7.0, error="guest hung",
@@ -271,7 +329,7 @@ def test_failed_repetition_is_replaced_by_a_later_ok_one(store: Store, db: Path)
     record(store, rid, cell, 1, value=9.0)
     assert store.failures(rid) == []
     assert [m.value for m in store.measurements(rid, include_failed=True)] == [9.0]
-    assert (count(db, "repetitions"), count(db, "samples"), count(db, "raw_outputs")) == (1, 2, 1)
+    assert [count(target, t) for t in ("repetitions", "samples", "raw_outputs")] == [1, 2, 1]
 
 
 def test_done_is_what_resume_skips(store: Store) -> None:
@@ -299,12 +357,12 @@ def test_done_is_what_resume_skips(store: Store) -> None:
     ids=["duplicate-metric", "nan", "unserializable-sample", "bad-status"],
 )
 def test_failed_write_leaves_nothing_partial(
-    store: Store, db: Path, bad: dict[str, Any]
+    store: Store, target: str | Path, bad: dict[str, Any]
 ) -> None:
     rid, ids = new_run(store)
     with pytest.raises(StoreError):
         record(store, rid, ids["vm/seq"], 1, **bad)
-    assert all(count(db, table) == 0 for table in TABLES)
+    assert all(count(target, table) == 0 for table in TABLES)
     assert store.done(rid) == set()
     record(store, rid, ids["vm/seq"], 1)  # the (cell, repetition) is still free
     assert store.done(rid) == {(ids["vm/seq"], 1)}
@@ -318,8 +376,8 @@ def test_failed_retry_keeps_the_earlier_failure(store: Store) -> None:
     assert [f.error for f in store.failures(rid)] == ["first"]
 
 
-def test_killed_mid_transaction_loses_only_the_open_repetition(db: Path) -> None:
-    with Store(db) as store:
+def test_killed_mid_transaction_loses_only_the_open_repetition(target: str | Path) -> None:
+    with Store(target) as store:
         rid, ids = new_run(store)
         record(store, rid, ids["native/seq"], 1)
     # A child process dies with os._exit (no cleanup, like kill -9) after inserting the
@@ -327,9 +385,9 @@ def test_killed_mid_transaction_loses_only_the_open_repetition(db: Path) -> None
     script = textwrap.dedent(f"""
         import os
         from hvbench.store import MeasurementRecord, Store
-        from hvbench.store.sqlite import Store as S
+        from hvbench.store.database import Store as S
         S._insert_results = staticmethod(lambda *a: os._exit(9))
-        store = Store({str(db)!r})
+        store = Store({target if isinstance(target, str) else str(target)!r})
         store.record_repetition(
             run_id={rid!r}, cell_id={ids["vm/seq"]}, repetition=1, position=1, status="ok",
             measurements=[MeasurementRecord("p", "m", 1.0, "x")],
@@ -337,7 +395,7 @@ def test_killed_mid_transaction_loses_only_the_open_repetition(db: Path) -> None
     """)
     result = subprocess.run([sys.executable, "-c", script], check=False)
     assert result.returncode == 9
-    with Store(db) as store:
+    with Store(target) as store:
         assert store.done(rid) == {(ids["native/seq"], 1)}
         assert len(store.measurements(rid)) == 1
         record(store, rid, ids["vm/seq"], 1)
@@ -354,8 +412,8 @@ def test_cell_of_another_run_is_refused(store: Store) -> None:
 # -- readers --------------------------------------------------------------------------
 
 
-def test_second_store_sees_committed_rows(db: Path) -> None:
-    with Store(db) as writer, Store(db) as reader:
+def test_second_store_sees_committed_rows(target: str | Path) -> None:
+    with Store(target) as writer, Store(target) as reader:
         rid, ids = new_run(writer)
         assert reader.get_run(rid).study_name == "disk"
         record(writer, rid, ids["vm/seq"], 1, value=3.0)
@@ -384,3 +442,39 @@ def test_reads_of_unknown_run_are_errors(store: Store) -> None:
     for read in (store.measurements, store.samples, store.raw_outputs, store.failures):
         with pytest.raises(StoreError, match="no run 'nope'"):
             read("nope")
+
+
+# -- concurrent writers ---------------------------------------------------------------
+
+
+def test_concurrent_writers_get_unique_run_ids(target: str | Path) -> None:
+    """Four processes create 25 runs each at once, their id suffixes drawn from 256
+    values instead of 65536 (ids created in the same second collide often), and record a
+    repetition of each: every run is stored once, with its own cells and repetition."""
+    Store(target).close()
+    script = textwrap.dedent(f"""
+        import random
+        from hvbench.store import CellRecord, MeasurementRecord, Store
+        from hvbench.store import database
+        database.secrets.token_hex = lambda n: f"{{random.randrange(256):04x}}"
+        with Store({target if isinstance(target, str) else str(target)!r}) as store:
+            for i in range(25):
+                rid = store.create_run(run_id=None, study_name="s", study_path="p",
+                                       study_text="", seed=i, env={{}},
+                                       hvbench_version="0", git_commit=None)
+                ids = store.add_cells(rid, [CellRecord("c", "p", {{}}, "w", {{}})])
+                store.record_repetition(run_id=rid, cell_id=ids["c"], repetition=0,
+                    position=0, status="ok", started_at="t0", finished_at="t1",
+                    measurements=[MeasurementRecord("p", "m", float(i), "x")])
+                print(rid)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script],
+                              stdout=subprocess.PIPE, text=True) for n in range(4)]
+    outputs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0]
+    ids = [rid for out in outputs for rid in out]
+    assert len(ids) == len(set(ids)) == 100
+    with Store(target) as store:
+        assert sorted(store.run_ids()) == sorted(ids)
+        assert all(len(store.done(rid)) == 1 for rid in ids)
+    assert count(target, "repetitions") == 100

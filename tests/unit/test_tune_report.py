@@ -22,8 +22,8 @@ from hvbench.report.tune import (
     tuning_html,
 )
 from hvbench.run.tune import load_tune
+from hvbench.store.database import Store
 from hvbench.store.records import MeasurementRecord, cell_record
-from hvbench.store.sqlite import Store
 
 TUNE = """
 [study]

@@ -14,9 +14,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option, add_run_argument, run_id_of, short_number
+from hvbench.cli.common import add_db_option, add_run_argument, db_of, run_id_of, short_number
 from hvbench.errors import SpecError
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 
 def register(sub: Any) -> None:
@@ -39,7 +39,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     except OSError as exc:
         raise SpecError(f"{path}: cannot read the bounds file: {exc.strerror}") from exc
     bounds = parse_bounds(text, str(path))
-    store = Store(Path(args.db), create=False)
+    store = Store(db_of(args), create=False)
     try:
         run_id = run_id_of(store, args)
         results = evaluate(bounds, store.measurements(run_id), natives_of(store.cells(run_id)))

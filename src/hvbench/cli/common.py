@@ -5,12 +5,13 @@ both end with it)."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 
 from rich.console import Console
 
 from hvbench.report.model import load_run_report, resolve_run_id
-from hvbench.store.sqlite import Store
+from hvbench.store.database import DB_ENV, Store
 
 #: Every command's handler: parsed arguments, stdout and stderr consoles -> exit code.
 Handler = Callable[[argparse.Namespace, Console, Console], int]
@@ -18,10 +19,23 @@ Handler = Callable[[argparse.Namespace, Console, Console], int]
 DEFAULT_DB = "hvbench.db"
 
 
+def default_db() -> str:
+    """``$HVBENCH_DB`` when set, else ./hvbench.db."""
+    return os.environ.get(DB_ENV) or DEFAULT_DB
+
+
 def add_db_option(parser: argparse.ArgumentParser) -> None:
-    """``--db FILE`` (default ./hvbench.db)."""
-    parser.add_argument("--db", default=DEFAULT_DB,
-                        help=f"results database, an SQLite file (default ./{DEFAULT_DB})")
+    """``--db FILE|URL`` (default ``$HVBENCH_DB``, else ./hvbench.db)."""
+    parser.add_argument("--db", default=None, type=str,
+                        help=f"results database: an SQLite file or a "
+                             f"postgresql://user@host/dbname URL (default ${DB_ENV}, else "
+                             f"./{DEFAULT_DB})")
+    parser.set_defaults(db=None)
+
+
+def db_of(args: argparse.Namespace) -> str:
+    """The database a command uses: ``--db``, else ``$HVBENCH_DB``, else ./hvbench.db."""
+    return str(args.db) if args.db else default_db()
 
 
 def add_run_argument(parser: argparse.ArgumentParser) -> None:
@@ -48,7 +62,7 @@ def run_id_of(store: Store, args: argparse.Namespace) -> str:
     """``args.run`` resolved (a unique prefix is enough), or the latest run.
 
     Raises :class:`SpecError`: no run, an unknown id, or an ambiguous prefix."""
-    return resolve_run_id(store, args.run, args.db)
+    return resolve_run_id(store, args.run, store.location)
 
 
 def print_report(store: Store, run_id: str, out: Console, err: Console, *,

@@ -10,16 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from pathlib import Path
 from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option, short_number
+from hvbench.cli.common import add_db_option, db_of, short_number
 from hvbench.errors import SpecError
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 
 def register(sub: Any) -> None:
@@ -44,6 +43,9 @@ def register(sub: Any) -> None:
     compare.add_argument("--force", action="store_true",
                          help="compare runs whose environments or cells differ")
     compare.add_argument("--format", choices=("table", "json"), default="table")
+    compare.add_argument("--by-host", action="store_true",
+                         help="A is a fleet id and B one of its hosts: that host against "
+                              "the pooled repetitions of the fleet's other hosts")
     add_db_option(compare)
     compare.set_defaults(handler=handle)
 
@@ -71,8 +73,8 @@ def _resolve_sides(args: argparse.Namespace, store: Store
         raise SpecError("compare: give two runs or two platforms (RUN:PLATFORM or "
                         "--run RUN with platform names), not one of each")
     # A run may be named by a unique prefix of its id; none: the latest run.
-    side_a = (resolve_run_id(store, a[0], args.db), a[1])
-    side_b = (resolve_run_id(store, b[0], args.db), b[1])
+    side_a = (resolve_run_id(store, a[0], store.location), a[1])
+    side_b = (resolve_run_id(store, b[0], store.location), b[1])
     if side_a == side_b:
         raise SpecError(f"compare: A and B are the same ({_label(*side_a)})")
     return side_a, side_b
@@ -120,15 +122,39 @@ def _side(store: Store, run: str, platform: str | None) -> Any:
     return Side(_label(run, platform), side_values(rows, platform))
 
 
+def _host_sides(store: Store, fleet_id: str, host: str) -> tuple[Any, Any]:
+    """``--by-host FLEET HOST``: A the pooled repetitions of the fleet's other hosts, B
+    the host's (hosts differ by design: no environment check)."""
+    from hvbench.analysis.compare import Side, side_values
+
+    runs = store.fleet_runs(fleet_id)
+    hosts = [str(r.host) for r in runs]
+    if host not in hosts:
+        raise SpecError(f"{store.location}: fleet {fleet_id!r} has no host {host!r} "
+                        f"(hosts: {', '.join(hosts) or 'none'})")
+    if len(hosts) < 2:
+        raise SpecError(f"fleet {fleet_id} has one host: nothing to compare it with")
+    rest = [r for r in runs if r.host != host]
+    rows = [row for r in rest for row in store.measurements(r.id)]
+    mine = next(r for r in runs if r.host == host)
+    return (Side(f"fleet {fleet_id} hosts {', '.join(str(r.host) for r in rest)}",
+                 side_values(rows)),
+            Side(f"fleet {fleet_id} host {host}", side_values(store.measurements(mine.id))))
+
+
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench compare A B``: exit 0 whatever the verdicts (2 on bad input or refusal)."""
     from hvbench.analysis.compare import compare_sides
 
-    store = Store(Path(args.db), create=False)
+    store = Store(db_of(args), create=False)
     try:
-        a, b = _resolve_sides(args, store)
-        notes = _check_comparable(store, a, b, args.force)
-        side_a, side_b = _side(store, *a), _side(store, *b)
+        if args.by_host:
+            side_a, side_b = _host_sides(store, args.a, args.b)
+            notes: list[str] = []
+        else:
+            a, b = _resolve_sides(args, store)
+            notes = _check_comparable(store, a, b, args.force)
+            side_a, side_b = _side(store, *a), _side(store, *b)
     finally:
         store.close()
     result = compare_sides(side_a, side_b, metrics=args.metric or (), alpha=args.alpha,

@@ -7,12 +7,11 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from hvbench.cli.common import add_db_option, add_run_argument, run_id_of, warn_tcg
+from hvbench.cli.common import add_db_option, add_run_argument, db_of, run_id_of, warn_tcg
 
 
 def register(sub: Any) -> None:
@@ -36,9 +35,9 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """
     from hvbench.analysis.diagnosis import explain_lines, verdict_json
     from hvbench.report.model import load_run_report
-    from hvbench.store.sqlite import Store
+    from hvbench.store.database import Store
 
-    with Store(Path(args.db), create=False) as store:
+    with Store(db_of(args), create=False) as store:
         report = load_run_report(store, run_id_of(store, args), monitors=[], steady=False)
     verdicts = [v for v in report.verdicts
                 if args.cell is None or fnmatch.fnmatchcase(v.cell, args.cell)]

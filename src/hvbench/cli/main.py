@@ -19,6 +19,7 @@ from hvbench.cli import (
     check,
     cleanup,
     compare,
+    db,
     doctor,
     explain,
     fio_compare,
@@ -28,6 +29,7 @@ from hvbench.cli import (
     run,
     runs,
     tune,
+    worker,
 )
 from hvbench.cli.common import Handler
 from hvbench.cli.version import VersionAction
@@ -40,7 +42,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            check, cleanup)
+            check, db, worker, cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:

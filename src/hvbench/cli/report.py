@@ -11,10 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 
-from hvbench.cli.common import add_db_option, add_run_argument, print_report, run_id_of
+from hvbench.cli.common import (
+    add_db_option,
+    add_run_argument,
+    db_of,
+    print_report,
+    run_id_of,
+    short_number,
+)
 from hvbench.errors import SpecError
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 #: Formats that export measurements or a document rather than print tables.
 EXPORT_FORMATS = ("csv", "json-rows", "parquet", "html")
@@ -37,6 +45,10 @@ def register(sub: Any) -> None:
         help="the seed papers' findings next to this run's numbers (docs/seeds.md); "
              "'all' also lists those the run does not measure (a seed study's run, "
              "examples/seeds/, shows the measured ones unasked)")
+    report.add_argument(
+        "--fleet", metavar="FLEET",
+        help="a fleet run's host-to-host table instead: each host's mean per cell, the "
+             "CoV across hosts next to the CoV within hosts, and the outlier hosts")
     report.set_defaults(handler=handle)
 
 
@@ -46,7 +58,10 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.format == "parquet" and not args.output and sys.stdout.isatty():
         raise SpecError("--format parquet writes binary data: give -o FILE or redirect "
                         "stdout")
-    with Store(Path(args.db), create=False) as store:
+    if args.fleet:
+        out.print(fleet_table(db_of(args), args.fleet))
+        return 0
+    with Store(db_of(args), create=False) as store:
         run_id = run_id_of(store, args)
         if args.format == "table":
             print_report(store, run_id, out, err, findings=args.findings)
@@ -99,3 +114,29 @@ def _html(store: Store, run_id: str, series: str | None, findings: str | None) -
     if is_tune_text(report.run.study_text):
         data = dataclasses.replace(data, tuning=tuning_html(load_tune_report(store, run_id)))
     return render_html(data)
+
+
+def fleet_table(db: str, fleet_id: str) -> Table:
+    """The host-to-host table of fleet run ``fleet_id`` (its hosts' ok repetitions)."""
+    from hvbench.analysis.fleet import host_spread
+
+    with Store(db, create=False) as store:
+        runs = store.fleet_runs(fleet_id)
+        if not runs:
+            raise SpecError(f"{store.location}: no fleet run {fleet_id!r}")
+        spreads = host_spread({str(r.host): store.measurements(r.id) for r in runs})
+    hosts = [str(r.host) for r in runs]
+    table = Table(title=f"fleet {fleet_id}: {len(hosts)} hosts", title_justify="left")
+    for column in ("cell", "phase", "metric", *hosts, "CoV across hosts %",
+                   "CoV within hosts %", "outliers"):
+        table.add_column(column, overflow="fold")
+    for s in spreads:
+        table.add_row(s.cell, s.phase, f"{s.metric} ({s.unit})",
+                      *(short_number(s.means[h]) if h in s.means else "-" for h in hosts),
+                      _pct(s.across_cov_pct), _pct(s.within_cov_pct),
+                      ", ".join(s.outliers) or ("-" if s.p_values else "n/a (< 3 hosts)"))
+    return table
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"

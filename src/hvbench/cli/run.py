@@ -19,11 +19,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option, print_report
+from hvbench.cli.common import add_db_option, db_of, print_report
 from hvbench.errors import SpecError
 from hvbench.model.study import Study, select_cells, with_repetitions
 from hvbench.run.plan import StudyPlan
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store, is_url
 
 QUICK_STUDY = "quick.toml"
 
@@ -44,6 +44,10 @@ def register(sub: Any) -> None:
                      help="leave out the cells whose name matches (repeatable)")
     run.add_argument("--repetitions", type=int, metavar="N",
                      help="measured repetitions of each cell instead of the study's")
+    run.add_argument("--scheduler", metavar="ADDR",
+                     help="run on every host of a fleet: the Dask scheduler whose workers "
+                          "`hvbench worker --scheduler ADDR` started (each host runs the "
+                          "whole study; --resume takes a fleet id)")
     run.set_defaults(handler=handle)
 
 
@@ -56,7 +60,8 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
                         "started with: drop --only, --exclude and --repetitions")
     if args.dry_run:
         # A dry run reads earlier runs for its estimate but never creates a database.
-        store = Store(Path(args.db), create=False) if Path(args.db).is_file() else None
+        db = db_of(args)
+        store = Store(db, create=False) if is_url(db) or Path(db).is_file() else None
         try:
             study = resume_study(store, args.resume) if args.resume and store else \
                 _study(args)
@@ -69,7 +74,9 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(line, markup=False)
         out.print(plan_table(plan))
         return 0
-    with Store(Path(args.db)) as store:
+    if args.scheduler:
+        return _run_fleet(args, out, err)
+    with Store(db_of(args)) as store:
         if args.resume:
             _refuse_tuning_run(store, args.resume)
         study = resume_study(store, args.resume) if args.resume else _study(args)
@@ -103,6 +110,56 @@ def run_exit_code(ok: int, failed: int) -> int:
     if failed == 0:
         return EXIT_OK
     return EXIT_ALL_FAILED if ok == 0 else EXIT_SOME_FAILED
+
+
+def _run_fleet(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """``--scheduler``: the study on every hvbench worker, committed here as results
+    arrive; one progress bar per host and an overall one with ETA."""
+    from distributed import Client
+
+    from hvbench.run import fleet
+    from hvbench.run.runner import resume_study
+
+    try:
+        client = Client(args.scheduler, timeout=30)
+    except OSError as exc:
+        raise fleet.FleetError(f"cannot reach the Dask scheduler at {args.scheduler}: "
+                               f"{exc}") from exc
+    with client, Store(db_of(args)) as store:
+        if args.resume:
+            runs = fleet.resume_fleet(client, store, args.resume)
+            study = resume_study(store, runs[0].run_id)
+            fleet_id = args.resume
+        else:
+            study = _study(args)
+            fleet_id, runs = fleet.start_fleet(client, study, store)
+        err.print(f"fleet [bold]{fleet_id}[/]: study {study.study.name} on "
+                  f"{len(runs)} hosts ({', '.join(r.host for r in runs)})")
+        with _progress(err) as progress:
+            overall = progress.add_task("all hosts", total=sum(len(r.todo) for r in runs))
+            bars = {r.host: progress.add_task(r.host, total=len(r.todo)) for r in runs}
+            seen = dict.fromkeys(bars, 0)
+
+            def tell(host: str, done: int, total: int) -> None:
+                progress.update(bars[host], completed=done, total=total)
+                progress.advance(overall, done - seen[host])
+                seen[host] = done
+
+            outcome = fleet.run_fleet(client, study, store, fleet_id=fleet_id, runs=runs,
+                                      progress=tell)
+        failed = ok = 0
+        for host, run_id in outcome.runs.items():
+            lost = outcome.lost[host]
+            if lost:
+                err.print(f"{host}: stopped early: {lost}; `hvbench run --resume {fleet_id}"
+                          f" --scheduler ADDR` runs what is missing", style="red",
+                          markup=False, soft_wrap=True)
+            for line in failure_lines(store, run_id):
+                err.print(f"{host}: {line}", style="red", markup=False, soft_wrap=True)
+            ok += len(store.done(run_id))
+            failed += len(store.failures(run_id))
+            out.print(f"{host}: run {run_id}", markup=False)
+    return run_exit_code(ok, failed)
 
 
 def _study(args: argparse.Namespace) -> Study:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option
+from hvbench.cli.common import add_db_option, db_of
 from hvbench.store.records import RunSummary
 
 
@@ -21,10 +20,10 @@ def register(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from hvbench.store.sqlite import Store
+    from hvbench.store.database import Store
 
-    with Store(Path(args.db), create=False) as store:
-        out.print(runs_table(store.list_runs(), args.db))
+    with Store(db_of(args), create=False) as store:
+        out.print(runs_table(store.list_runs(), store.location))
     return 0
 
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from rich.console import Console
 
-from hvbench.cli.common import add_db_option, warn_tcg
+from hvbench.cli.common import add_db_option, db_of, warn_tcg
 from hvbench.cli.run import failure_lines, run_exit_code
 from hvbench.errors import SpecError
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 
 def register(sub: Any) -> None:
@@ -41,7 +41,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.resume and args.seed is not None:
         raise SpecError("--resume continues with the seed the search started with: drop "
                         "--seed")
-    with Store(Path(args.db)) as store:
+    with Store(db_of(args)) as store:
         if args.resume:
             spec = resume_tune(store, args.resume)
         else:

@@ -54,14 +54,15 @@ CONNECT_TIMEOUT_S = 0.2
 NETNS_DIR = Path("/run/netns")
 
 
-def die_with_parent() -> None:
+def die_with_parent(signum: int = signal.SIGKILL) -> None:
     """Runs in the child before exec: if the thread that started it dies (even by
-    SIGKILL of hvbench), the child gets SIGKILL.
+    SIGKILL of hvbench), the child gets ``signum`` (SIGKILL by default; a child that
+    must stop what it started itself asks for a signal it handles).
 
     PR_SET_PDEATHSIG follows the *thread* that forked: start processes from a thread
     that lives as long as they should (the main thread, in hvbench)."""
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
 
 
 def netns_argv(argv: Sequence[str], netns: str | None) -> list[str]:

@@ -31,8 +31,8 @@ from hvbench.model.libvirt_xml import (
     io_lines,
     io_settings,
 )
+from hvbench.store.database import Store
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
-from hvbench.store.sqlite import Store
 from hvbench.workloads.fio import RAW_KIND as FIO_RAW_KIND
 
 __all__ = [

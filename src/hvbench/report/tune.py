@@ -38,8 +38,8 @@ from hvbench.model.tune import (
 )
 from hvbench.report.model import load_run_report
 from hvbench.run.tune import objective_of, resume_tune
+from hvbench.store.database import Store
 from hvbench.store.records import MeasurementRow, RunRecord
-from hvbench.store.sqlite import Store
 
 TCG_NOTE = ("emulation ranking: guests ran under TCG, so this ranks configurations of an "
             "emulated machine; under KVM the order may differ (the device, cache and "

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from hvbench.model.study import Cell, Study, cell_order
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.registry import cell_kind
+from hvbench.store.database import Store
 from hvbench.store.records import cell_record
-from hvbench.store.sqlite import Store
 
 #: Rough seconds one guest takes to boot under TCG (to the agent's first answer).
 BOOT_ESTIMATE_S = 10.0

@@ -45,8 +45,8 @@ from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, 
 from hvbench.run.lab_session import LabSession
 from hvbench.run.plan import PlannedItem, groups, repetition_order, run_items
 from hvbench.run.scenario import ScenarioRun
+from hvbench.store.database import MeasurementRecord, RawRecord, Store
 from hvbench.store.records import cell_record
-from hvbench.store.sqlite import MeasurementRecord, RawRecord, Store
 from hvbench.workloads import lifecycle
 
 __all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", "load_study",

@@ -71,7 +71,7 @@ from hvbench.run.cells.registry import kind_of
 from hvbench.run.lab_session import LabSession
 from hvbench.run.plan import PlannedItem
 from hvbench.run.runner import RunLock, StudyRunner, remove_orphans
-from hvbench.store.sqlite import Store
+from hvbench.store.database import Store
 
 #: How many proposals the sampler may make in a row that are invalid or already
 #: measured before a not yet measured configuration is drawn at random instead.

@@ -1,9 +1,12 @@
-"""Persistent results: every run, cell, repetition and measurement, in one SQLite file.
+"""Persistent results: every run, cell, repetition and measurement, in one SQLite file
+or a PostgreSQL database.
 
-``hvbench.store.sqlite`` owns all SQL; the record types live in ``hvbench.store.records``.
+``hvbench.store.database`` owns all SQL, ``hvbench.store.schema`` the one schema
+definition; the record types live in ``hvbench.store.records``.
 """
 
-from hvbench.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from hvbench.store.database import Store, StoreError, new_run_id, utc_now
+from hvbench.store.migrations import MIGRATIONS
 from hvbench.store.records import (
     CellIdentity,
     CellRecord,
@@ -21,7 +24,7 @@ from hvbench.store.records import (
     SampleRow,
     cell_record,
 )
-from hvbench.store.sqlite import Store, StoreError, new_run_id, utc_now
+from hvbench.store.schema import SCHEMA_VERSION
 
 __all__ = [
     "MIGRATIONS",

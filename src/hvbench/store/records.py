@@ -100,6 +100,9 @@ class RunRecord:
     hvbench_version: str
     git_commit: str | None
     env: dict[str, Any]
+    #: A fleet run is one run per host (schema version 3); None for a run of one machine.
+    fleet_id: str | None = None
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,23 @@ class RawRow:
     phase: str
     kind: str
     content: str
+
+
+@dataclass(frozen=True)
+class RepetitionRow:
+    """A stored repetition (ok or failed) with everything recorded about it but its
+    results: what ``hvbench db copy`` moves along with them."""
+
+    cell: str
+    repetition: int
+    position: int
+    status: RepetitionStatus
+    error: str | None
+    console_log: str | None
+    qemu_argv: list[str] | None
+    accel: str | None
+    started_at: str
+    finished_at: str
 
 
 @dataclass(frozen=True)

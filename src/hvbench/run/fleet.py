@@ -1,0 +1,464 @@
+"""Fleet runs: one study on many hosts through Dask distributed (docs/fleet.md).
+
+A fleet run is one run per host in the results database, grouped by a fleet id
+(``runs.fleet_id``, ``runs.host``): each host runs the whole study, its own native
+baseline and its own guests, so its % of native is always against itself, and every
+existing report works on each host's run.
+
+Coordinator (:func:`run_fleet`, where ``hvbench run --scheduler`` runs): asks each host
+for its environment (a small task), creates the host runs and their cell orders, then
+gives each host one task, :func:`run_on_host`, pinned to that host's worker. A worker is
+started with ``nthreads=1`` and the Dask resource ``host=1``, and every task asks for
+that resource: a host never runs two cells (or two studies) at once.
+
+Worker (:func:`run_on_host`): runs the study with the ordinary runner, in an
+``hvbench run --resume`` child process against a scratch SQLite file in its work
+directory (the run and, on a resumed fleet, what is already done are seeded there
+first), and sends every repetition the child commits to the coordinator through a Dask
+queue; the coordinator commits it into the team database. A worker never sees the
+database or its credentials.
+
+A host that fails or disappears: what it sent is committed, its unfinished repetitions
+are recorded as failed with ``not run: <reason>`` (so reports list them and ``--resume``
+re-runs exactly those), its run is marked interrupted, and the other hosts go on.
+Ctrl-C sets a Dask event every host task watches: each stops its child with SIGTERM,
+which stops that host's guests and labs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from distributed import Event, Queue, Worker, get_worker, wait
+
+from hvbench import __version__
+from hvbench.errors import HostError, HvbenchError
+from hvbench.host import facts
+from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.model.study import Study, keep_cells, with_repetitions
+from hvbench.model.study import parse_study as parse_study_text
+from hvbench.platforms.process import die_with_parent
+from hvbench.run.plan import repetition_order
+from hvbench.run.runner import environment, git_commit
+from hvbench.store.database import Store, new_run_id
+from hvbench.store.records import (
+    MeasurementRecord,
+    RawRecord,
+    RepetitionRow,
+    SampleRecord,
+    cell_record,
+)
+
+#: The Dask resource every hvbench worker has once and every host task takes whole.
+HOST_RESOURCE = "host"
+#: How often a host task looks at its child's scratch database, seconds.
+POLL_S = 0.5
+#: How long a stopped host task waits for its child to stop its guests, seconds.
+STOP_GRACE_S = 60.0
+#: The error of a repetition a lost host never ran.
+NOT_RUN = "not run"
+
+
+class FleetError(HvbenchError):
+    """A fleet run cannot start: no scheduler, no hvbench workers, hosts missing."""
+
+
+# -- on the worker ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostJob:
+    """What a host task needs: the study as the coordinator parsed it, the host's run
+    id (also the scratch run's), the (cell, repetition) pairs already done there, and
+    the names of the fleet's queue and stop event."""
+
+    study_text: str
+    study_path: str
+    cells: tuple[str, ...]
+    repetitions: int
+    run_id: str
+    done: tuple[tuple[str, int], ...]
+    queue: str
+    stop_event: str
+
+
+@dataclass(frozen=True)
+class RepetitionResult:
+    """One repetition a host committed, as the coordinator stores it."""
+
+    host: str
+    row: RepetitionRow
+    measurements: tuple[MeasurementRecord, ...]
+    samples: tuple[SampleRecord, ...]
+    raw: tuple[RawRecord, ...]
+
+
+@dataclass(frozen=True)
+class HostEnd:
+    """A host task's last message: how its child ended."""
+
+    host: str
+    returncode: int
+    stderr_tail: str
+
+
+def host_environment(study_text: str, study_path: str) -> dict[str, Any]:
+    """This host's environment for its run (CPU, kernel, QEMU, accelerator, hvbench
+    version, ...), as a single-host run records it."""
+    study = parse_study_text(study_text, study_path, facts.memory_bytes() or 0)
+    return {**environment(study), "hostname": os.uname().nodename,
+            "hvbench_version": __version__}
+
+
+def _job_study(job: HostJob) -> Study:
+    study = parse_study_text(job.study_text, job.study_path, facts.memory_bytes() or 0)
+    return with_repetitions(keep_cells(study, set(job.cells)), job.repetitions)
+
+
+def seed_scratch(store: Store, job: HostJob, host: str) -> None:
+    """The host's run in its scratch database: the run, its cells and orders, and a
+    placeholder ok repetition for everything already done (so the child's resume skips
+    it; placeholders are never sent back)."""
+    study = _job_study(job)
+    store.create_run(run_id=job.run_id, study_name=study.study.name,
+                     study_path=study.path, study_text=study.text, seed=study.study.seed,
+                     env={}, hvbench_version=__version__, git_commit=None, host=host)
+    ids = store.add_cells(job.run_id, [cell_record(c) for c in study.cells])
+    for rep in range(study.study.repetitions):
+        store.record_order(job.run_id, rep, [c.name for c in repetition_order(study, rep)])
+    for name, rep in job.done:
+        store.record_repetition(run_id=job.run_id, cell_id=ids[name], repetition=rep,
+                                position=-1, status="ok", started_at="", finished_at="")
+
+
+def _results(store: Store, run_id: str, host: str, sent: set[tuple[str, int]]
+             ) -> list[RepetitionResult]:
+    """The repetitions of the scratch run not sent yet (placeholders are in ``sent``)."""
+    new = [r for r in store.repetitions(run_id) if (r.cell, r.repetition) not in sent]
+    out = []
+    for row in new:
+        key = {"cell": row.cell, "repetition": row.repetition}
+        out.append(RepetitionResult(
+            host, row,
+            tuple(MeasurementRecord(m.phase, m.metric, m.value, m.unit)
+                  for m in store.measurements(run_id, include_failed=True)
+                  if (m.cell, m.repetition) == (row.cell, row.repetition)),
+            tuple(SampleRecord(s.phase, s.monitor, s.t, s.values)
+                  for s in store.samples(run_id, **key)),  # type: ignore[arg-type]
+            tuple(RawRecord(r.phase, r.kind, r.content)
+                  for r in store.raw_outputs(run_id, **key))))  # type: ignore[arg-type]
+        sent.add((row.cell, row.repetition))
+    return out
+
+
+def run_on_host(job: HostJob) -> HostEnd:
+    """The host task (runs in a Dask worker): the study's missing repetitions through
+    ``hvbench run --resume`` in a child process, each committed repetition sent to the
+    fleet queue as it appears in the scratch database."""
+    worker = get_worker()
+    host = str(worker.name)
+    queue, stop = Queue(job.queue), Event(job.stop_event)
+    # owned by this worker: the next hvbench on this host removes it after a kill -9
+    scratch = make_owned_dir(work_dir(), "hvbench-fleet-")
+    db = scratch / "host.db"
+    try:
+        with Store(db) as store:
+            seed_scratch(store, job, host)
+        sent = set(job.done)
+        env = {k: v for k, v in os.environ.items() if k != "HVBENCH_DB"}
+        with (scratch / "child.log").open("w+b") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "hvbench.cli.main", "run", "--resume", job.run_id,
+                 "--db", str(db)],
+                stdout=log, stderr=subprocess.STDOUT, env=env,
+                # SIGTERM when the worker dies (even by kill -9): hvbench then stops its
+                # guests and labs instead of running on as an orphan
+                preexec_fn=partial(die_with_parent, signal.SIGTERM))  # noqa: PLW1509
+            try:
+                while child.poll() is None:
+                    if stop.is_set():
+                        child.send_signal(signal.SIGTERM)
+                        child.wait(STOP_GRACE_S)
+                        break
+                    _send(db, job.run_id, host, sent, queue)
+                    time.sleep(POLL_S)
+            finally:
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+            _send(db, job.run_id, host, sent, queue)
+            log.seek(0)
+            tail = log.read().decode(errors="replace")[-2000:]
+        end = HostEnd(host, int(child.returncode), tail)
+        queue.put(end)
+        return end
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _send(db: Path, run_id: str, host: str, sent: set[tuple[str, int]], queue: Any) -> None:
+    with Store(db, create=False) as store:
+        for result in _results(store, run_id, host, sent):
+            queue.put(result)
+
+
+# -- on the coordinator -----------------------------------------------------------------
+
+
+@dataclass
+class HostRun:
+    """One host of the fleet as the coordinator tracks it."""
+
+    host: str
+    address: str
+    run_id: str
+    cell_ids: dict[str, int]
+    todo: set[tuple[str, int]]
+    future: Any = None
+    ended: str | None = None
+    committed: int = 0
+    lost: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class FleetOutcome:
+    """A finished fleet run: its id and each host's run, repetitions committed by this
+    invocation, and why a host stopped early (None: it finished)."""
+
+    fleet_id: str
+    runs: dict[str, str]
+    committed: dict[str, int]
+    lost: dict[str, str | None]
+
+
+#: Told (host, committed so far, total to do) after every commit and when a host ends.
+FleetProgress = Callable[[str, int, int], None]
+
+
+def hvbench_workers(client: Any) -> dict[str, str]:
+    """host name -> worker address of the scheduler's hvbench workers (those with the
+    ``host`` resource)."""
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    return {str(info.get("name")): address for address, info in workers.items()
+            if info.get("resources", {}).get(HOST_RESOURCE)}
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _pinned(client: Any, address: str, fn: Callable[..., Any], *args: Any) -> Any:
+    return client.submit(fn, *args, workers=[address], allow_other_workers=False,
+                         resources={HOST_RESOURCE: 1}, pure=False)
+
+
+def start_fleet(client: Any, study: Study, store: Store, hosts: Sequence[str] | None = None,
+                ) -> tuple[str, list[HostRun]]:
+    """Create a fleet run: one run per host (environment asked from the host), cells
+    and orders. ``hosts`` None: every hvbench worker of the scheduler.
+
+    Raises:
+        FleetError: no hvbench worker, or a named host has none.
+    """
+    workers = hvbench_workers(client)
+    names = sorted(workers) if hosts is None else list(hosts)
+    missing = [h for h in names if h not in workers]
+    if not names or missing:
+        raise FleetError(f"no hvbench worker for host(s) {', '.join(missing) or '(any)'} at "
+                         f"the scheduler (workers: {', '.join(sorted(workers)) or 'none'}); "
+                         "start them with `hvbench worker --scheduler ADDR`")
+    envs = client.gather([_pinned(client, workers[h], host_environment, study.text,
+                                  study.path) for h in names])
+    fleet_id = "fleet-" + new_run_id()
+    records = [cell_record(c) for c in study.cells]
+    runs = []
+    for host, env in zip(names, envs, strict=True):
+        run_id = store.create_run(
+            run_id=None, study_name=study.study.name, study_path=study.path,
+            study_text=study.text, seed=study.study.seed, env=env,
+            hvbench_version=__version__, git_commit=git_commit(), fleet_id=fleet_id,
+            host=host)
+        ids = store.add_cells(run_id, records)
+        for rep in range(study.study.repetitions):
+            store.record_order(run_id, rep, [c.name for c in repetition_order(study, rep)])
+        todo = {(c.name, rep) for c in study.cells for rep in range(study.study.repetitions)}
+        runs.append(HostRun(host, workers[host], run_id, ids, todo))
+    return fleet_id, runs
+
+
+def resume_fleet(client: Any, store: Store, fleet_id: str) -> list[HostRun]:
+    """The host runs of a stored fleet run with what each still has to do.
+
+    Raises:
+        FleetError: no such fleet, or one of its hosts has no worker now.
+    """
+    records = store.fleet_runs(fleet_id)
+    if not records:
+        raise FleetError(f"no fleet run {fleet_id!r} in {store.location}")
+    workers = hvbench_workers(client)
+    missing = [r.host for r in records if r.host not in workers]
+    if missing:
+        raise FleetError(f"fleet {fleet_id}: no worker for host(s) {', '.join(map(str, missing))}"
+                         f" (workers: {', '.join(sorted(workers)) or 'none'})")
+    runs = []
+    for record in records:
+        cells = {c.name: c.id for c in store.cells(record.id)}
+        done_ids = store.done(record.id)
+        reps = len(store.order(record.id))
+        todo = {(name, rep) for name, cid in cells.items() for rep in range(reps)
+                if (cid, rep) not in done_ids}
+        runs.append(HostRun(str(record.host), workers[str(record.host)], record.id, cells,
+                            todo))
+    return runs
+
+
+def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
+              runs: list[HostRun], progress: FleetProgress | None = None) -> FleetOutcome:
+    """Run every host's missing repetitions, committing each as it arrives; a host lost
+    gets its unfinished repetitions recorded as not run. On Ctrl-C (any exception) every
+    host task is told to stop its child, the host runs are marked interrupted, and the
+    exception propagates."""
+    tell = progress or (lambda host, done, total: None)
+    queue_name, event_name = f"{fleet_id}-results", f"{fleet_id}-stop"
+    queue, stop = Queue(queue_name, client=client), Event(event_name, client=client)
+    by_host = {r.host: r for r in runs}
+    totals = {r.host: len(r.todo) for r in runs}
+    for r in runs:
+        store.set_status(r.run_id, "running")
+        if not r.todo:
+            r.ended = None
+            continue
+        job = HostJob(study.text, study.path, tuple(r.cell_ids), study.study.repetitions,
+                      r.run_id, tuple(sorted(
+                          {(c, rep) for c in r.cell_ids
+                           for rep in range(study.study.repetitions)} - r.todo)),
+                      queue_name, event_name)
+        r.future = _pinned(client, r.address, run_on_host, job)
+        tell(r.host, 0, totals[r.host])
+    active = {r.host for r in runs if r.future is not None}
+    try:
+        while active:
+            _drain(queue, store, by_host, active, totals=totals, tell=tell)
+            _check_hosts(client, by_host, active)
+        _drain(queue, store, by_host, active, totals=totals, tell=tell, wait=0.0)
+    except BaseException:
+        stop.set()
+        with contextlib.suppress(Exception):  # a lost host's future never ends
+            wait([r.future for r in runs if r.future is not None], timeout=STOP_GRACE_S)
+        with contextlib.suppress(Exception):
+            _drain(queue, store, by_host, set(), totals=totals, tell=tell, wait=0.0)
+        for r in runs:
+            store.set_status(r.run_id, "interrupted", finished_at=_now())
+        raise
+    for r in runs:
+        if r.ended is not None:
+            _record_not_run(store, r)
+            store.set_status(r.run_id, "interrupted", finished_at=_now())
+        else:
+            store.set_status(r.run_id, "complete", finished_at=_now())
+    return FleetOutcome(fleet_id, {r.host: r.run_id for r in runs},
+                        {r.host: r.committed for r in runs},
+                        {r.host: r.ended for r in runs})
+
+
+def _drain(queue: Any, store: Store, by_host: dict[str, HostRun], active: set[str], *,
+           totals: dict[str, int], tell: FleetProgress, wait: float = 1.0) -> None:
+    """Commit what the hosts sent; a host's end message takes it out of ``active``."""
+    while True:
+        try:
+            item = queue.get(timeout=wait) if wait else queue.get(timeout=0.05)
+        except TimeoutError:
+            return
+        wait = 0.0
+        r = by_host[item.host]
+        if isinstance(item, HostEnd):
+            active.discard(r.host)
+            if item.returncode not in (0, 1, 3):
+                r.ended = (f"hvbench on {r.host} exited with {item.returncode}: "
+                           f"{item.stderr_tail.strip().splitlines()[-1:] or ''}")
+            continue
+        commit(store, r, item)
+        tell(r.host, r.committed, totals[r.host])
+
+
+def commit(store: Store, r: HostRun, item: RepetitionResult) -> None:
+    """Commit one repetition a host sent into its host run (once: a repeated message
+    of an ok repetition is dropped)."""
+    key = (item.row.cell, item.row.repetition)
+    if key not in r.todo:
+        return
+    row = item.row
+    store.record_repetition(
+        run_id=r.run_id, cell_id=r.cell_ids[row.cell], repetition=row.repetition,
+        position=row.position, status=row.status, measurements=item.measurements,
+        samples=item.samples, raw=item.raw, error=row.error, console_log=row.console_log,
+        qemu_argv=row.qemu_argv, accel=row.accel, started_at=row.started_at,
+        finished_at=row.finished_at)
+    r.todo.discard(key)
+    r.committed += 1
+
+
+def _check_hosts(client: Any, by_host: dict[str, HostRun], active: set[str]) -> None:
+    """Hosts whose worker left the scheduler or whose task failed are lost."""
+    present = set(hvbench_workers(client).values())
+    for host in list(active):
+        r = by_host[host]
+        if r.address not in present:
+            r.ended = f"host {host}: its worker {r.address} disappeared"
+        elif r.future.status == "error":
+            r.ended = f"host {host}: {r.future.exception()}"
+        else:
+            continue
+        active.discard(host)
+        with contextlib.suppress(Exception):
+            r.future.cancel()
+
+
+def _record_not_run(store: Store, r: HostRun) -> None:
+    """Every repetition a lost host did not deliver, as failed ``not run: reason``."""
+    now = _now()
+    for name, rep in sorted(r.todo, key=lambda k: (k[1], k[0])):
+        with contextlib.suppress(HvbenchError):
+            store.record_repetition(
+                run_id=r.run_id, cell_id=r.cell_ids[name], repetition=rep, position=-1,
+                status="failed", error=f"{NOT_RUN}: {r.ended}", started_at=now,
+                finished_at=now)
+
+
+def serve_worker(scheduler: str, name: str, work: Path | None = None) -> None:
+    """``hvbench worker``: a Dask worker for this host (one thread, the ``host``
+    resource) until the scheduler goes away or SIGINT/SIGTERM.
+
+    Raises:
+        HostError: the scheduler cannot be reached.
+    """
+    if work is not None:
+        os.environ["HVBENCH_WORKDIR"] = str(work)
+    # Dask's spill and scratch space, in the work dir and owned by this process (not
+    # TMPDIR/dask-scratch-space, which would outlive it).
+    local = make_owned_dir(work_dir(), "hvbench-dask-")
+
+    async def serve() -> None:
+        async with Worker(scheduler, nthreads=1, name=name, local_directory=str(local),
+                          resources={HOST_RESOURCE: 1}) as worker:
+            await worker.finished()
+
+    try:
+        asyncio.run(serve())
+    except OSError as exc:
+        raise HostError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
+    finally:
+        shutil.rmtree(local, ignore_errors=True)

@@ -1,0 +1,219 @@
+"""A fleet run for real: a Dask scheduler and two `hvbench worker` processes (each a
+simulated host with its own work directory and run lock), a reduced study (native dd and
+one TCG guest) committed into a private PostgreSQL; one worker killed with SIGKILL mid
+study, then `--resume`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hvbench.run.fleet import NOT_RUN
+from hvbench.store.database import Store
+
+pytestmark = pytest.mark.integration
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+REPETITIONS = 4
+STUDY = f"""
+[study]
+name = "fleet-small"
+repetitions = {REPETITIONS}
+seed = 1
+
+[[platform]]
+kind = "native"
+
+[[platform]]
+kind = "qemu"
+name = "vm"
+machine = "pc"
+memory_mib = 256
+disk = {{ bus = "virtio-blk", cache = "none", size = "48M", allocation = "preallocated" }}
+
+[[workload]]
+name = "dd"
+kind = "disk"
+profile = "dd"
+target = "device"
+file_size = "16M"
+direct = true
+"""
+CELLS = 2
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "HVBENCH_DB"}
+    env.update(PYTHONPATH=str(SRC), **extra)
+    return env
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class Fleet:
+    """The scheduler and the workers of one test, all stopped by :meth:`stop`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self.address = ""
+
+    def start_scheduler(self) -> None:
+        info = self.root / "scheduler.json"
+        # the scheduler keeps a dask-scratch-space in its TMPDIR: one removed with root
+        (self.root / "scheduler-tmp").mkdir()
+        self.processes.append(subprocess.Popen(
+            [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+             "--port", "0", "--no-dashboard", "--scheduler-file", str(info)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=_env(TMPDIR=str(self.root / "scheduler-tmp"))))
+        deadline = time.monotonic() + 30
+        while not info.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.address = json.loads(info.read_text())["address"]
+
+    def start_worker(self, host: str) -> None:
+        work = self.workdir(host)
+        work.mkdir(exist_ok=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "hvbench.cli.main", "worker", "--scheduler", self.address,
+             "--name", host],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            env=_env(HVBENCH_WORKDIR=str(work)))
+        self.processes.append(process)
+        self.workers[host] = process
+        self._wait_for(host)
+
+    def _wait_for(self, host: str) -> None:
+        from distributed import Client
+
+        from hvbench.run.fleet import hvbench_workers
+
+        with Client(self.address, timeout=30) as client:
+            deadline = time.monotonic() + 60
+            while host not in hvbench_workers(client):
+                assert time.monotonic() < deadline, f"worker {host} never registered"
+                time.sleep(0.2)
+
+    def workdir(self, host: str) -> Path:
+        return self.root / f"work-{host}"
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            _stop(process)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[Fleet]:
+    root = tmp_path / "fleet"
+    root.mkdir()
+    running = Fleet(root)
+    try:
+        running.start_scheduler()
+        running.start_worker("h1")
+        running.start_worker("h2")
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _run(fleet: Fleet, db: str, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "hvbench.cli.main", "run", *args, "--scheduler",
+         fleet.address, "--db", db],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+
+
+def _processes_under(path: Path) -> list[int]:
+    """Processes whose command line names something under ``path`` (the host's hvbench
+    child, its QEMU and fio)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if str(path).encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+    return found
+
+
+def _by_host(db: str) -> dict[str, str]:
+    with Store(db) as store:
+        return {str(store.get_run(r).host): r for r in store.run_ids()}
+
+
+def test_kill_one_worker_then_resume(fleet: Fleet, tmp_path: Path, postgres_url: str) -> None:
+    study = tmp_path / "fleet.toml"
+    study.write_text(STUDY)
+    total = CELLS * REPETITIONS
+    coordinator = _run(fleet, postgres_url, str(study))
+    # kill h2 once it has delivered at least one repetition, before it finished
+    deadline = time.monotonic() + 300
+    delivered = 0
+    while delivered == 0:
+        assert time.monotonic() < deadline and coordinator.poll() is None, \
+            coordinator.communicate()
+        time.sleep(0.5)
+        with contextlib.suppress(Exception), Store(postgres_url) as store:
+            runs = _by_host(postgres_url)
+            delivered = len(store.done(runs["h2"])) if "h2" in runs else 0
+    fleet.workers["h2"].send_signal(signal.SIGKILL)
+    fleet.workers["h2"].wait()
+    _out, err = coordinator.communicate(timeout=600)
+    assert coordinator.returncode == 1, err.decode()
+    # the killed host's hvbench child and its guest stopped with it
+    deadline = time.monotonic() + 60
+    while _processes_under(fleet.workdir("h2")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _processes_under(fleet.workdir("h2")) == []
+
+    runs = _by_host(postgres_url)
+    assert sorted(runs) == ["h1", "h2"]
+    with Store(postgres_url) as store:
+        h1, h2 = store.get_run(runs["h1"]), store.get_run(runs["h2"])
+        assert h1.fleet_id == h2.fleet_id is not None
+        assert (h1.status, h2.status) == ("complete", "interrupted")
+        assert len(store.done(h1.id)) == total and store.failures(h1.id) == []
+        ok_before = store.done(h2.id)
+        missing = store.failures(h2.id)
+        assert 1 <= len(ok_before) < total
+        assert len(ok_before) + len(missing) == total
+        assert all((f.error or "").startswith(f"{NOT_RUN}: host h2") for f in missing)
+        kept = {(m.cell, m.repetition, m.metric, m.value) for m in store.measurements(h2.id)}
+        assert kept
+        assert h1.env["hostname"] and h1.env.get("accelerator") in ("tcg", "kvm")
+    assert "h2: stopped early" in err.decode()
+
+    fleet.start_worker("h2")
+    resumed = _run(fleet, postgres_url, "--resume", str(h1.fleet_id))
+    _out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err.decode()
+    with Store(postgres_url) as store:
+        h2_after = store.get_run(runs["h2"])
+        assert h2_after.status == "complete"
+        assert len(store.done(h2_after.id)) == total and store.failures(h2_after.id) == []
+        after = {(m.cell, m.repetition, m.metric, m.value)
+                 for m in store.measurements(h2_after.id)}
+        assert kept <= after  # what was committed before the kill is unchanged
+        per_rep = {(m.cell, m.repetition) for m in store.measurements(h2_after.id)}
+        assert len(per_rep) == total
+        assert len(store.done(runs["h1"])) == total  # h1 ran nothing again
+    assert sorted(_by_host(postgres_url)) == ["h1", "h2"]
