@@ -9,12 +9,13 @@ STAMP   := .make
 # `hvbench image build` needs to assemble the guest image from Debian packages, libvirt
 # (its daemons, and the headers and compiler that build libvirt-python in the venv),
 # sshd for the remote-URI and fleet --hosts tests, fio's own example jobs (run as users
-# have them), and PostgreSQL (the team store's tests start a private server from it).
+# have them), PostgreSQL (the team store's tests start a private server from it) and
+# xmllint, which libvirt's virt-xml-validate runs (only recommended by libvirt-clients).
 APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd chromium fonts-dejavu-core \
 	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
 	squashfs-tools dropbear-bin openssh-client rsync curl zstd \
 	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \
-	gcc python3-dev openssh-server fio-examples postgresql
+	gcc python3-dev openssh-server fio-examples postgresql libxml2-utils
 
 .PHONY: all deps venv image lint unit integration test demo clean
 
