@@ -22,6 +22,7 @@ from hvbench.analysis.compare import (
     min_p_value,
     permutation_p_value,
     select_keys,
+    side_repetitions,
     side_values,
 )
 from hvbench.cli.compare import comparison_footer, comparison_header, comparison_table
@@ -163,15 +164,15 @@ def test_environment_differences_name_the_fields() -> None:
 
 
 # -- CLI text (golden) and refusals ----------------------------------------------------------
-def render(a: str, b: str, alpha: float = 0.01) -> str:
+def render(a: str, b: str, alpha: float = 0.01, paired: bool = True) -> str:
     rows = fixture_rows()
-    side_a, side_b = Side(f"platform {a}", side_values(rows, a)), Side(
-        f"platform {b}", side_values(rows, b))
+    side_a = Side(f"platform {a}", side_values(rows, a), side_repetitions(rows, a))
+    side_b = Side(f"platform {b}", side_values(rows, b), side_repetitions(rows, b))
     result = compare_sides(side_a, side_b, metrics=["mb_s", "lat_p99_ms", "host.disk.*"],
-                           alpha=alpha)
+                           alpha=alpha, paired=paired)
     with Path(os.devnull).open("w") as sink:
         console = Console(width=100, record=True, color_system=None, file=sink)
-        for line in comparison_header(side_a.label, side_b.label, alpha, 5.0):
+        for line in comparison_header(side_a.label, side_b.label, alpha, 5.0, result):
             console.print(line, markup=False)
         console.print(comparison_table(result))
         for line in comparison_footer(result):
@@ -180,8 +181,9 @@ def render(a: str, b: str, alpha: float = 0.01) -> str:
 
 
 def test_compare_golden() -> None:
-    text = "\n".join(render(a, b, alpha) for a, b, alpha in (
-        ("fast", "slow", 0.01), ("fast", "slow", 0.05), ("host-a", "host-b", 0.01)))
+    text = "\n".join(render(a, b, alpha, paired) for a, b, alpha, paired in (
+        ("fast", "slow", 0.01, False), ("fast", "slow", 0.05, False),
+        ("host-a", "host-b", 0.01, False), ("fast", "slow", 0.01, True)))
     golden = FIXTURES / "compare.golden.txt"
     if os.environ.get("UPDATE_GOLDEN"):
         golden.write_text(text)

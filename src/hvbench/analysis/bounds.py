@@ -15,6 +15,8 @@ The file (TOML)::
     stat = "mean"                # mean | median | min | max over the repetitions
     min = 80                     # and/or max = ...
     # or: mid = 110 and tolerance_pct = 20   (mid +/- 20 %)
+    # or: mid = 110 and tolerance_noise = 3  (mid +/- 3 x this host's noise floor: one
+    #     repetition's A/A spread in %, measured by `hvbench noise` for that cell)
     # of_native = true: the value is the stat in % of the native platform's mean
 
 Every (platform, workload, phase, metric) the patterns match is checked; a bound that
@@ -59,25 +61,36 @@ class Bound(BaseModel):
     max: float | None = None
     mid: float | None = None
     tolerance_pct: float | None = Field(default=None, ge=0)
+    #: k: mid +/- k times the host's noise floor (one repetition's A/A spread, %).
+    tolerance_noise: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> Bound:
         has_range = self.min is not None or self.max is not None
-        has_mid = self.mid is not None or self.tolerance_pct is not None
+        tolerances = (self.tolerance_pct is not None) + (self.tolerance_noise is not None)
+        has_mid = self.mid is not None or tolerances > 0
         if has_range and has_mid:
-            raise ValueError("give either min/max or mid with tolerance_pct, not both")
+            raise ValueError("give either min/max or mid with a tolerance, not both")
         if not has_range and not has_mid:
-            raise ValueError("a bound needs min and/or max, or mid with tolerance_pct")
-        if has_mid and (self.mid is None or self.tolerance_pct is None):
-            raise ValueError("mid and tolerance_pct go together (mid +/- tolerance_pct %)")
+            raise ValueError("a bound needs min and/or max, or mid with tolerance_pct or "
+                             "tolerance_noise")
+        if tolerances > 1:
+            raise ValueError("give tolerance_pct or tolerance_noise, not both")
+        if has_mid and (self.mid is None or tolerances == 0):
+            raise ValueError("mid goes with tolerance_pct (mid +/- tolerance_pct %) or "
+                             "tolerance_noise (mid +/- k x the host's noise floor)")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"min ({self.min:g}) is above max ({self.max:g})")
         return self
 
-    def limits(self) -> tuple[float | None, float | None]:
-        """(low, high), either may be None (unbounded)."""
-        if self.mid is not None and self.tolerance_pct is not None:
-            spread = abs(self.mid) * self.tolerance_pct / 100.0
+    def limits(self, noise_pct: float | None = None) -> tuple[float | None, float | None]:
+        """(low, high), either may be None (unbounded); a ``tolerance_noise`` bound
+        needs ``noise_pct`` (the cell's A/A spread, %) and is (None, None) without it."""
+        tolerance = self.tolerance_pct
+        if self.tolerance_noise is not None:
+            tolerance = None if noise_pct is None else self.tolerance_noise * noise_pct
+        if self.mid is not None and tolerance is not None:
+            spread = abs(self.mid) * tolerance / 100.0
             return self.mid - spread, self.mid + spread
         return self.min, self.max
 
@@ -165,21 +178,30 @@ def _value(bound: Bound, group: Group, groups: Mapping[Group, list[float]],
 
 
 def _check(bound: Bound, label: str, group: Group, groups: Mapping[Group, list[float]],
-           natives: Mapping[str, str | None]) -> BoundResult:
-    low, high = bound.limits()
+           natives: Mapping[str, str | None], *, noise: Mapping[Group, float]
+           ) -> BoundResult:
+    low, high = bound.limits(noise.get(group))
     value, note = _value(bound, group, groups, natives)
+    if bound.tolerance_noise is not None and group not in noise:
+        return BoundResult(label, *group, stat=bound.stat, value=None, low=None, high=None,
+                           status="fail", note="no noise floor of this cell on this host "
+                                               "(measure one with hvbench noise)")
     ok = value is not None and (low is None or value >= low) and (high is None or value <= high)
     return BoundResult(label, *group, stat=bound.stat, value=value, low=low, high=high,
                        status="pass" if ok else "fail", note=note)
 
 
 def evaluate(bounds: BoundsFile, rows: Iterable[Row],
-             natives: Mapping[str, str | None] | None = None) -> list[BoundResult]:
+             natives: Mapping[str, str | None] | None = None,
+             noise: Mapping[Group, float] | None = None) -> list[BoundResult]:
     """Check every bound on every group it matches, in file order. A bound matching
     nothing gives one ``missing`` result; ``of_native`` bounds skip the native platform
-    itself (always 100 %)."""
+    itself (always 100 %). ``noise``: the host's A/A spread (%) per (platform, workload,
+    phase, metric), for ``tolerance_noise`` bounds (a group without one fails, saying
+    so)."""
     groups = _groups(rows)
     natives = natives or {}
+    noise = noise or {}
     out: list[BoundResult] = []
     for index, bound in enumerate(bounds.bound):
         label = bound.label(index)
@@ -190,7 +212,7 @@ def evaluate(bounds: BoundsFile, rows: Iterable[Row],
             out.append(BoundResult(label, bound.platform, bound.workload, bound.phase,
                                    bound.metric, bound.stat, None, low, high, "missing",
                                    "no measurement matches"))
-        out += [_check(bound, label, g, groups, natives) for g in matched]
+        out += [_check(bound, label, g, groups, natives, noise=noise) for g in matched]
     return out
 
 

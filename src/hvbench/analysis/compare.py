@@ -2,15 +2,29 @@
 
 Pure: functions of stored rows and environments; the CLI reads the store and prints.
 
-Method. For every (cell, phase, metric) both sides measured, the per-repetition values
-of A and of B are compared with a two-sided permutation test of the difference of
-means (``scipy.stats.permutation_test``, independent samples). When the two samples
-have at most ``n_resamples`` distinct splits the test is exact; otherwise it draws
-``n_resamples`` random splits from a generator seeded with ``seed``, so a comparison
-always prints the same p-value. The verdict is ``significant`` only when both
-p < alpha and |delta| > threshold (a tiny but consistent difference is ``negligible``);
-when even the most extreme split could not reach alpha it is ``too few repetitions``
-(two samples of 3 can never reach p < 0.01: 2 / C(6, 3) = 0.1).
+Method. For every (cell, phase, metric) both sides measured:
+
+- **Paired** (the default when both sides carry repetition numbers: two platforms of one
+  run). The runner measures every cell of a repetition in one shuffled round, so A's and
+  B's repetition ``r`` ran back to back, through the same drift of the host. The
+  differences B - A of the repetitions both sides have are tested with a paired Student
+  t-test (``scipy.stats.ttest_rel``); the means and n are those of the pairs. Three pairs
+  at least (two degrees of freedom); fewer is ``too few repetitions``.
+- **Independent** (two runs, or ``paired=False``): a two-sided permutation test of the
+  difference of means (``scipy.stats.permutation_test``). When the two samples have at
+  most ``n_resamples`` distinct splits the test is exact; otherwise it draws
+  ``n_resamples`` random splits from a generator seeded with ``seed``, so a comparison
+  always prints the same p-value; when even the most extreme split could not reach
+  alpha the verdict is ``too few repetitions`` (two samples of 3 can never reach
+  p < 0.01: 2 / C(6, 3) = 0.1). Each value is one repetition (its own guest boot and
+  time window) or, for a side of several runs, one run's mean (:attr:`Side.unit`):
+  samples taken inside one boot or window are never pooled as if independent.
+
+The verdict is ``significant`` only when p < alpha, |delta| > threshold (a tiny but
+consistent difference is ``negligible``) and, when this host's noise floor of the cell
+and metric is known (:mod:`hvbench.analysis.noise`, ``hvbench noise``), |delta| is above
+that floor for these sample sizes (else ``within noise floor``): what identical cells
+measured back to back differ by is never called an effect.
 
 Comparing two runs is refused when their environments differ in a key field
 (:data:`KEY_ENV_FIELDS`) or when a cell they share was defined differently, unless
@@ -31,10 +45,11 @@ import fnmatch
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from hvbench.analysis.metrics import direction_of, main_metric
+from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.summaries import Row
 from hvbench.errors import SpecError
 
@@ -55,6 +70,7 @@ __all__ = [
     "metric_direction",
     "min_p_value",
     "permutation_p_value",
+    "side_repetitions",
     "side_values",
 ]
 
@@ -67,7 +83,12 @@ DEFAULT_SEED = 20261123
 KEY_ENV_FIELDS = ("hostname", "kernel", "cpu_model", "cpus", "memory_bytes",
                   "qemu_version", "accelerator", "work_dir.filesystem")
 
-Verdict = Literal["significant", "negligible", "not significant", "too few repetitions"]
+Verdict = Literal["significant", "negligible", "within noise floor", "not significant",
+                  "too few repetitions"]
+#: How a comparison was tested (see the module docstring).
+Test = Literal["paired t", "permutation"]
+#: The fewest pairs a paired test takes (two degrees of freedom).
+MIN_PAIRS = 3
 #: Which way a metric is better: ``higher`` (throughputs), ``lower`` (times, losses).
 Direction = Literal["higher", "lower"]
 #: How B differs from A: ``better``/``worse`` with a direction, else ``higher``/``lower``.
@@ -82,11 +103,17 @@ class ComparisonRefused(SpecError):
 
 @dataclass(frozen=True)
 class Side:
-    """One side of a comparison: a label and per-repetition values keyed by
-    (cell, phase, metric). For a platform of a run the cell is the workload name."""
+    """One side of a comparison: a label and values keyed by (cell, phase, metric). For
+    a platform of a run the cell is the workload name."""
 
     label: str
     values: Mapping[Key, Sequence[float]]
+    #: The repetition number of each value (same order as ``values``): when both sides
+    #: have them for a key, the comparison is paired by repetition.
+    repetitions: Mapping[Key, Sequence[int]] = field(default_factory=dict)
+    #: What one value is: one ``repetition`` (its own boot and time window) or one
+    #: ``run``'s mean (a side made of several runs).
+    unit: Literal["repetition", "run"] = "repetition"
 
 
 @dataclass(frozen=True)
@@ -107,6 +134,10 @@ class Comparison:
     #: For a significant difference: ``better`` / ``worse`` when the metric has a
     #: direction, else ``higher`` / ``lower``; empty otherwise.
     change: str
+    test: Test = "permutation"
+    #: The host's noise floor for these sample sizes (|delta| % below it is noise);
+    #: None when none was measured for this cell and metric.
+    noise_floor_pct: float | None = None
 
 
 def _dig(env: Mapping[str, Any], dotted: str) -> Any:
@@ -138,6 +169,29 @@ def side_values(rows: Iterable[Row], platform: str | None = None) -> dict[Key, l
             out[(row.cell, row.phase, row.metric)].append(row.value)
         elif row.platform == platform:
             out[(row.workload, row.phase, row.metric)].append(row.value)
+    return dict(out)
+
+
+def side_repetitions(rows: Iterable[Row], platform: str | None = None
+                     ) -> dict[Key, list[int]]:
+    """The repetition number of each value :func:`side_values` returns for the same
+    arguments, in the same order (what pairs two platforms of one run)."""
+    out: dict[Key, list[int]] = defaultdict(list)
+    for row in rows:
+        if platform is None:
+            out[(row.cell, row.phase, row.metric)].append(row.repetition)
+        elif row.platform == platform:
+            out[(row.workload, row.phase, row.metric)].append(row.repetition)
+    return dict(out)
+
+
+def run_means(rows_by_run: Sequence[Iterable[Row]]) -> dict[Key, list[float]]:
+    """One value per run and (cell, phase, metric): the mean of the run's repetitions
+    (a side of several runs compares run-level values, never pooled repetitions)."""
+    out: dict[Key, list[float]] = defaultdict(list)
+    for rows in rows_by_run:
+        for key, values in side_values(rows).items():
+            out[key].append(math.fsum(values) / len(values))
     return dict(out)
 
 
@@ -232,19 +286,64 @@ def delta_pct(mean_a: float, mean_b: float) -> float | None:
     return (mean_b - mean_a) / abs(mean_a) * 100.0 if mean_a != 0 else None
 
 
+def paired_p_value(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided paired t-test of mean(b - a) = 0 over pairs ``(a[i], b[i])``.
+
+    Identical differences give p = 1 when they are all 0 and p = 0 otherwise (a
+    perfectly consistent shift). Raises :class:`SpecError` for fewer than
+    :data:`MIN_PAIRS` pairs or sides of different lengths.
+    """
+    if len(a) != len(b) or len(a) < MIN_PAIRS:
+        raise SpecError(f"a paired test needs {MIN_PAIRS} pairs or more of equal sides, got "
+                        f"{len(a)} and {len(b)} values")
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    if max(diffs) == min(diffs):
+        return 1.0 if diffs[0] == 0 else 0.0
+    from scipy.stats import ttest_rel  # noqa: PLC0415 - scipy costs ~1 s to import
+
+    return float(ttest_rel(b, a).pvalue)
+
+
+def pair_values(a: Sequence[float], reps_a: Sequence[int], b: Sequence[float],
+                reps_b: Sequence[int]) -> tuple[list[float], list[float]]:
+    """The values of the repetitions both sides have, in repetition order."""
+    by_a = dict(zip(reps_a, a, strict=True))
+    by_b = dict(zip(reps_b, b, strict=True))
+    common = sorted(by_a.keys() & by_b.keys())
+    return [by_a[r] for r in common], [by_b[r] for r in common]
+
+
 def compare_values(key: Key, a: Sequence[float], b: Sequence[float], *, alpha: float,
                    threshold_pct: float, n_resamples: int = DEFAULT_RESAMPLES,
-                   seed: int = DEFAULT_SEED) -> Comparison:
-    """One comparison with its verdict (see the module docstring)."""
-    mean_a, mean_b = math.fsum(a) / len(a), math.fsum(b) / len(b)
-    delta = delta_pct(mean_a, mean_b)
-    enough = len(a) >= 2 and len(b) >= 2
-    p = permutation_p_value(a, b, n_resamples=n_resamples, seed=seed) if enough else math.nan
+                   seed: int = DEFAULT_SEED,
+                   pairs: tuple[Sequence[int], Sequence[int]] | None = None,
+                   noise: NoiseFloor | None = None) -> Comparison:
+    """One comparison with its verdict (see the module docstring). ``pairs``: the
+    repetition numbers of ``a`` and ``b``, to pair them; ``noise``: the host's noise
+    floor of this cell and metric."""
+    test: Test = "permutation"
+    if pairs is not None:
+        a, b = pair_values(a, pairs[0], b, pairs[1])
+        test = "paired t"
+    mean_a = math.fsum(a) / len(a) if a else math.nan
+    mean_b = math.fsum(b) / len(b) if b else math.nan
+    delta = delta_pct(mean_a, mean_b) if a and b else None
+    if test == "paired t":
+        enough = len(a) >= MIN_PAIRS
+        p = paired_p_value(a, b) if enough else math.nan
+    else:
+        enough = len(a) >= 2 and len(b) >= 2 and \
+            min_p_value(len(a), len(b), n_resamples) < alpha
+        p = permutation_p_value(a, b, n_resamples=n_resamples, seed=seed) \
+            if len(a) >= 2 and len(b) >= 2 else math.nan
+    floor = noise.floor_pct(len(a), len(b), alpha) if noise is not None and enough else None
     verdict: Verdict
-    if not enough or min_p_value(len(a), len(b), n_resamples) >= alpha:
+    if not enough:
         verdict = "too few repetitions"
     elif p >= alpha:
         verdict = "not significant"
+    elif floor is not None and delta is not None and abs(delta) <= floor:
+        verdict = "within noise floor"
     else:
         # from a mean of 0 any change is infinitely large in %
         big = delta is None or abs(delta) > threshold_pct
@@ -252,7 +351,7 @@ def compare_values(key: Key, a: Sequence[float], b: Sequence[float], *, alpha: f
     change = change_label(key[2], mean_b - mean_a) if verdict == "significant" else ""
     return Comparison(cell=key[0], phase=key[1], metric=key[2], n_a=len(a), n_b=len(b),
                       mean_a=mean_a, mean_b=mean_b, delta_pct=delta, p_value=p,
-                      verdict=verdict, change=change)
+                      verdict=verdict, change=change, test=test, noise_floor_pct=floor)
 
 
 @dataclass(frozen=True)
@@ -266,9 +365,12 @@ class ComparisonResult:
 
 def compare_sides(a: Side, b: Side, *, metrics: Sequence[str] = (),
                   alpha: float = DEFAULT_ALPHA, threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+                  n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED,
+                  paired: bool = True, floors: Mapping[Key, NoiseFloor] | None = None
                   ) -> ComparisonResult:
-    """Compare every selected (cell, phase, metric) present on both sides.
+    """Compare every selected (cell, phase, metric) present on both sides: paired by
+    repetition when ``paired`` and both sides carry repetition numbers for the key,
+    else independent; ``floors``: the host's noise floor per key (A's keys).
 
     Raises:
         SpecError: alpha not in (0, 1), a negative threshold, or fewer than 1 resample.
@@ -281,8 +383,12 @@ def compare_sides(a: Side, b: Side, *, metrics: Sequence[str] = (),
         raise SpecError(f"n_resamples must be >= 1, got {n_resamples}")
     keys_a = set(select_keys(a.values, metrics))
     keys_b = set(select_keys(b.values, metrics))
-    comparisons = [compare_values(k, a.values[k], b.values[k], alpha=alpha,
-                                  threshold_pct=threshold_pct, n_resamples=n_resamples,
-                                  seed=seed)
-                   for k in sorted(keys_a & keys_b)]
+    floors = floors or {}
+    comparisons = []
+    for k in sorted(keys_a & keys_b):
+        pairs = ((a.repetitions[k], b.repetitions[k])
+                 if paired and k in a.repetitions and k in b.repetitions else None)
+        comparisons.append(compare_values(
+            k, a.values[k], b.values[k], alpha=alpha, threshold_pct=threshold_pct,
+            n_resamples=n_resamples, seed=seed, pairs=pairs, noise=floors.get(k)))
     return ComparisonResult(comparisons, sorted(keys_a - keys_b), sorted(keys_b - keys_a))

@@ -42,7 +42,10 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     store = Store(db_of(args), create=False)
     try:
         run_id = run_id_of(store, args)
-        results = evaluate(bounds, store.measurements(run_id), natives_of(store.cells(run_id)))
+        noise = noise_spreads(store, run_id) if any(
+            b.tolerance_noise is not None for b in bounds.bound) else {}
+        results = evaluate(bounds, store.measurements(run_id), natives_of(store.cells(run_id)),
+                           noise)
     finally:
         store.close()
     out.print(bounds_table(results, run_id))
@@ -50,7 +53,27 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 1 if failed(results) else 0
 
 
+def noise_spreads(store: Store, run_id: str) -> dict[tuple[str, str, str, str], float]:
+    """The run's host's newest noise floor of each (platform, workload, phase, metric)
+    of the run, as one repetition's A/A spread in %."""
+    from hvbench.analysis.noise import NoiseFloor
+    from hvbench.store.records import definition_key
+
+    record = store.get_run(run_id)
+    host = str(record.host or record.env.get("hostname") or "")
+    cells = {definition_key(c.platform, c.workload): c for c in store.cells(run_id)}
+    out: dict[tuple[str, str, str, str], float] = {}
+    for row in store.noise_floors(host, list(cells)):
+        f, cell = row.floor, cells[row.floor.definition]
+        floor = NoiseFloor(sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean)
+        out.setdefault((cell.platform_name, cell.workload_name, f.phase, f.metric),
+                       floor.spread_pct())
+    return out
+
+
 def _limit_text(low: float | None, high: float | None, unit: str) -> str:
+    if low is None and high is None:
+        return "-"
     if low is not None and high is not None:
         return f"{short_number(low)} .. {short_number(high)}{unit}"
     if low is not None:

@@ -1,5 +1,8 @@
-"""``hvbench compare A B``: is B different from A? A permutation test per cell, phase
-and metric, refused when the two runs' environments or definitions differ.
+"""``hvbench compare A B``: is B different from A? Per cell, phase and metric a paired
+t-test (two platforms of one run: repetitions that ran back to back) or a permutation
+test (two runs, or two sets of runs compared by their run means), gated by this host's
+noise floor when one was measured; refused when the runs' environments or definitions
+differ.
 
 The table builders are pure (a comparison in, a rich ``Table`` or lines out) and
 golden-tested; :func:`handle` reads the store, prints and returns the exit code.
@@ -27,8 +30,10 @@ def register(sub: Any) -> None:
 
     compare = sub.add_parser(
         "compare", help="is B different from A? permutation test per cell and metric",
-        description="A and B are two runs (RUN), or two platforms: RUN:PLATFORM, "
-                    ":PLATFORM (latest run) or PLATFORM with --run RUN.")
+        description="A and B are two runs (RUN), two sets of runs (RUN1,RUN2,...: one "
+                    "value per run, its mean), or two platforms of one run: RUN:PLATFORM, "
+                    ":PLATFORM (latest run) or PLATFORM with --run RUN (paired by "
+                    "repetition unless --unpaired).")
     compare.add_argument("a", metavar="A")
     compare.add_argument("b", metavar="B")
     compare.add_argument("--run", help="the run whose platforms A and B are")
@@ -40,6 +45,9 @@ def register(sub: Any) -> None:
     compare.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD_PCT,
                          help="smallest |delta| %% that counts (default "
                               f"{DEFAULT_THRESHOLD_PCT:g})")
+    compare.add_argument("--unpaired", action="store_true",
+                         help="two platforms of one run: test them as independent samples "
+                              "instead of pairing the repetitions that ran back to back")
     compare.add_argument("--force", action="store_true",
                          help="compare runs whose environments or cells differ")
     compare.add_argument("--format", choices=("table", "json"), default="table")
@@ -61,6 +69,29 @@ def _side_spec(text: str, run: str | None) -> tuple[str | None, str | None]:
     if run is not None:
         return run, text
     return text, None
+
+
+def _run_lists(args: argparse.Namespace, store: Store
+               ) -> tuple[list[str], list[str]] | None:
+    """``RUN1,RUN2,... RUN3,RUN4,...``: each side's run ids (prefixes resolved), or None
+    when neither side lists several runs."""
+    from hvbench.report.model import resolve_run_id
+
+    if "," not in args.a and "," not in args.b:
+        return None
+    if ":" in args.a or ":" in args.b or args.run:
+        raise SpecError("compare: a side of several runs (RUN1,RUN2,...) is compared run "
+                        "by run, not by platform: drop the :PLATFORM and --run")
+    sides = []
+    for text in (args.a, args.b):
+        names = [n for n in text.split(",") if n]
+        ids = [resolve_run_id(store, n, store.location) for n in names]
+        if len(set(ids)) != len(ids):
+            raise SpecError(f"compare: {text!r} names a run twice")
+        sides.append(ids)
+    if set(sides[0]) & set(sides[1]):
+        raise SpecError("compare: a run cannot be on both sides")
+    return sides[0], sides[1]
 
 
 def _resolve_sides(args: argparse.Namespace, store: Store
@@ -112,14 +143,54 @@ def _definitions(store: Store, run: str, platform: str | None) -> dict[str, Any]
 
 
 def _side(store: Store, run: str, platform: str | None) -> Any:
-    from hvbench.analysis.compare import Side, side_values
+    """One run (values per repetition) or one platform of a run (values per
+    repetition, with their repetition numbers so two platforms of one run pair up)."""
+    from hvbench.analysis.compare import Side, side_repetitions, side_values
 
     rows = store.measurements(run)
     if platform is not None and not any(r.platform == platform for r in rows):
         known = sorted({r.platform for r in rows})
         raise SpecError(f"run {run} has no measurements of platform {platform!r} "
                         f"(platforms: {', '.join(known) or 'none'})")
-    return Side(_label(run, platform), side_values(rows, platform))
+    reps = side_repetitions(rows, platform) if platform is not None else {}
+    return Side(_label(run, platform), side_values(rows, platform), reps)
+
+
+def _runs_side(store: Store, runs: list[str]) -> Any:
+    """Several runs: one value per run and key, the run's mean."""
+    from hvbench.analysis.compare import Side, run_means
+
+    return Side(f"runs {', '.join(runs)} (one value per run)",
+                run_means([store.measurements(r) for r in runs]), unit="run")
+
+
+def _check_run_lists(store: Store, a: list[str], b: list[str], force: bool) -> list[str]:
+    """The refusals of :func:`_check_comparable` for every run against the first."""
+    notes: list[str] = []
+    first = a[0]
+    for other in [*a[1:], *b]:
+        notes += _check_comparable(store, (first, None), (other, None), force)
+    return notes
+
+
+def _floors(store: Store, run: str, platform: str | None) -> dict[Any, Any]:
+    """This host's newest noise floor of each of A's (cell, phase, metric), keyed as
+    A's side is (by workload for a platform side); empty when none was measured."""
+    from hvbench.analysis.noise import NoiseFloor
+    from hvbench.store.records import definition_key
+
+    record = store.get_run(run)
+    host = str(record.host or record.env.get("hostname") or "")
+    cells = [c for c in store.cells(run) if platform is None or c.platform_name == platform]
+    keys = {definition_key(c.platform, c.workload):
+            (c.workload_name if platform is not None else c.name) for c in cells}
+    out: dict[Any, Any] = {}
+    for row in store.noise_floors(host, list(keys)):
+        f = row.floor
+        key = (keys[f.definition], f.phase, f.metric)
+        out.setdefault(key, NoiseFloor(sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean,
+                                       run_id=row.run_id, measured_at=row.created_at))
+    return out
 
 
 def _host_sides(store: Store, fleet_id: str, host: str) -> tuple[Any, Any]:
@@ -147,24 +218,32 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.analysis.compare import compare_sides
 
     store = Store(db_of(args), create=False)
+    floors: dict[Any, Any] = {}
     try:
+        lists = None if args.by_host else _run_lists(args, store)
         if args.by_host:
             side_a, side_b = _host_sides(store, args.a, args.b)
             notes: list[str] = []
+        elif lists is not None:
+            notes = _check_run_lists(store, *lists, args.force)
+            side_a, side_b = _runs_side(store, lists[0]), _runs_side(store, lists[1])
         else:
             a, b = _resolve_sides(args, store)
             notes = _check_comparable(store, a, b, args.force)
             side_a, side_b = _side(store, *a), _side(store, *b)
+            floors = _floors(store, *a)
     finally:
         store.close()
     result = compare_sides(side_a, side_b, metrics=args.metric or (), alpha=args.alpha,
-                           threshold_pct=args.threshold)
+                           threshold_pct=args.threshold, paired=not args.unpaired,
+                           floors=floors)
     if args.format == "json":
         print(comparison_json(result, side_a.label, side_b.label, args.alpha, args.threshold))
         return 0
     for note in notes:
         err.print(f"forced: {note}", style="yellow", markup=False)
-    for line in comparison_header(side_a.label, side_b.label, args.alpha, args.threshold):
+    for line in comparison_header(side_a.label, side_b.label, args.alpha, args.threshold,
+                                  result):
         out.print(line, markup=False)
     out.print(comparison_table(result))
     for line in comparison_footer(result):
@@ -172,11 +251,21 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
-def comparison_header(label_a: str, label_b: str, alpha: float, threshold: float) -> list[str]:
-    """What is compared and how (pure)."""
-    return [f"A: {label_a}", f"B: {label_b}",
-            f"two-sided permutation test of the difference of means over the repetitions; "
-            f"significant = p < {alpha:g} and |delta| > {threshold:g} %"]
+def comparison_header(label_a: str, label_b: str, alpha: float, threshold: float,
+                      result: Any = None) -> list[str]:
+    """What is compared and how (pure): the tests the rows used and the verdict rule."""
+    tests = {c.test for c in result.comparisons} if result is not None else {"permutation"}
+    how = []
+    if "paired t" in tests:
+        how.append("paired t-test of B - A over the repetitions both ran back to back")
+    if "permutation" in tests:
+        how.append("two-sided permutation test of the difference of means")
+    floored = result is not None and any(c.noise_floor_pct is not None
+                                         for c in result.comparisons)
+    rule = f"significant = p < {alpha:g} and |delta| > {threshold:g} %"
+    if floored:
+        rule += " and |delta| above this host's noise floor (hvbench noise)"
+    return [f"A: {label_a}", f"B: {label_b}", "; ".join(how) + "; " + rule]
 
 
 def _p_text(p: float) -> str:
@@ -191,15 +280,20 @@ def comparison_table(result: Any) -> Table:
                   pad_edge=False, collapse_padding=True)
     table.add_column("cell/phase", overflow="fold", min_width=10)
     table.add_column("metric", overflow="fold", min_width=10)
-    for name in ("n", "mean A", "mean B", "Δ %", "p"):
+    floors = any(c.noise_floor_pct is not None for c in result.comparisons)
+    for name in ("n", "mean A", "mean B", "Δ %", "p", *(("floor %",) if floors else ())):
         table.add_column(name, justify="right", no_wrap=True)
     table.add_column("verdict", min_width=15)
     for c in result.comparisons:
         delta = "-" if c.delta_pct is None else f"{c.delta_pct:+.1f}"
         verdict = f"{c.verdict} ({c.change})" if c.change else c.verdict
         style = "bold red" if c.change == "worse" else "bold" if c.change else ""
-        table.add_row(f"{c.cell}/{c.phase}", c.metric, f"{c.n_a}/{c.n_b}", short_number(c.mean_a),
-                      short_number(c.mean_b), delta, _p_text(c.p_value), verdict, style=style)
+        n = f"{c.n_a} pairs" if c.test == "paired t" else f"{c.n_a}/{c.n_b}"
+        floor = ((f"{c.noise_floor_pct:.1f}" if c.noise_floor_pct is not None else "-",)
+                 if floors else ())
+        table.add_row(f"{c.cell}/{c.phase}", c.metric, n, short_number(c.mean_a),
+                      short_number(c.mean_b), delta, _p_text(c.p_value), *floor, verdict,
+                      style=style)
     return table
 
 
@@ -212,9 +306,16 @@ def comparison_footer(result: Any) -> list[str]:
     for side, keys in (("A", result.only_a), ("B", result.only_b)):
         if keys:
             lines.append(f"only in {side}: " + ", ".join("/".join(k) for k in keys))
-    if any(c.verdict == "too few repetitions" for c in result.comparisons):
+    few = [c for c in result.comparisons if c.verdict == "too few repetitions"]
+    if any(c.test == "permutation" for c in few):
         lines.append("too few repetitions: even the most extreme split cannot reach alpha; "
                      "6 repetitions per side reach p = 0.002")
+    if any(c.test == "paired t" for c in few):
+        lines.append("too few repetitions: a paired test needs 3 repetitions that both "
+                     "platforms completed")
+    if any(c.verdict == "within noise floor" for c in result.comparisons):
+        lines.append("within noise floor: identical cells measured back to back on this "
+                     "host differ this much (hvbench noise --show)")
     return lines
 
 
@@ -225,6 +326,8 @@ def comparison_json(result: Any, label_a: str, label_b: str, alpha: float,
     for c in result.comparisons:
         item = dict(c.__dict__)
         item["p_value"] = None if math.isnan(c.p_value) else c.p_value
+        for name in ("mean_a", "mean_b"):
+            item[name] = None if math.isnan(c.__dict__[name]) else c.__dict__[name]
         rows.append(item)
     return json.dumps({"a": label_a, "b": label_b, "alpha": alpha, "threshold_pct": threshold,
                        "comparisons": rows,

@@ -25,6 +25,7 @@ from hvbench.cli import (
     fio_compare,
     guest,
     image,
+    noise,
     report,
     run,
     runs,
@@ -42,7 +43,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            check, db, worker, cleanup)
+            noise, check, db, worker, cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:

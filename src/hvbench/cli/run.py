@@ -197,13 +197,18 @@ def plan_lines(plan: StudyPlan) -> list[str]:
     measured = sum(1 for item in plan.items if item.repetition >= 0)
     source = (f"{len(plan.from_history)} of {len(plan.cells)} cells from earlier runs"
               if plan.from_history else "rough defaults per workload kind; no earlier runs")
-    return [f"study {plan.study}: {len(plan.cells)} cells x {plan.repetitions} repetitions"
-            f" = {measured} measurements to run"
-            + (f" (+{len(plan.items) - measured} warm-up)" if plan.warmup else ""),
-            f"guests to boot: {plan.guest_boots} ({plan.platform_boots} for the cells' "
-            "own platforms)",
-            f"estimated duration: {_duration(plan.estimate_s)} ({source})",
-            "dry run: nothing was started"]
+    adaptive = plan.estimate_max_s is not None
+    lines = [f"study {plan.study}: {len(plan.cells)} cells x {plan.repetitions} repetitions"
+             + (" at least (adaptive)" if adaptive else "")
+             + f" = {measured} measurements to run"
+             + (f" (+{len(plan.items) - measured} warm-up)" if plan.warmup else ""),
+             f"guests to boot: {plan.guest_boots} ({plan.platform_boots} for the cells' "
+             "own platforms)",
+             f"estimated duration: {_duration(plan.estimate_s)} ({source})"]
+    if plan.estimate_max_s is not None:
+        lines.append(f"adaptive repetitions: up to {_duration(plan.estimate_max_s)} if "
+                     "every adaptive cell needs its maximum")
+    return [*lines, "dry run: nothing was started"]
 
 
 def plan_table(plan: StudyPlan) -> Table:
@@ -236,7 +241,7 @@ def _run_with_progress(study: Study, store: Store, resume: str | None, err: Cons
     from hvbench.run.runner import PlannedItem, run_study
 
     err.print(f"study [bold]{study.study.name}[/]: {len(study.cells)} cells x "
-              f"{study.study.repetitions} repetitions")
+              f"{_repetitions_text(study)}")
     with _progress(err) as progress:
         task = progress.add_task("starting", total=None)
 
@@ -252,8 +257,32 @@ def _run_with_progress(study: Study, store: Store, resume: str | None, err: Cons
         outcome = run_study(study, store, resume=resume, progress=hook, on_plan=on_plan)
     for line in failure_lines(store, outcome.run_id):
         err.print(line, style="red", markup=False, soft_wrap=True)
+    for line in precision_lines(outcome.precision):
+        err.print(line, markup=False, soft_wrap=True)
     err.print(f"run [bold]{outcome.run_id}[/] complete")
     return outcome.run_id
+
+
+def _repetitions_text(study: Study) -> str:
+    adaptive = study.study.adaptive
+    if adaptive is None:
+        return f"{study.study.repetitions} repetitions"
+    return (f"{adaptive.min}-{adaptive.max} repetitions (adaptive: until the 95 % CI is "
+            f"within ±{adaptive.ci_pct:g} %)")
+
+
+def precision_lines(precision: Any) -> list[str]:
+    """Where each adaptive cell stopped: a count of those that reached their target,
+    and one line per cell that stopped at its maximum, with its CoV (pure)."""
+    from hvbench.analysis.precision import precision_line
+
+    if not precision:
+        return []
+    reached = [p for p in precision if p.state == "reached"]
+    lines = [f"adaptive repetitions: {len(reached)} of {len(precision)} cells reached their "
+             "CI target"]
+    lines += [f"  {precision_line(p)}" for p in precision]
+    return lines
 
 
 def failure_lines(store: Store, run_id: str) -> list[str]:

@@ -73,20 +73,62 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class AdaptiveRepetitions(_Strict):
+    """``repetitions = { min = 3, max = 30, ci_pct = 2 }``: every cell runs ``min``
+    repetitions, then more, one round at a time, until the 95 % CI half-width of its
+    main metric (each phase's) is within ``ci_pct`` % of the mean or it has had ``max``
+    rounds (see :mod:`hvbench.run.adaptive`)."""
+
+    min: int = Field(default=3, ge=2, le=1000)
+    max: int = Field(default=30, ge=2, le=1000)
+    ci_pct: float = Field(gt=0, le=100)
+
+    @model_validator(mode="after")
+    def _check(self) -> AdaptiveRepetitions:
+        if self.max < self.min:
+            raise ValueError(f"max ({self.max}) is below min ({self.min})")
+        return self
+
+
+def _repetitions_form(data: Any) -> Any:
+    """``repetitions`` as a table is the adaptive form: the minimum becomes
+    ``repetitions`` and the table ``adaptive``."""
+    if isinstance(data, dict) and isinstance(data.get("repetitions"), dict):
+        table = data["repetitions"]
+        data = {**data, "repetitions": table.get("min", 3), "adaptive": table}
+    return data
+
+
 class StudySection(_Strict):
-    """``[study]``: name, repetitions, warm-up runs and the shuffle seed."""
+    """``[study]``: name, repetitions (a count, or the adaptive table), warm-up runs,
+    the shuffle seed and an A/B pair run in ABBA order."""
 
     name: str = Field(min_length=1)
     description: str = ""
+    #: Measured repetitions of every cell (the minimum, when ``adaptive``).
     repetitions: int = Field(default=3, ge=1, le=1000)
+    #: Set from ``repetitions = { min, max, ci_pct }``.
+    adaptive: AdaptiveRepetitions | None = None
     #: Unrecorded runs of each cell before the measured repetitions begin.
     warmup: int = Field(default=0, ge=0, le=100)
     seed: int = 0
+    #: Two platform names run back to back in every repetition, A before B in even
+    #: repetitions and B before A in odd ones (ABBA: drift cancels in the pairs).
+    ab: tuple[str, str] | None = None
+
+    _form = model_validator(mode="before")(_repetitions_form)
 
     @field_validator("name")
     @classmethod
     def _check_name(cls, value: str) -> str:
         return check_name(value)
+
+    @field_validator("ab")
+    @classmethod
+    def _check_ab(cls, value: tuple[str, str] | None) -> tuple[str, str] | None:
+        if value is not None and value[0] == value[1]:
+            raise ValueError("the A/B pair names one platform twice")
+        return value
 
 
 class NativePlatformSpec(_Strict):
@@ -423,6 +465,52 @@ class Study:
     #: network or web workload needs it; None for disk-only studies.
     lab: LabSpec | None = None
     scenarios: tuple[Variant, ...] = ()
+    #: ``repetitions`` set in a ``[[workload]]`` entry, by workload variant name: it
+    #: replaces the study's for that workload's cells (:func:`repetition_rule`).
+    workload_repetitions: Mapping[str, RepetitionRule] = dataclasses.field(
+        default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RepetitionRule:
+    """How many repetitions a cell gets: ``min`` always; up to ``max`` until the CI
+    half-width is within ``ci_pct`` % when ``ci_pct`` is set (adaptive)."""
+
+    min: int
+    max: int
+    ci_pct: float | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        return self.ci_pct is not None and self.max > self.min
+
+
+def repetition_rule(study: Study, cell: Cell) -> RepetitionRule:
+    """The cell's workload's ``repetitions`` if it set one, else the study's."""
+    own = study.workload_repetitions.get(cell.workload.name)
+    if own is not None:
+        return own
+    adaptive = study.study.adaptive
+    if adaptive is not None:
+        return RepetitionRule(study.study.repetitions, adaptive.max, adaptive.ci_pct)
+    return RepetitionRule(study.study.repetitions, study.study.repetitions)
+
+
+def base_rounds(study: Study) -> int:
+    """The rounds every run has: the largest minimum of any cell."""
+    return max(repetition_rule(study, c).min for c in study.cells)
+
+
+def _workload_rule(value: Any, where: str) -> RepetitionRule:
+    """A ``[[workload]]`` entry's ``repetitions``: a count or the adaptive table."""
+    try:
+        if isinstance(value, dict):
+            table = AdaptiveRepetitions.model_validate(value)
+            return RepetitionRule(table.min, table.max, table.ci_pct)
+        section = StudySection.model_validate({"name": "x", "repetitions": value})
+    except ValidationError as exc:
+        raise spec_error(exc, f"{where}: repetitions") from exc
+    return RepetitionRule(section.repetitions, section.repetitions)
 
 
 # -- expansion ---------------------------------------------------------------------------
@@ -576,10 +664,25 @@ def _workload_spec(concrete: dict[str, Any], where: str) -> WorkloadSpec:
         raise spec_error(exc, where) from exc
 
 
+def _pop_rules(raw: Any, path: str) -> tuple[Any, dict[int, RepetitionRule]]:
+    """The ``[[workload]]`` entries without their ``repetitions``, and each entry's rule
+    by index (a run-control setting, not part of what the workload measures)."""
+    if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
+        return raw, {}
+    rules = {i: _workload_rule(e["repetitions"], f"{path}: workload[{i}]")
+             for i, e in enumerate(raw) if "repetitions" in e}
+    return [{k: v for k, v in e.items() if k != "repetitions"} for e in raw], rules
+
+
 def _variants(raw: Any, section: str, path: str) -> list[Variant]:
+    return [v for v, _ in _indexed_variants(raw, section, path)]
+
+
+def _indexed_variants(raw: Any, section: str, path: str) -> list[tuple[Variant, int]]:
+    """Every variant with the index of the entry it came from."""
     if not isinstance(raw, list) or not raw or not all(isinstance(e, dict) for e in raw):
         raise SpecError(f"{path}: {section}: expected at least one [[{section}]] table")
-    out: list[Variant] = []
+    out: list[tuple[Variant, int]] = []
     for index, entry in enumerate(raw):
         _check_filters(entry, f"{path}: {section}[{index}]")
         base = entry.get("name") or _default_name(section, entry)
@@ -588,8 +691,8 @@ def _variants(raw: Any, section: str, path: str) -> list[Variant]:
             _check_variant_name(name, where)
             spec = (_platform_spec(concrete, where) if section == "platform"
                     else _workload_spec(concrete, where))
-            out.append(Variant(name, spec, values))
-    names = [v.name for v in out]
+            out.append((Variant(name, spec, values), index))
+    names = [v.name for v, _ in out]
     for name in names:
         if names.count(name) > 1:
             raise SpecError(f"{path}: {section}: two variants are both named {name!r}; "
@@ -643,12 +746,23 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
     if unknown:
         raise SpecError(f"{path}: {unknown[0]}: unknown section (expected [study], "
                         "[lab], [[platform]], [[workload]], [[scenario]] and [tune])")
+    study_raw = raw.get("study", {})
     try:
-        section = StudySection.model_validate(raw.get("study", {}))
+        if isinstance(study_raw, dict) and isinstance(study_raw.get("repetitions"), dict):
+            # Checked alone first, so a message names the field the user wrote.
+            AdaptiveRepetitions.model_validate(study_raw["repetitions"])
+    except ValidationError as exc:
+        raise spec_error(exc, f"{path}: study: repetitions") from exc
+    try:
+        section = StudySection.model_validate(study_raw)
     except ValidationError as exc:
         raise spec_error(exc, f"{path}: study") from exc
     platforms = _variants(raw.get("platform"), "platform", path)
-    workloads = _variants(raw.get("workload"), "workload", path)
+    workload_entries, rules = _pop_rules(raw.get("workload"), path)
+    indexed = _indexed_variants(workload_entries, "workload", path)
+    workloads = [v for v, _ in indexed]
+    workload_rules = {v.name: rules[i] for v, i in indexed if i in rules}
+    _check_ab(section, platforms, path)
     scenarios = _scenarios(raw.get("scenario"), path, workloads)
     lab = _lab_spec(raw.get("lab"), path, workloads, scenarios)
     cells = tuple(_cells(platforms, workloads, scenarios))
@@ -661,7 +775,16 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
         check_network_cell(cell, lab, path)
         check_scenario_cell(cell, lab, path)
     return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
-                 tuple(scenarios))
+                 tuple(scenarios), workload_rules)
+
+
+def _check_ab(section: StudySection, platforms: Sequence[Variant], path: str) -> None:
+    """``ab`` names two platform variants of the study."""
+    names = [p.name for p in platforms]
+    for name in section.ab or ():
+        if name not in names:
+            raise SpecError(f"{path}: study: ab: {name!r} is not a platform of the study "
+                            f"(platforms: {', '.join(names)})")
 
 
 def _cells(platforms: Sequence[Variant], workloads: Sequence[Variant],
@@ -817,22 +940,42 @@ def disk_for(spec: PlatformSpec) -> DiskSpec | None:
     return vm.disks[0] if vm is not None and vm.disks else None
 
 
-def cell_order(cells: Sequence[Cell], seed: int, repetition: int) -> list[Cell]:
+def cell_order(cells: Sequence[Cell], seed: int, repetition: int,
+               ab: tuple[str, str] | None = None) -> list[Cell]:
     """The run order of one repetition: platforms shuffled, then each platform's
     workloads shuffled, from ``seed`` and the repetition number. Grouping by platform
-    lets the runner boot each guest once per repetition."""
+    lets the runner boot each guest once per repetition. With ``ab`` (two platform
+    names) those two run back to back where the first of them fell, A first in even
+    repetitions and B first in odd ones (ABBA)."""
     rng = random.Random(seed * 1_000_003 + repetition)  # noqa: S311 - not for secrets
     by_platform: dict[str, list[Cell]] = {}
     for cell in cells:
         by_platform.setdefault(cell.platform_name, []).append(cell)
     groups = list(by_platform.values())
     rng.shuffle(groups)
+    if ab is not None:
+        groups = _abba(groups, ab, repetition)
     order: list[Cell] = []
     for group in groups:
         shuffled = list(group)
         rng.shuffle(shuffled)
         order += shuffled
     return order
+
+
+def _abba(groups: list[list[Cell]], ab: tuple[str, str], repetition: int
+          ) -> list[list[Cell]]:
+    """``groups`` (one per platform, alone cells only are paired) with A's and B's put
+    side by side, in ABBA order over the repetitions."""
+    pair = ab if repetition % 2 == 0 else (ab[1], ab[0])
+    found = {g[0].platform_name: g for g in groups if g and g[0].scenario is None}
+    if not all(name in found for name in pair):
+        return groups
+    rest = [g for g in groups if g is not found[pair[0]] and g is not found[pair[1]]]
+    at = min(i for i, g in enumerate(groups) if g is found[pair[0]] or g is found[pair[1]])
+    before = [g for g in groups[:at] if g in rest]
+    after = [g for g in rest if g not in before]
+    return [*before, found[pair[0]], found[pair[1]], *after]
 
 
 def select_cells(study: Study, only: Sequence[str] = (), exclude: Sequence[str] = ()) -> Study:
@@ -862,13 +1005,14 @@ def keep_cells(study: Study, names: Collection[str]) -> Study:
 
 
 def with_repetitions(study: Study, repetitions: int) -> Study:
-    """``study`` with ``repetitions`` measured repetitions instead of its own.
+    """``study`` with ``repetitions`` measured repetitions instead of its own: a fixed
+    count for every cell (an adaptive rule, the study's or a workload's, is dropped).
 
     Raises :class:`SpecError` for a count the study file could not give (1 to 1000).
     """
     try:
         section = StudySection.model_validate(
-            {**study.study.model_dump(), "repetitions": repetitions})
+            {**study.study.model_dump(), "repetitions": repetitions, "adaptive": None})
     except ValidationError as exc:
         raise spec_error(exc, f"{study.path}: study") from exc
-    return dataclasses.replace(study, study=section)
+    return dataclasses.replace(study, study=section, workload_repetitions={})

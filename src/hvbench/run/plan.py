@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from hvbench.model.study import Cell, Study, cell_order
+from hvbench.model.study import Cell, Study, base_rounds, cell_order, repetition_rule
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.registry import cell_kind
 from hvbench.store.database import Store
@@ -53,12 +53,22 @@ class StudyPlan:
     from_history: tuple[str, ...]
     #: Per cell, the estimated seconds of one repetition (boots by the runner aside).
     cell_seconds: Mapping[str, float]
+    #: Adaptive repetitions: the estimate if every adaptive cell ran to its maximum
+    #: (None when no cell is adaptive).
+    estimate_max_s: float | None = None
 
 
 def repetition_order(study: Study, repetition: int) -> list[Cell]:
     """The cells of one repetition in run order (warm-up round ``r`` is repetition
     ``-1 - r``): see :func:`~hvbench.model.study.cell_order`."""
-    return cell_order(study.cells, study.study.seed, repetition)
+    return cell_order(study.cells, study.study.seed, repetition, study.study.ab)
+
+
+def round_cells(study: Study, repetition: int) -> list[Cell]:
+    """The cells of measured round ``repetition`` (below :func:`base_rounds`) in run
+    order: those whose minimum number of repetitions is above it."""
+    return [c for c in repetition_order(study, repetition)
+            if repetition < repetition_rule(study, c).min]
 
 
 def warmup_items(study: Study) -> list[PlannedItem]:
@@ -72,8 +82,8 @@ def measured_items(study: Study, done: Collection[tuple[str, int]] = ()) -> list
     positions count every item, done or not, so a resumed run keeps them."""
     items: list[PlannedItem] = []
     position = 0
-    for rep in range(study.study.repetitions):
-        for cell in repetition_order(study, rep):
+    for rep in range(base_rounds(study)):
+        for cell in round_cells(study, rep):
             if (cell.name, rep) not in done:
                 items.append(PlannedItem(rep, cell, position))
             position += 1
@@ -147,11 +157,28 @@ def plan_study(study: Study, store: Store | None = None, *,
         guests += group_guests(group)
     estimate = sum(seconds[item.cell.name] for item in items) + boots * BOOT_ESTIMATE_S
     return StudyPlan(
+        estimate_max_s=_adaptive_max_s(study, done, seconds, estimate),
         study=study.study.name, cells=tuple(c.name for c in study.cells),
-        repetitions=study.study.repetitions, warmup=study.study.warmup if warmup else 0,
+        repetitions=base_rounds(study), warmup=study.study.warmup if warmup else 0,
         items=tuple(items), platform_boots=boots, guest_boots=guests, estimate_s=estimate,
         from_history=tuple(c.name for c in study.cells if history.get(c.name)),
         cell_seconds=seconds)
+
+
+def _adaptive_max_s(study: Study, done: Collection[tuple[str, int]],
+                    seconds: Mapping[str, float], estimate: float) -> float | None:
+    """``estimate`` plus every adaptive cell's rounds above its minimum (with a boot
+    each for a guest), or None when no cell is adaptive."""
+    extra = 0.0
+    for cell in study.cells:
+        rule = repetition_rule(study, cell)
+        if not rule.adaptive:
+            continue
+        rounds = sum(1 for r in range(rule.min, rule.max) if (cell.name, r) not in done)
+        boot = BOOT_ESTIMATE_S if platform_kind(cell.platform.spec).is_guest else 0.0
+        extra += rounds * (seconds[cell.name] + boot)
+    return None if not any(repetition_rule(study, c).adaptive for c in study.cells) \
+        else estimate + extra
 
 
 def _item_seconds(cells: Sequence[Cell], history: Mapping[str, Sequence[float]]

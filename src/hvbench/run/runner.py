@@ -27,13 +27,21 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hvbench import __version__
+from hvbench.analysis.precision import CellPrecision, cell_precision
 from hvbench.errors import GuestError, HostError, HvbenchError
 from hvbench.host import facts, interrupt
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
-from hvbench.model.study import Cell, Study, keep_cells, with_repetitions
+from hvbench.model.study import (
+    Cell,
+    Study,
+    base_rounds,
+    keep_cells,
+    repetition_rule,
+    with_repetitions,
+)
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.netlab.lab import cleanup_orphaned_labs
 from hvbench.platforms.base import Platform
@@ -43,7 +51,7 @@ from hvbench.platforms.libvirt import cleanup_orphaned_domains
 from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
 from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, server_ports
 from hvbench.run.lab_session import LabSession
-from hvbench.run.plan import PlannedItem, groups, repetition_order, run_items
+from hvbench.run.plan import PlannedItem, groups, repetition_order, round_cells, run_items
 from hvbench.run.scenario import ScenarioRun
 from hvbench.store.database import MeasurementRecord, RawRecord, Store
 from hvbench.store.records import cell_record
@@ -204,16 +212,19 @@ class StudyRunner:
         self.scenario: ScenarioRun | None = None
         #: Lifecycle repository images, written once per run and size.
         self.lifecycle_cache: lifecycle.RepositoryCache = {}
+        #: Where each adaptive cell stopped (filled at the end of the run).
+        self.precision: list[CellPrecision] = []
 
     def plan(self, cell_ids: dict[str, int], *, warmup: bool = False) -> list[PlannedItem]:
-        """Every item still to do, in run order (after the warm-ups with ``warmup``);
-        records each repetition's order."""
-        for rep in range(self.study.study.repetitions):
-            order = repetition_order(self.study, rep)
+        """Every item of the base rounds still to do, in run order (after the warm-ups
+        with ``warmup``); records each round's order."""
+        rounds = base_rounds(self.study)
+        for rep in range(rounds):
+            order = round_cells(self.study, rep)
             self.store.record_order(self.run_id or "", rep, [c.name for c in order])
         stored = self.store.done(self.run_id or "")
         done = {(name, rep) for name, cell_id in cell_ids.items()
-                for rep in range(self.study.study.repetitions) if (cell_id, rep) in stored}
+                for rep in range(rounds) if (cell_id, rep) in stored}
         return run_items(self.study, done, warmup=warmup)
 
     def run(self, lock: RunLock, on_plan: Callable[[int], None] | None = None) -> RunOutcome:
@@ -229,13 +240,14 @@ class StudyRunner:
                 on_plan(len(items))
             self.execute(items, ids)
             interrupt.check()
+            self.precision = AdaptiveRounds(self, ids).run(len(items), on_plan)
         except BaseException:
             self.store.set_status(run_id, "interrupted", finished_at=_now())
             raise
         finally:
             lifecycle.remove_repository(self.lifecycle_cache)
         self.store.set_status(run_id, "complete", finished_at=_now())
-        return RunOutcome(run_id, self.failures, tuple(self.boot_s))
+        return RunOutcome(run_id, self.failures, tuple(self.boot_s), tuple(self.precision))
 
     def start_run(self) -> str:
         """Create the run (or reopen it for resume) and its cells."""
@@ -419,6 +431,68 @@ class RunOutcome:
     run_id: str
     failures: int
     boot_s: tuple[float, ...]
+    #: Where each cell with adaptive repetitions stopped, and why.
+    precision: tuple[CellPrecision, ...] = ()
+
+
+class AdaptiveRounds:
+    """The rounds after the base ones, for cells with adaptive repetitions: each round
+    runs, in that round's shuffled order, every cell still above its CI target and
+    below its maximum (:mod:`hvbench.analysis.precision`), records the order, and
+    measures; it ends when no cell needs more. A resumed run first finishes the rounds
+    it had recorded."""
+
+    def __init__(self, runner: StudyRunner, cell_ids: dict[str, int]) -> None:
+        self.runner = runner
+        self.cell_ids = cell_ids
+        self.study = runner.study
+
+    def run(self, planned: int, on_plan: Callable[[int], None] | None) -> list[CellPrecision]:
+        """Measure the extra rounds; ``planned``: items announced so far (each round
+        raises the total given to ``on_plan``, so the progress ETA follows). Returns
+        every adaptive cell's final precision."""
+        if not any(repetition_rule(self.study, c).adaptive for c in self.study.cells):
+            return []
+        store, run_id = self.runner.store, self.runner.run_id or ""
+        recorded = store.order(run_id)
+        first = base_rounds(self.study)
+        rep = first
+        while True:
+            interrupt.check()
+            if rep in recorded:
+                names = set(recorded[rep])
+                done = {cid for cid, r in store.done(run_id) if r == rep}
+                cells = [c for c in repetition_order(self.study, rep)
+                         if c.name in names and self.cell_ids[c.name] not in done]
+            else:
+                needy = {p.cell for p in self.states() if p.state == "more"}
+                if not needy:
+                    break
+                cells = [c for c in repetition_order(self.study, rep) if c.name in needy]
+                store.record_order(run_id, rep, [c.name for c in cells])
+            position = sum(len(v) for r, v in store.order(run_id).items() if r < rep)
+            items = [PlannedItem(rep, c, position + i) for i, c in enumerate(cells)]
+            planned += len(items)
+            if on_plan is not None and items:
+                on_plan(planned)
+            self.runner.execute(items, self.cell_ids)
+            rep += 1
+        return [p for p in self.states() if p.state != "fixed"]
+
+    def states(self) -> list[CellPrecision]:
+        """Every cell's precision from what the store holds now."""
+        run_id = self.runner.run_id or ""
+        rows = self.runner.store.measurements(run_id)
+        rounds: dict[str, int] = {}
+        for names in self.runner.store.order(run_id).values():
+            for name in names:
+                rounds[name] = rounds.get(name, 0) + 1
+        out = []
+        for cell in self.study.cells:
+            mine = [r for r in rows if r.cell == cell.name and r.phase != "boot"]
+            out.append(cell_precision(cell.name, repetition_rule(self.study, cell), mine,
+                                      rounds.get(cell.name, 0)))
+        return out
 
 
 def resume_study(store: Store, run_id: str) -> Study:
@@ -431,6 +505,10 @@ def resume_study(store: Store, run_id: str) -> Study:
     record = store.get_run(run_id)
     study = parse_study_text(record.study_text, record.study_path, facts.memory_bytes() or 0)
     study = keep_cells(study, {c.name for c in store.cells(run_id)})
+    if any(repetition_rule(study, c).adaptive for c in study.cells):
+        # The base rounds come from the rules; the rounds recorded above them are
+        # finished first, then the adaptive rule goes on (AdaptiveRounds).
+        return study
     ordered = len(store.order(run_id))
     return with_repetitions(study, ordered) if ordered else study
 

@@ -68,6 +68,8 @@ from hvbench.store.records import (
     FailureRow,
     MeasurementRecord,
     MeasurementRow,
+    NoiseFloorRecord,
+    NoiseFloorRow,
     RawRecord,
     RawRow,
     RepetitionRow,
@@ -91,6 +93,8 @@ __all__ = [
     "FailureRow",
     "MeasurementRecord",
     "MeasurementRow",
+    "NoiseFloorRecord",
+    "NoiseFloorRow",
     "RawRecord",
     "RawRow",
     "RunRecord",
@@ -558,6 +562,45 @@ class Store(StopOnExit):
                 status=status, finished_at=func.coalesce(finished_at, r.finished_at)))
             if result.rowcount == 0:
                 raise self._no_run(run_id)
+
+    def add_noise_floors(self, run_id: str, host: str,
+                         floors: Sequence[NoiseFloorRecord]) -> None:
+        """Store the noise floors measured in run ``run_id`` on ``host``, in one
+        transaction; a floor already stored for the same run, cell, phase and metric is
+        replaced (computing a run's floors again is idempotent).
+
+        Raises:
+            StoreError: no such run, or the write failed.
+        """
+        self._require_run(run_id)
+        n = db.noise_floors.c
+        now = utc_now()
+        with self._transaction("storing noise floors") as conn:
+            for f in floors:
+                conn.execute(delete(db.noise_floors).where(
+                    n.run_id == run_id, n.cell == f.cell, n.phase == f.phase,
+                    n.metric == f.metric))
+                conn.execute(insert(db.noise_floors).values(
+                    run_id=run_id, host=host, definition=f.definition, cell=f.cell,
+                    phase=f.phase, metric=f.metric, pairs=f.pairs, mean=f.mean,
+                    sd_pct=f.sd_pct, created_at=now))
+
+    def noise_floors(self, host: str | None = None, definitions: Sequence[str] | None = None
+                     ) -> list[NoiseFloorRow]:
+        """Stored noise floors, newest first; only ``host``'s and only those of
+        ``definitions`` when given."""
+        n = db.noise_floors.c
+        query = select(db.noise_floors).order_by(n.created_at.desc(), n.id.desc())
+        if host is not None:
+            query = query.where(n.host == host)
+        if definitions is not None:
+            query = query.where(n.definition.in_(list(definitions)))
+        return [NoiseFloorRow(run_id=r.run_id, host=r.host, created_at=r.created_at,
+                              floor=NoiseFloorRecord(
+                                  definition=r.definition, cell=r.cell, phase=r.phase,
+                                  metric=r.metric, pairs=int(r.pairs), mean=float(r.mean),
+                                  sd_pct=float(r.sd_pct)))
+                for r in self._read(query)]
 
     # -- reads ----------------------------------------------------------------------------
 

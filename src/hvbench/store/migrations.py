@@ -67,7 +67,14 @@ def migrate_to_3(conn: Connection) -> None:
     add_version(conn, 3)
 
 
+def migrate_to_4(conn: Connection) -> None:
+    """Add the noise floors table (a host's A/A spread per cell definition and
+    metric)."""
+    add_version(conn, 4)
+
+
 Migration = Callable[[Connection], None]
 
 #: ``MIGRATIONS[i]`` migrates from schema version ``i`` to ``i + 1``.
-MIGRATIONS: list[Migration] = [migrate_to_1, migrate_to_2, migrate_to_3]
+MIGRATIONS: list[Migration] = [migrate_to_1, migrate_to_2, migrate_to_3,
+                               migrate_to_4]

@@ -7,6 +7,8 @@ values) are plain dicts so they round-trip through ``json`` unchanged.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -117,6 +119,38 @@ class RunSummary:
     n_ok: int
     n_failed: int
     accelerator: str | None
+
+
+@dataclass(frozen=True)
+class NoiseFloorRecord:
+    """A host's noise floor of one cell, phase and metric (analysis/noise.py): the
+    standard deviation (%) of ``pairs`` A/A differences, and the metric's mean."""
+
+    definition: str
+    cell: str
+    phase: str
+    metric: str
+    pairs: int
+    mean: float
+    sd_pct: float
+
+
+@dataclass(frozen=True)
+class NoiseFloorRow:
+    """A stored noise floor with the run it was measured in and when."""
+
+    run_id: str
+    host: str
+    floor: NoiseFloorRecord
+    created_at: str
+
+
+def definition_key(platform: Mapping[str, Any], workload: Mapping[str, Any]) -> str:
+    """A short digest of a cell's platform and workload definitions (stored JSON, no
+    names): cells defined alike in different studies share it."""
+    text = json.dumps({"platform": platform, "workload": workload}, sort_keys=True,
+                      separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from sqlalchemy.types import TypeEngine
 
 #: The schema version this hvbench writes (SQLite ``PRAGMA user_version``, PostgreSQL
 #: the ``hvbench_schema`` table).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 ID: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
 TEXT: TypeEngine[str] = Text().with_variant(Text(collation="C"), "postgresql")
@@ -171,6 +171,29 @@ def build(version: int = SCHEMA_VERSION) -> MetaData:
     if version >= 3:
         # Version 3: runs of one fleet are found by their fleet id.
         Index("runs_fleet", md.tables["runs"].c.fleet_id, info=_since(3))
+    if version >= 4:
+        # Version 4: a host's noise floor per cell definition and metric, measured from
+        # the A/A pairs of a run (``hvbench noise``; analysis/noise.py).
+        Table(
+            "noise_floors", md,
+            *col("id", ID, primary_key=True, autoincrement=True, since=4),
+            *col("run_id", TEXT, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False,
+                 since=4),
+            *col("host", TEXT, nullable=False, since=4),
+            # records.definition_key of the cell's platform and workload: what the floor
+            # applies to, whatever the cell is named in another study.
+            *col("definition", TEXT, nullable=False, since=4),
+            *col("cell", TEXT, nullable=False, since=4),
+            *col("phase", TEXT, nullable=False, since=4),
+            *col("metric", TEXT, nullable=False, since=4),
+            *col("pairs", Integer(), nullable=False, since=4),
+            *col("mean", Double(), nullable=False, since=4),
+            *col("sd_pct", Double(), nullable=False, since=4),
+            *col("created_at", TEXT, nullable=False, since=4),
+            UniqueConstraint("run_id", "cell", "phase", "metric", name="noise_floors_key"),
+            *index("noise_floors_host", "host", "definition", since=4),
+            info=_since(4),
+        )
     return md
 
 
@@ -182,6 +205,7 @@ measurements = metadata.tables["measurements"]
 samples = metadata.tables["samples"]
 raw_outputs = metadata.tables["raw_outputs"]
 run_order = metadata.tables["run_order"]
+noise_floors = metadata.tables["noise_floors"]
 
 #: PostgreSQL keeps the schema version here (SQLite: ``PRAGMA user_version``).
 schema_version = Table(
