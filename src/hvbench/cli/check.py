@@ -61,13 +61,17 @@ def noise_spreads(store: Store, run_id: str) -> dict[tuple[str, str, str, str], 
 
     record = store.get_run(run_id)
     host = str(record.host or record.env.get("hostname") or "")
-    cells = {definition_key(c.platform, c.workload): c for c in store.cells(run_id)}
+    # Cells defined alike (an A/A pair under two names) share one definition and floor.
+    cells: dict[str, list[Any]] = {}
+    for cell in store.cells(run_id):
+        cells.setdefault(definition_key(cell.platform, cell.workload), []).append(cell)
     out: dict[tuple[str, str, str, str], float] = {}
     for row in store.noise_floors(host, list(cells)):
-        f, cell = row.floor, cells[row.floor.definition]
+        f = row.floor
         floor = NoiseFloor(sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean)
-        out.setdefault((cell.platform_name, cell.workload_name, f.phase, f.metric),
-                       floor.spread_pct())
+        for cell in cells[f.definition]:
+            out.setdefault((cell.platform_name, cell.workload_name, f.phase, f.metric),
+                           floor.spread_pct())
     return out
 
 

@@ -182,14 +182,18 @@ def _floors(store: Store, run: str, platform: str | None) -> dict[Any, Any]:
     record = store.get_run(run)
     host = str(record.host or record.env.get("hostname") or "")
     cells = [c for c in store.cells(run) if platform is None or c.platform_name == platform]
-    keys = {definition_key(c.platform, c.workload):
-            (c.workload_name if platform is not None else c.name) for c in cells}
+    # Cells defined alike (an A/A pair under two names) share one definition and floor.
+    keys: dict[str, list[str]] = {}
+    for c in cells:
+        keys.setdefault(definition_key(c.platform, c.workload), []).append(
+            c.workload_name if platform is not None else c.name)
     out: dict[Any, Any] = {}
     for row in store.noise_floors(host, list(keys)):
         f = row.floor
-        key = (keys[f.definition], f.phase, f.metric)
-        out.setdefault(key, NoiseFloor(sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean,
-                                       run_id=row.run_id, measured_at=row.created_at))
+        for name in keys[f.definition]:
+            out.setdefault((name, f.phase, f.metric), NoiseFloor(
+                sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean, run_id=row.run_id,
+                measured_at=row.created_at))
     return out
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from hvbench.analysis.diagnosis import Verdict, diagnose_all
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge
+from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.steady import SteadyState, steady_states, steady_warnings
@@ -31,6 +32,7 @@ from hvbench.model.libvirt_xml import (
     io_lines,
     io_settings,
 )
+from hvbench.model.study import parse_study, repetition_rule
 from hvbench.store.database import Store
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
 from hvbench.workloads.fio import RAW_KIND as FIO_RAW_KIND
@@ -232,6 +234,7 @@ def load_run_report(store: Store, run_id: str, *,
               if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
     report = build_run_report(run, cells, rows, store.failures(run_id),
                               ok_samples(store, run_id, rows, wanted))
+    report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
     if not steady:
         return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
     series = [m for m in store.sample_monitors(run_id)
@@ -242,6 +245,35 @@ def load_run_report(store: Store, run_id: str, *,
     return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
                                steady=states,
                                warnings=report.warnings + steady_warnings(states))
+
+
+def adaptive_warnings(run: RunRecord, rows: Sequence[MeasurementRow],
+                      order: Mapping[int, Sequence[str]]) -> list[str]:
+    """One warning per cell with adaptive repetitions that stopped at its maximum
+    before its CI target, with the interval and CoV it ended with (pure: the rules come
+    from the study text stored with the run; a text that no longer parses gives
+    none)."""
+    if "ci_pct" not in run.study_text:
+        return []
+    try:
+        # 0: the host-memory rule was checked when the run started
+        study = parse_study(run.study_text, run.study_path, 0)
+    except SpecError:
+        return []
+    rounds: dict[str, int] = {}
+    for names in order.values():
+        for name in names:
+            rounds[name] = rounds.get(name, 0) + 1
+    out = []
+    for cell in study.cells:
+        rule = repetition_rule(study, cell)
+        if not rule.adaptive or cell.name not in rounds:
+            continue
+        mine = [r for r in rows if r.cell == cell.name and r.phase != "boot"]
+        found = cell_precision(cell.name, rule, mine, rounds[cell.name])
+        if found.state == "max":
+            out.append(f"adaptive repetitions: {precision_line(found)}")
+    return out
 
 
 def latency_distributions(store: Store, run_id: str
