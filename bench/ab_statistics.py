@@ -2,7 +2,8 @@
 slowdown, and what adaptive repetitions save.
 
 Usage: python bench/ab_statistics.py [--part fp|power|cost|all] [--db FILE]
-       [--fp-blocks 40] [--fp-pairs 5] [--power-trials 20] [--power-pairs 3] [--json]
+       [--fp-blocks 40] [--fp-pairs 5] [--power-trials 20] [--power-pairs 3]
+       [--power-from RUN,...] [--json]
 
 - fp: ``hvbench noise`` on bench/studies/ab-aa.toml (platform a, 10 pairs) stores the
   bare host's noise floor; then one run of the same study (a and b identical, ABBA)
@@ -55,6 +56,8 @@ ALPHA = 0.01
 #: A run refused because another study holds the host's run lock is retried.
 LOCK_RETRIES = 60
 RETRY_S = 10.0
+#: Seconds between two chunks of the power runs with the machine lock released.
+PAUSE_S = 5.0
 
 
 def _hvbench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -152,14 +155,21 @@ def false_positives(db: Path, blocks: int, pairs: int) -> dict[str, Any]:
             "seconds": round(time.monotonic() - started), "rows": rows}
 
 
-def power(db: Path, trials: int, pairs: int) -> dict[str, Any]:
+def power(db: Path, trials: int, pairs: int, reuse: list[str]) -> dict[str, Any]:
     study = str(STUDIES / "ab-power.toml")
     started = time.monotonic()
-    noise_run = _run("noise", study, "--only", "fast/*", "--pairs", "5", "--db", str(db),
-                     guests=True)
+    with Store(db, create=True) as store:
+        known = [r for r in store.noise_floors() if r.floor.cell.startswith("fast/")]
+    noise_run = known[0].run_id if known and reuse else _run(
+        "noise", study, "--only", "fast/*", "--pairs", "5", "--db", str(db), guests=True)
     per_run = 2 * pairs
     rows: list[dict[str, Any]] = []
-    runs = []
+    runs = list(reuse)
+    with Store(db, create=False) as store:
+        # earlier runs of this study: each block of `pairs` repetitions is a trial
+        for run_id in reuse:
+            rows += [{**r, "run": run_id} for r in _block_verdicts(store, run_id, "fast",
+                                                                   "slow", pairs)]
     while len({(r["run"], r["reps"][0]) for r in rows}) < trials:
         run_id = _run("run", study, "--repetitions", str(per_run), "--db", str(db),
                       guests=True)
@@ -168,6 +178,8 @@ def power(db: Path, trials: int, pairs: int) -> dict[str, Any]:
             rows += [{**r, "run": run_id} for r in _block_verdicts(store, run_id, "fast",
                                                                    "slow", pairs)]
         print(f"power: {len(runs)} runs, {len(rows)} comparisons", file=sys.stderr)
+        # a pause without the lock: test sessions poll for it and would otherwise starve
+        time.sleep(PAUSE_S)
     detected = [r for r in rows if r["verdict"] == "significant" and r["change"] == "worse"]
     deltas = [r["delta_pct"] for r in rows]
     return {"noise_run": noise_run, "runs": runs, "comparisons": len(rows),
@@ -222,6 +234,8 @@ def main() -> int:
     parser.add_argument("--fp-pairs", type=int, default=5)
     parser.add_argument("--power-trials", type=int, default=20)
     parser.add_argument("--power-pairs", type=int, default=3)
+    parser.add_argument("--power-from", default="", metavar="RUN,...",
+                        help="earlier ab-power runs in --db to count as trials first")
     parser.add_argument("--json", action="store_true", help="print every comparison too")
     args = parser.parse_args()
     db = args.db or Path(tempfile.mkdtemp(prefix="hvbench-ab-")) / "ab.db"
@@ -229,7 +243,8 @@ def main() -> int:
     if args.part in ("fp", "all"):
         out["false_positives"] = false_positives(db, args.fp_blocks, args.fp_pairs)
     if args.part in ("power", "all"):
-        out["power"] = power(db, args.power_trials, args.power_pairs)
+        reuse = [r for r in args.power_from.split(",") if r]
+        out["power"] = power(db, args.power_trials, args.power_pairs, reuse)
     if args.part in ("cost", "all"):
         out["cost"] = cost(db)
     if not args.json:
