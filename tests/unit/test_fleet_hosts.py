@@ -119,3 +119,20 @@ def test_without_spread_every_host_runs_everything(tmp_path: Path) -> None:
             assert SPREAD_KEY not in store.get_run(r.run_id).env
         with pytest.raises(fleet.FleetError, match="no hvbench worker for host"):
             fleet.start_fleet(StandIn(["h1"]), study, store, ["h1", "h9"])
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--scheduler", "tcp://127.0.0.1:1", "--hosts", "a"], "exclude each other"),
+    (["--spread"], "give --hosts or --scheduler"),
+    (["--resume", "fleet-x", "--hosts", "a", "--spread"], "drop --spread"),
+    (["--hosts", "a,,b"], "expected HOST[=CLASS]"),
+])
+def test_fleet_options_refused_before_anything_starts(
+        args: list[str], words: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from hvbench.cli.main import main
+
+    db = tmp_path / "x.db"
+    assert main(["run", *args, "--db", str(db)]) == 2
+    assert words in capsys.readouterr().err
+    assert not db.exists()
