@@ -16,36 +16,17 @@ import pytest
 from hvbench.image.builder import GuestImage
 from hvbench.store.database import Store
 from tests.integration.sshd import SshServer
+from tests.integration.test_fleet import REPETITIONS as FLEET_REPETITIONS
+from tests.integration.test_fleet import STUDY as FLEET_STUDY
 from tests.integration.test_fleet import _env, _processes_under
 
 pytestmark = pytest.mark.integration
 
 HOST = "127.0.0.1"
 REPETITIONS = 2
-STUDY = f"""
-[study]
-name = "fleet-ssh"
-repetitions = {REPETITIONS}
-seed = 2
-
-[[platform]]
-kind = "native"
-
-[[platform]]
-kind = "qemu"
-name = "vm"
-machine = "pc"
-memory_mib = 256
-disk = {{ bus = "virtio-blk", cache = "none", size = "32M", allocation = "preallocated" }}
-
-[[workload]]
-name = "dd"
-kind = "disk"
-profile = "dd"
-target = "device"
-file_size = "8M"
-direct = true
-"""
+# test_fleet's reduced study (native dd and one TCG guest), fewer repetitions
+STUDY = FLEET_STUDY.replace(f"repetitions = {FLEET_REPETITIONS}",
+                            f"repetitions = {REPETITIONS}")
 
 
 @pytest.fixture

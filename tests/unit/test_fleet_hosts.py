@@ -15,23 +15,10 @@ from hvbench.errors import SpecError
 from hvbench.model.study import parse_study
 from hvbench.run import fleet
 from hvbench.store.database import Store
+from tests.unit.test_fleet import STUDY as FLEET_STUDY
 
-STUDY = """
-[study]
-name = "s"
-repetitions = 5
-seed = 3
-
-[[platform]]
-kind = "native"
-
-[[workload]]
-name = "dd"
-kind = "disk"
-profile = "dd"
-file_size = "16M"
-direct = true
-"""
+# test_fleet's study (native dd), with 5 repetitions to split
+STUDY = FLEET_STUDY.replace("repetitions = 2", "repetitions = 5")
 
 
 def test_hosts_with_and_without_classes() -> None:
