@@ -13,7 +13,8 @@ seed 000 Figs. 5-10), the same as % of native, a summary table and the host disk
 (iostat -x columns, seed 001 Tables 1-2); time series from the monitors, one panel per
 cell and phase; the scenarios (:mod:`hvbench.analysis.scenarios`: % of alone, degradation,
 aggregated throughput ratio, guests started on demand with seed 003 Fig. 14's
-normalized throughput, CPU weights, CoV); the lifecycle; propagation; the study file.
+normalized throughput, CPU weights, CoV); the lifecycle; propagation; for a fleet run's
+host run, the Fleet section (its hosts and the host-to-host table); the study file.
 
 Propagation convention. A workload whose phases include at least two of ``initial``,
 ``transfer`` and ``terminal`` is a propagation workload: each phase's duration
