@@ -1,7 +1,7 @@
 """``hvbench run --hosts`` for real: a throwaway sshd on a loopback port (its own host
 key and client key), one host, a reduced study (native dd and one TCG guest) run by an
-hvbench worker Dask started over SSH; then what a refused connection, a rejected key
-and a missing remote Python say."""
+hvbench worker Dask started over SSH; then what a refused connection, a rejected key, a
+missing remote Python and a worker that cannot start say."""
 
 from __future__ import annotations
 
@@ -94,11 +94,18 @@ def test_ssh_errors_name_the_host_in_ssh_words(sshd: SshServer, tmp_path: Path) 
         f"Port {sshd.port}", "Port 1"))
     refused = _hvbench_run(str(study), "--hosts", HOST, "--ssh-config", str(refused_config),
                            "--db", str(tmp_path / "x.db"))
+    # the host answers, but its worker cannot make its work dir: the host's words
+    no_workdir = _hvbench_run(str(study), "--hosts", HOST, "--host-workdir", "/proc/none",
+                              *base)
     (sshd.root / "authorized_keys").write_text("")  # the client key no longer gets in
     denied = _hvbench_run(str(study), "--hosts", HOST, *base)
 
     for result, words in ((missing, "/nonexistent/py: No such file or directory"),
                           (refused, "Connect call failed"),
+                          (no_workdir, "its Dask worker did not start: Worker failed to "
+                                       "start; the last line from the hosts: "
+                                       "FileNotFoundError: [Errno 2] No such file or "
+                                       "directory: '/proc/none'"),
                           (denied, "Permission denied")):
         assert result.returncode == 1, result.stderr
         # one line: after the line saying what starts, the error

@@ -19,6 +19,7 @@ reads it: ``~/.ssh/config`` or the file given as ``ssh_config`` (``--ssh-config`
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import shlex
@@ -110,6 +111,40 @@ def check_hosts(hosts: Sequence[str], options: dict[str, Any], remote_python: st
         raise FleetError("\n".join(problems))
 
 
+class _RemoteLines(logging.Handler):
+    """The last lines Dask's SSH workers read from the hosts' stderr (Dask logs each at
+    INFO): what a host said when its worker did not start."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: collections.deque[str] = collections.deque(maxlen=20)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(_one_line(record.getMessage()))
+
+
+#: Dask's logger of what the SSH workers read from the hosts.
+SSH_LOGGER = "distributed.deploy.ssh"
+
+
+class HostSshWorker(SshWorker):
+    """Dask's SSH worker (``distributed.deploy.ssh.Worker``) whose failure to start
+    names its host (Dask's own raises a bare ``Exception("Worker failed to start")``)."""
+
+    async def start(self) -> None:
+        """Start the worker over SSH (Dask's code).
+
+        Raises:
+            FleetError: it did not start, naming the host, with Dask's words.
+        """
+        try:
+            # Dask's SSH module is not annotated
+            await super().start()  # type: ignore[no-untyped-call]
+        except Exception as exc:
+            raise FleetError(f"host {self.address}: its Dask worker did not start: "
+                             f"{_one_line(str(exc))}") from exc
+
+
 class SshWorkers:
     """A Dask scheduler in this process and one hvbench worker per host over SSH.
 
@@ -137,6 +172,7 @@ class SshWorkers:
         self._client: Client | None = None
         self._log_level: int | None = None
         self._scratch: Path | None = None
+        self._remote = _RemoteLines()
 
     @property
     def client(self) -> Client:
@@ -153,7 +189,7 @@ class SshWorkers:
         kwargs: dict[str, Any] = {"name": host}
         if self.host_workdir is not None:
             kwargs["work"] = self.host_workdir
-        return {"cls": SshWorker, "options": {
+        return {"cls": HostSshWorker, "options": {
             "address": host, "connect_options": self.options, "kwargs": kwargs,
             "worker_class": WORKER_CLASS, "remote_python": self.remote_python}}
 
@@ -172,11 +208,17 @@ class SshWorkers:
         dask_log = logging.getLogger("distributed")
         self._log_level = dask_log.level
         dask_log.setLevel(max(logging.WARNING, dask_log.getEffectiveLevel()))
-        # no dashboard; the HTTP server Dask starts anyway on a free loopback port, not
-        # on 8787, which another scheduler may have
+        # ... but the hosts' own words are kept (not shown) for the error of a worker
+        # that did not start
+        ssh_log = logging.getLogger(SSH_LOGGER)
+        ssh_log.setLevel(logging.INFO)
+        ssh_log.propagate = False
+        ssh_log.addHandler(self._remote)
         # the scheduler's scratch space: owned by this process, not TMPDIR's
         # dask-scratch-space, which would outlive it
         self._scratch = make_owned_dir(work_dir(), "hvbench-dask-")
+        # no dashboard; the HTTP server Dask starts anyway on a free loopback port, not
+        # on 8787, which another scheduler may have
         scheduler = {"cls": Scheduler, "options": {
             "host": self.listen, "port": 0, "dashboard": False,
             "dashboard_address": "127.0.0.1:0", "local_directory": str(self._scratch)}}
@@ -185,10 +227,16 @@ class SshWorkers:
                                        scheduler, name="hvbench-ssh")
             self._client = Client(self.cluster, timeout=CONNECT_TIMEOUT_S)
             self._client.wait_for_workers(len(self.hosts), timeout=START_TIMEOUT_S)
-        except (OSError, RuntimeError, TimeoutError) as exc:
+        # a HostSshWorker's FleetError, or whatever Dask raised (it wraps some in
+        # RuntimeError, raises others bare)
+        except Exception as exc:
+            what = _one_line(str(exc)) if isinstance(exc, FleetError) else \
+                f"hosts {', '.join(self.hosts)}: the Dask workers did not start: " \
+                f"{_one_line(str(exc))}"
+            said = f"; the last line from the hosts: {self._remote.lines[-1]}" \
+                if self._remote.lines else ""
             self.stop()
-            raise FleetError(f"hosts {', '.join(self.hosts)}: the Dask workers did not "
-                             f"start: {_one_line(str(exc))}") from exc
+            raise FleetError(what + said) from exc
         missing = [h for h in self.hosts if h not in hvbench_workers(self._client)]
         if missing:
             self.stop()
@@ -210,6 +258,10 @@ class SshWorkers:
             self._scratch = None
         if self._log_level is not None:
             logging.getLogger("distributed").setLevel(self._log_level)
+            ssh_log = logging.getLogger(SSH_LOGGER)
+            ssh_log.removeHandler(self._remote)
+            ssh_log.setLevel(logging.NOTSET)
+            ssh_log.propagate = True
             self._log_level = None
 
     def __enter__(self) -> SshWorkers:
