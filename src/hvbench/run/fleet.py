@@ -1,9 +1,12 @@
 """Fleet runs: one study on many hosts through Dask distributed (docs/fleet.md).
 
 A fleet run is one run per host in the results database, grouped by a fleet id
-(``runs.fleet_id``, ``runs.host``): each host runs the whole study, its own native
+(``runs.fleet_id``, ``runs.host``): each host runs the whole study (or, with
+``--spread``, its share of the repetitions: :func:`spread_repetitions`), its own native
 baseline and its own guests, so its % of native is always against itself, and every
-existing report works on each host's run.
+existing report works on each host's run. The workers are either started by the user
+(``hvbench worker``) or over SSH (:mod:`hvbench.run.ssh_hosts`); both are
+:class:`HostWorker`.
 
 Coordinator (:func:`run_fleet`, where ``hvbench run --scheduler`` runs): asks each host
 for its environment (a small task), creates the host runs and their cell orders, then
