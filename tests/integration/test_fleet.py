@@ -217,3 +217,28 @@ def test_kill_one_worker_then_resume(fleet: Fleet, tmp_path: Path, postgres_url:
         assert len(per_rep) == total
         assert len(store.done(runs["h1"])) == total  # h1 ran nothing again
     assert sorted(_by_host(postgres_url)) == ["h1", "h2"]
+
+
+def test_spread_splits_the_repetitions_between_two_hosts(fleet: Fleet, tmp_path: Path) -> None:
+    """``--spread`` (all workers one class): a native-only study of 2 repetitions, one
+    on each host, each host's native baseline its own; the shares are stored."""
+    from hvbench.analysis.fleet import SPREAD_KEY
+
+    native_only = (STUDY[:STUDY.index('[[platform]]\nkind = "qemu"')]
+                   + STUDY[STUDY.index("[[workload]]"):]).replace(
+        f"repetitions = {REPETITIONS}", "repetitions = 2")
+    study = tmp_path / "spread.toml"
+    study.write_text(native_only)
+    db = str(tmp_path / "spread.db")
+    coordinator = _run(fleet, db, str(study), "--spread")
+    _out, err = coordinator.communicate(timeout=300)
+    assert coordinator.returncode == 0, err.decode()
+    runs = _by_host(db)
+    with Store(db) as store:
+        reps = {host: {(m.platform, m.repetition) for m in store.measurements(run)}
+                for host, run in runs.items()}
+        assert reps == {"h1": {("native", 0)}, "h2": {("native", 1)}}
+        for host, share in (("h1", [0]), ("h2", [1])):
+            assert store.get_run(runs[host]).env[SPREAD_KEY] == {"class": "",
+                                                                  "repetitions": share}
+            assert store.get_run(runs[host]).status == "complete"

@@ -73,3 +73,53 @@ def test_compare_by_host(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert (row["n_a"], row["n_b"]) == (8, 4)
     assert row["delta_pct"] < -35
     assert main(["compare", "fleet-x", "h9", "--by-host", "--db", str(db)]) == 2
+
+
+def test_report_fleet_json_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                    ) -> None:
+    db = fleet_db(tmp_path)
+    assert main(["report", "--fleet", "fleet-x", "--format", "json", "--db", str(db)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fleet_id"] == "fleet-x"
+    assert [h["host"] for h in doc["hosts"]] == ["h1", "h2", "h3"]
+    assert all(h["ok"] == 4 and h["failed"] == 0 for h in doc["hosts"])
+    (cell,) = doc["spread"]
+    assert (cell["cell"], cell["metric"], cell["outliers"]) == ("vm/dd", "mb_s", ["h3"])
+    assert cell["across_cov_pct"] > 10 > cell["within_cov_pct"]
+    assert set(cell["p_values"]) == {"h1", "h2", "h3"}
+
+    out = tmp_path / "fleet.html"
+    assert main(["report", "--fleet", "fleet-x", "--format", "html", "-o", str(out),
+                 "--db", str(db)]) == 0
+    page = out.read_text()
+    assert '<h2 id="fleet">Fleet</h2>' in page and "CoV across hosts %" in page
+    assert "<td class=\"l\">vm/dd</td>" in page and "Bonferroni" in page
+    assert main(["report", "--fleet", "fleet-x", "--format", "csv", "--db", str(db)]) == 2
+
+
+def test_a_host_runs_report_has_the_fleet_section(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    db = fleet_db(tmp_path)
+    with Store(db) as store:
+        runs = {str(r.host): r.id for r in store.fleet_runs("fleet-x")}
+    assert main(["report", runs["h2"], "--format", "json", "--db", str(db)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fleet"]["fleet_id"] == "fleet-x"
+    assert doc["fleet"]["spread"][0]["outliers"] == ["h3"]
+    out = tmp_path / "h2.html"
+    assert main(["report", runs["h2"], "--format", "html", "-o", str(out),
+                 "--db", str(db)]) == 0
+    page = out.read_text()
+    assert '<a href="#fleet">Fleet</a>' in page and '<h2 id="fleet">Fleet</h2>' in page
+    # a run of one host has none
+    with Store(db) as store:
+        alone = store.create_run(run_id=None, study_name="s", study_path="s",
+                                 study_text="", seed=0, env={}, hvbench_version="0",
+                                 git_commit=None)
+        ids = store.add_cells(alone, [CellRecord("vm/dd", "vm", {}, "dd", {})])
+        store.record_repetition(run_id=alone, cell_id=ids["vm/dd"], repetition=0,
+                                position=0, status="ok", started_at="t0", finished_at="t1",
+                                measurements=[MeasurementRecord("write", "mb_s", 1.0,
+                                                                "MB/s")])
+    assert main(["report", alone, "--format", "json", "--db", str(db)]) == 0
+    assert "fleet" not in json.loads(capsys.readouterr().out)

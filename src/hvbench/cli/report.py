@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from hvbench.cli.common import (
     add_db_option,
@@ -19,7 +18,6 @@ from hvbench.cli.common import (
     db_of,
     print_report,
     run_id_of,
-    short_number,
 )
 from hvbench.errors import SpecError
 from hvbench.store.database import Store
@@ -47,8 +45,9 @@ def register(sub: Any) -> None:
              "examples/seeds/, shows the measured ones unasked)")
     report.add_argument(
         "--fleet", metavar="FLEET",
-        help="a fleet run's host-to-host table instead: each host's mean per cell, the "
-             "CoV across hosts next to the CoV within hosts, and the outlier hosts")
+        help="a fleet run's report instead: its hosts, each host's mean per cell, the "
+             "CoV across hosts next to the CoV within hosts, and the outlier hosts "
+             "(--format table, json or html)")
     report.set_defaults(handler=handle)
 
 
@@ -58,15 +57,20 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.format == "parquet" and not args.output and sys.stdout.isatty():
         raise SpecError("--format parquet writes binary data: give -o FILE or redirect "
                         "stdout")
-    if args.fleet:
-        out.print(fleet_table(db_of(args), args.fleet))
-        return 0
+    if args.fleet and args.format not in ("table", "json", "html"):
+        raise SpecError(f"--fleet renders as table, json or html, not {args.format}: "
+                        "export each host's run for its measurements")
     with Store(db_of(args), create=False) as store:
-        run_id = run_id_of(store, args)
-        if args.format == "table":
-            print_report(store, run_id, out, err, findings=args.findings)
-            return 0
-        data = _document(store, run_id, args)
+        if args.fleet:
+            data = _fleet_document(store, args.fleet, args.format, out)
+            if data is None:
+                return 0
+        else:
+            run_id = run_id_of(store, args)
+            if args.format == "table":
+                print_report(store, run_id, out, err, findings=args.findings)
+                return 0
+            data = _document(store, run_id, args)
     if args.output:
         Path(args.output).write_bytes(data)
         if args.format in EXPORT_FORMATS:
@@ -77,13 +81,40 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
+def _fleet_document(store: Store, fleet_id: str, fmt: str, out: Console) -> bytes | None:
+    """``--fleet``: the tables printed (None), or the JSON or HTML document."""
+    from hvbench.report.fleet import fleet_json_text, fleet_tables, load_fleet_report
+    from hvbench.report.html import render_fleet_html
+    from hvbench.report.tables import rich_table
+
+    report = load_fleet_report(store, fleet_id)
+    if fmt == "json":
+        return fleet_json_text(report).encode()
+    if fmt == "html":
+        return render_fleet_html(fleet_id, fleet_tables(report), tcg=report.tcg).encode()
+    for table in fleet_tables(report):
+        out.print(rich_table(table))
+    return None
+
+
+def _fleet_of(store: Store, run_id: str) -> Any:
+    """The fleet report of the fleet ``run_id`` belongs to (None: a run of one host)."""
+    from hvbench.report.fleet import load_fleet_report
+
+    fleet_id = store.get_run(run_id).fleet_id
+    return None if fleet_id is None else load_fleet_report(store, fleet_id)
+
+
 def _document(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
+    from hvbench.report.fleet import fleet_json
     from hvbench.report.model import load_run_report
     from hvbench.report.render import export_bytes, findings_choice, report_json
 
     if args.format == "json":
         report = load_run_report(store, run_id)
-        text = report_json(report, findings_choice(report, args.findings))
+        fleet = _fleet_of(store, run_id)
+        text = report_json(report, findings_choice(report, args.findings),
+                           fleet=None if fleet is None else fleet_json(fleet))
         return (text if text.endswith("\n") else text + "\n").encode()
     if args.format == "html":
         return _html(store, run_id, args.series, args.findings).encode()
@@ -91,6 +122,7 @@ def _document(store: Store, run_id: str, args: argparse.Namespace) -> bytes:
 
 
 def _html(store: Store, run_id: str, series: str | None, findings: str | None) -> str:
+    from hvbench.report.fleet import fleet_tables
     from hvbench.report.html import (
         AUTO_SERIES,
         SCENARIO_MONITORS,
@@ -113,30 +145,7 @@ def _html(store: Store, run_id: str, series: str | None, findings: str | None) -
                       findings_choice(report, findings))
     if is_tune_text(report.run.study_text):
         data = dataclasses.replace(data, tuning=tuning_html(load_tune_report(store, run_id)))
+    fleet = _fleet_of(store, run_id)
+    if fleet is not None:
+        data = dataclasses.replace(data, fleet=fleet_tables(fleet))
     return render_html(data)
-
-
-def fleet_table(db: str, fleet_id: str) -> Table:
-    """The host-to-host table of fleet run ``fleet_id`` (its hosts' ok repetitions)."""
-    from hvbench.analysis.fleet import host_spread
-
-    with Store(db, create=False) as store:
-        runs = store.fleet_runs(fleet_id)
-        if not runs:
-            raise SpecError(f"{store.location}: no fleet run {fleet_id!r}")
-        spreads = host_spread({str(r.host): store.measurements(r.id) for r in runs})
-    hosts = [str(r.host) for r in runs]
-    table = Table(title=f"fleet {fleet_id}: {len(hosts)} hosts", title_justify="left")
-    for column in ("cell", "phase", "metric", *hosts, "CoV across hosts %",
-                   "CoV within hosts %", "outliers"):
-        table.add_column(column, overflow="fold")
-    for s in spreads:
-        table.add_row(s.cell, s.phase, f"{s.metric} ({s.unit})",
-                      *(short_number(s.means[h]) if h in s.means else "-" for h in hosts),
-                      _pct(s.across_cov_pct), _pct(s.within_cov_pct),
-                      ", ".join(s.outliers) or ("-" if s.p_values else "n/a (< 3 hosts)"))
-    return table
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"

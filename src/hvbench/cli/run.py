@@ -4,6 +4,7 @@ stderr, then the report; ``--dry-run`` prints the plan and starts nothing."""
 from __future__ import annotations
 
 import argparse
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,23 @@ def register(sub: Any) -> None:
                      help="run on every host of a fleet: the Dask scheduler whose workers "
                           "`hvbench worker --scheduler ADDR` started (each host runs the "
                           "whole study; --resume takes a fleet id)")
+    run.add_argument("--hosts", metavar="HOST[=CLASS],...",
+                     help="run on these hosts: one hvbench worker each, started over SSH "
+                          "(OpenSSH client configuration; each host runs the whole study "
+                          "unless --spread; --resume takes a fleet id)")
+    run.add_argument("--spread", action="store_true",
+                     help="with --hosts or --scheduler: split the repetitions across the "
+                          "hosts of each class (HOST=CLASS; no class: all hosts are one) "
+                          "instead of every host running them all")
+    run.add_argument("--remote-python", metavar="PATH", default=sys.executable,
+                     help="with --hosts: the Python on each host that has hvbench "
+                          "(default: this one's path, %(default)s)")
+    run.add_argument("--ssh-config", metavar="FILE", type=Path,
+                     help="with --hosts: an OpenSSH client configuration file to use "
+                          "instead of ~/.ssh/config")
+    run.add_argument("--host-workdir", metavar="DIR",
+                     help="with --hosts: the work directory on each host (default: its "
+                          "HVBENCH_WORKDIR or /var/tmp/hvbench)")
     run.set_defaults(handler=handle)
 
 
@@ -74,8 +92,19 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(line, markup=False)
         out.print(plan_table(plan))
         return 0
+    if args.scheduler and args.hosts:
+        raise SpecError("--scheduler and --hosts exclude each other: workers are either "
+                        "started by you (--scheduler) or over SSH (--hosts)")
+    if args.spread and not (args.scheduler or args.hosts):
+        raise SpecError("--spread splits repetitions across hosts: give --hosts or "
+                        "--scheduler")
+    if args.spread and args.resume:
+        raise SpecError("--resume keeps each host's share of a spread fleet run: drop "
+                        "--spread")
     if args.scheduler:
-        return _run_fleet(args, out, err)
+        return _run_on_scheduler(args, out, err)
+    if args.hosts:
+        return _run_on_hosts(args, out, err)
     with Store(db_of(args)) as store:
         if args.resume:
             _refuse_tuning_run(store, args.resume)
@@ -112,29 +141,55 @@ def run_exit_code(ok: int, failed: int) -> int:
     return EXIT_ALL_FAILED if ok == 0 else EXIT_SOME_FAILED
 
 
-def _run_fleet(args: argparse.Namespace, out: Console, err: Console) -> int:
-    """``--scheduler``: the study on every hvbench worker, committed here as results
-    arrive; one progress bar per host and an overall one with ETA."""
+def _run_on_scheduler(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """``--scheduler``: the fleet on the workers the user started."""
     from distributed import Client
 
     from hvbench.run import fleet
-    from hvbench.run.runner import resume_study
 
     try:
         client = Client(args.scheduler, timeout=30)
     except OSError as exc:
         raise fleet.FleetError(f"cannot reach the Dask scheduler at {args.scheduler}: "
                                f"{exc}") from exc
-    with client, Store(db_of(args)) as store:
+    with client:
+        return _run_fleet(client, args, out, err, hosts=None, classes=None,
+                          again=f"--scheduler {args.scheduler}")
+
+
+def _run_on_hosts(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """``--hosts``: one hvbench worker per host over SSH for this run, stopped after."""
+    from hvbench.run.fleet import parse_hosts
+    from hvbench.run.ssh_hosts import SshWorkers
+
+    classes = parse_hosts(args.hosts)
+    err.print(f"starting hvbench workers over SSH on {', '.join(classes)}", markup=False)
+    with SshWorkers(list(classes), remote_python=args.remote_python,
+                    ssh_config=args.ssh_config, host_workdir=args.host_workdir) as workers:
+        return _run_fleet(workers.client, args, out, err, hosts=list(classes),
+                          classes=classes, again=f"--hosts {args.hosts}")
+
+
+def _run_fleet(client: Any, args: argparse.Namespace, out: Console, err: Console, *,
+               hosts: list[str] | None, classes: dict[str, str] | None, again: str) -> int:
+    """The study on every host of ``client``'s scheduler (``hosts`` None: every hvbench
+    worker), committed here as results arrive; one progress bar per host and an
+    overall one with ETA."""
+    from hvbench.run import fleet
+    from hvbench.run.runner import resume_study
+
+    with Store(db_of(args)) as store:
         if args.resume:
             runs = fleet.resume_fleet(client, store, args.resume)
             study = resume_study(store, runs[0].run_id)
             fleet_id = args.resume
         else:
             study = _study(args)
-            fleet_id, runs = fleet.start_fleet(client, study, store)
+            fleet_id, runs = fleet.start_fleet(client, study, store, hosts,
+                                               classes=classes, spread=args.spread)
         err.print(f"fleet [bold]{fleet_id}[/]: study {study.study.name} on "
-                  f"{len(runs)} hosts ({', '.join(r.host for r in runs)})")
+                  f"{len(runs)} hosts ({', '.join(r.host for r in runs)})"
+                  + (" (repetitions spread)" if args.spread else ""))
         with _progress(err) as progress:
             overall = progress.add_task("all hosts", total=sum(len(r.todo) for r in runs))
             bars = {r.host: progress.add_task(r.host, total=len(r.todo)) for r in runs}
@@ -152,7 +207,7 @@ def _run_fleet(args: argparse.Namespace, out: Console, err: Console) -> int:
             lost = outcome.lost[host]
             if lost:
                 err.print(f"{host}: stopped early: {lost}; `hvbench run --resume {fleet_id}"
-                          f" --scheduler ADDR` runs what is missing", style="red",
+                          f" {again}` runs what is missing", style="red",
                           markup=False, soft_wrap=True)
             for line in failure_lines(store, run_id):
                 err.print(f"{host}: {line}", style="red", markup=False, soft_wrap=True)

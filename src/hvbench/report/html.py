@@ -13,7 +13,8 @@ seed 000 Figs. 5-10), the same as % of native, a summary table and the host disk
 (iostat -x columns, seed 001 Tables 1-2); time series from the monitors, one panel per
 cell and phase; the scenarios (:mod:`hvbench.analysis.scenarios`: % of alone, degradation,
 aggregated throughput ratio, guests started on demand with seed 003 Fig. 14's
-normalized throughput, CPU weights, CoV); the lifecycle; propagation; the study file.
+normalized throughput, CPU weights, CoV); the lifecycle; propagation; for a fleet run's
+host run, the Fleet section (its hosts and the host-to-host table); the study file.
 
 Propagation convention. A workload whose phases include at least two of ``initial``,
 ``transfer`` and ``terminal`` is a propagation workload: each phase's duration
@@ -107,6 +108,7 @@ __all__ = [
     "ReportInput",
     "SeriesChoice",
     "bar_charts",
+    "fleet_section",
     "grouped_warnings",
     "host_disk_rows",
     "lifecycle_idle_rows",
@@ -116,6 +118,7 @@ __all__ = [
     "phase_segments",
     "propagation_points",
     "propagation_segments",
+    "render_fleet_html",
     "render_html",
     "scenario_charts",
     "series_figures",
@@ -195,6 +198,9 @@ class ReportInput:
     findings: TextTable | None = None
     #: The tuning section of a tuning run (``hvbench tune``), HTML; empty otherwise.
     tuning: str = ""
+    #: A fleet run's host run: the fleet's tables (:func:`hvbench.report.fleet.
+    #: fleet_tables`); empty otherwise.
+    fleet: Sequence[TextTable] = ()
 
 
 def parse_series_choice(text: str) -> SeriesChoice:
@@ -782,12 +788,39 @@ def _findings_section(table: TextTable | None) -> str:
             + _text_table(table))
 
 
+_FLEET_TEXT = ("<p>The same study on every host of a fleet run, each host against its own "
+               "native baseline: each host's mean per cell, the spread of the host means "
+               "(CoV across hosts) next to the noise of each host's repetitions (CoV "
+               "within hosts), and the hosts that are outliers.</p>")
+
+
+def fleet_section(tables: Sequence[TextTable]) -> str:
+    """The Fleet section: the hosts with their environments and the host-to-host table
+    (:func:`hvbench.report.fleet.fleet_tables`); empty without tables."""
+    if not tables:
+        return ""
+    return '<h2 id="fleet">Fleet</h2>' + _FLEET_TEXT + "".join(_text_table(t) for t in tables)
+
+
+def render_fleet_html(fleet_id: str, tables: Sequence[TextTable], *, tcg: bool) -> str:
+    """``report --fleet F --format html``: one document with the Fleet section (each
+    host's own run has its own report); the red banner when a host ran under TCG."""
+    banner = f'<div class="banner" role="alert">{_e(TCG_BANNER)}</div>' if tcg else ""
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+            f"<title>hvbench fleet {_e(fleet_id)}</title>\n"
+            f"<style>{_STYLE}</style></head>\n<body>\n"
+            f"<h1>hvbench fleet report: {_e(fleet_id)}</h1>\n{banner}\n"
+            f"{fleet_section(tables)}\n</body></html>\n")
+
+
 def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     """Links to the environment, every workload and the optional sections present
     (``sections``: anchor -> present)."""
     titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
               "propagation": "Propagation", "diagnosis": "Diagnosis",
-              "latency": "Latency", "findings": "Findings", "tuning": "Tuning"}
+              "latency": "Latency", "findings": "Findings", "tuning": "Tuning",
+              "fleet": "Fleet"}
     links = [("environment", "Environment"), ("warnings", "Warnings")]
     links += [(_anchor("w", w), f"Workload {w}") for w in workloads]
     links += [(anchor, titles[anchor]) for anchor, present in sections.items() if present]
@@ -817,7 +850,8 @@ def render_html(data: ReportInput) -> str:
              "diagnosis": _diagnosis_section(data.diagnosis),
              "latency": _latency_section(data.latency, data.natives),
              "findings": _findings_section(data.findings),
-             "tuning": data.tuning}
+             "tuning": data.tuning,
+             "fleet": fleet_section(data.fleet)}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
             _problems(stats, data.failures), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",

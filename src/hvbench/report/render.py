@@ -112,12 +112,14 @@ def export_bytes(report: RunReport, fmt: str) -> bytes:
     return encoders[fmt](table)
 
 
-def report_json(report: RunReport, findings: str | None = None) -> str:
+def report_json(report: RunReport, findings: str | None = None,
+                fleet: Mapping[str, Any] | None = None) -> str:
     """``--format json``: every summary with its % of native, the run's environment,
     ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
     equation, R², intercept; empty without propagation), ``diagnosis`` (every cell's
     verdict), with libvirt platforms ``libvirt_domains``, and with ``findings``
-    (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours."""
+    (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours; with
+    ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's host run) ``fleet``."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
                              "propagation": {"headers": list(FIT_HEADERS),
                                              "fits": _propagation_json(report.propagation_fits)},
@@ -132,6 +134,8 @@ def report_json(report: RunReport, findings: str | None = None) -> str:
     if findings is not None:
         extra["findings"] = findings_json(run_findings(report),
                                           include_unmeasured=findings == "all")
+    if fleet is not None:
+        extra["fleet"] = dict(fleet)
     kernels = report.guest_kernels()
     if kernels:
         extra["guest_kernel"] = {name: text for text, names in kernels.items()

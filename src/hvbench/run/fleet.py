@@ -1,9 +1,12 @@
 """Fleet runs: one study on many hosts through Dask distributed (docs/fleet.md).
 
 A fleet run is one run per host in the results database, grouped by a fleet id
-(``runs.fleet_id``, ``runs.host``): each host runs the whole study, its own native
+(``runs.fleet_id``, ``runs.host``): each host runs the whole study (or, with
+``--spread``, its share of the repetitions: :func:`spread_repetitions`), its own native
 baseline and its own guests, so its % of native is always against itself, and every
-existing report works on each host's run.
+existing report works on each host's run. The workers are either started by the user
+(``hvbench worker``) or over SSH (:mod:`hvbench.run.ssh_hosts`); both are
+:class:`HostWorker`.
 
 Coordinator (:func:`run_fleet`, where ``hvbench run --scheduler`` runs): asks each host
 for its environment (a small task), creates the host runs and their cell orders, then
@@ -35,7 +38,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -45,7 +48,8 @@ from typing import Any
 from distributed import Event, Queue, Worker, get_worker, wait
 
 from hvbench import __version__
-from hvbench.errors import HostError, HvbenchError
+from hvbench.analysis.fleet import SPREAD_KEY
+from hvbench.errors import HostError, HvbenchError, SpecError
 from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.model.study import Study, keep_cells, with_repetitions
@@ -74,6 +78,54 @@ NOT_RUN = "not run"
 
 class FleetError(HvbenchError):
     """A fleet run cannot start: no scheduler, no hvbench workers, hosts missing."""
+
+
+# -- which host runs what (pure) ---------------------------------------------------------
+
+
+def parse_hosts(text: str) -> dict[str, str]:
+    """``--hosts h1,h2=gen2,...``: host -> its class (``""`` when none is declared), in
+    the order given.
+
+    Raises:
+        SpecError: an empty name or class, or a host named twice.
+    """
+    hosts: dict[str, str] = {}
+    for item in text.split(","):
+        name, sep, klass = (part.strip() for part in item.partition("="))
+        if not name or (sep and not klass):
+            raise SpecError(f"--hosts {text!r}: expected HOST[=CLASS][,HOST[=CLASS]...], "
+                            f"got the item {item!r}")
+        if name in hosts:
+            raise SpecError(f"--hosts {text!r}: host {name!r} is named twice")
+        hosts[name] = klass
+    return hosts
+
+
+def spread_repetitions(repetitions: int, classes: Mapping[str, str]
+                       ) -> dict[str, tuple[int, ...]]:
+    """``--spread``: each class of hosts runs every repetition once, split among its
+    hosts round robin in the order given (repetition r of a class of k hosts on its
+    host r mod k), so a host runs ceil(n/k) or floor(n/k) of them; each still runs
+    every cell of its repetitions, its native baseline among them.
+
+    Raises:
+        SpecError: a class has more hosts than the study has repetitions (a host with
+            none would measure nothing).
+    """
+    members: dict[str, list[str]] = {}
+    for host, klass in classes.items():
+        members.setdefault(klass, []).append(host)
+    shares: dict[str, tuple[int, ...]] = {}
+    for klass, hosts in members.items():
+        if len(hosts) > repetitions:
+            name = f"class {klass!r}" if klass else "the hosts"
+            raise SpecError(f"--spread: {name} has {len(hosts)} hosts but the study only "
+                            f"{repetitions} repetitions; give --repetitions at least "
+                            f"{len(hosts)} or fewer hosts")
+        for i, host in enumerate(hosts):
+            shares[host] = tuple(range(i, repetitions, len(hosts)))
+    return shares
 
 
 # -- on the worker ----------------------------------------------------------------------
@@ -266,12 +318,17 @@ def _pinned(client: Any, address: str, fn: Callable[..., Any], *args: Any) -> An
 
 
 def start_fleet(client: Any, study: Study, store: Store, hosts: Sequence[str] | None = None,
+                *, classes: Mapping[str, str] | None = None, spread: bool = False,
                 ) -> tuple[str, list[HostRun]]:
     """Create a fleet run: one run per host (environment asked from the host), cells
-    and orders. ``hosts`` None: every hvbench worker of the scheduler.
+    and orders. ``hosts`` None: every hvbench worker of the scheduler. ``spread``: the
+    repetitions are split across the hosts of each class (``classes``: host -> class;
+    a host not in it is of class ``""``), see :func:`spread_repetitions`; the share is
+    recorded in the host run's environment under :data:`SPREAD_KEY`.
 
     Raises:
         FleetError: no hvbench worker, or a named host has none.
+        SpecError: ``spread`` with more hosts in a class than repetitions.
     """
     workers = hvbench_workers(client)
     names = sorted(workers) if hosts is None else list(hosts)
@@ -280,21 +337,29 @@ def start_fleet(client: Any, study: Study, store: Store, hosts: Sequence[str] | 
         raise FleetError(f"no hvbench worker for host(s) {', '.join(missing) or '(any)'} at "
                          f"the scheduler (workers: {', '.join(sorted(workers)) or 'none'}); "
                          "start them with `hvbench worker --scheduler ADDR`")
+    reps = study.study.repetitions
+    classes_of = {h: (classes or {}).get(h, "") for h in names}
+    shares = spread_repetitions(reps, classes_of) if spread else {}
     envs = client.gather([_pinned(client, workers[h], host_environment, study.text,
                                   study.path) for h in names])
     fleet_id = "fleet-" + new_run_id()
     records = [cell_record(c) for c in study.cells]
     runs = []
-    for host, env in zip(names, envs, strict=True):
+    for host, host_env in zip(names, envs, strict=True):
+        env = {**host_env, SPREAD_KEY: {"class": classes_of[host],
+                                        "repetitions": list(shares[host])}} \
+            if spread else host_env
         run_id = store.create_run(
             run_id=None, study_name=study.study.name, study_path=study.path,
             study_text=study.text, seed=study.study.seed, env=env,
             hvbench_version=__version__, git_commit=git_commit(), fleet_id=fleet_id,
             host=host)
         ids = store.add_cells(run_id, records)
-        for rep in range(study.study.repetitions):
+        # every repetition's order, also under --spread: the host runs' orders are the
+        # study's, whichever host runs a repetition
+        for rep in range(reps):
             store.record_order(run_id, rep, [c.name for c in repetition_order(study, rep)])
-        todo = {(c.name, rep) for c in study.cells for rep in range(study.study.repetitions)}
+        todo = {(c.name, rep) for c in study.cells for rep in shares.get(host, range(reps))}
         runs.append(HostRun(host, workers[host], run_id, ids, todo))
     return fleet_id, runs
 
@@ -317,8 +382,9 @@ def resume_fleet(client: Any, store: Store, fleet_id: str) -> list[HostRun]:
     for record in records:
         cells = {c.name: c.id for c in store.cells(record.id)}
         done_ids = store.done(record.id)
-        reps = len(store.order(record.id))
-        todo = {(name, rep) for name, cid in cells.items() for rep in range(reps)
+        share = record.env.get(SPREAD_KEY, {}).get("repetitions")
+        reps = share if share is not None else range(len(store.order(record.id)))
+        todo = {(name, rep) for name, cid in cells.items() for rep in reps
                 if (cid, rep) not in done_ids}
         runs.append(HostRun(str(record.host), workers[str(record.host)], record.id, cells,
                             todo))
@@ -438,27 +504,52 @@ def _record_not_run(store: Store, r: HostRun) -> None:
                 finished_at=now)
 
 
+class HostWorker(Worker):
+    """An hvbench fleet worker: a Dask worker with one thread and the ``host`` resource
+    (so every hvbench task, which asks for it whole, runs alone on its host), its Dask
+    scratch space in a directory of the work dir owned by this process (removed on
+    close; after a ``kill -9`` the next hvbench on the host removes it), and
+    ``HVBENCH_WORKDIR`` set to ``work`` when given. ``hvbench worker`` serves one;
+    ``hvbench run --hosts`` starts one per host over SSH by this class's import path
+    (:data:`WORKER_CLASS`). Other arguments are :class:`distributed.Worker`'s."""
+
+    def __init__(self, *args: Any, work: str | None = None, **kwargs: Any) -> None:
+        if work is not None:
+            os.environ["HVBENCH_WORKDIR"] = work
+        # not TMPDIR/dask-scratch-space, which would outlive the worker
+        self.scratch = make_owned_dir(work_dir(), "hvbench-dask-")
+        kwargs.update(nthreads=1, resources={HOST_RESOURCE: 1},
+                      local_directory=str(self.scratch))
+        super().__init__(*args, **kwargs)
+
+    # ignored as in distributed.Worker.close itself, which narrows its bases' close
+    async def close(self, *args: Any, **kwargs: Any) -> str | None:  # type: ignore[override]
+        """Close the worker (:meth:`distributed.Worker.close`), then remove its scratch
+        space."""
+        try:
+            return await super().close(*args, **kwargs)
+        finally:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+#: :class:`HostWorker` as Dask's ``dask_spec`` imports it on a remote host.
+WORKER_CLASS = f"{HostWorker.__module__}.{HostWorker.__qualname__}"
+
+
 def serve_worker(scheduler: str, name: str, work: Path | None = None) -> None:
-    """``hvbench worker``: a Dask worker for this host (one thread, the ``host``
-    resource) until the scheduler goes away or SIGINT/SIGTERM.
+    """``hvbench worker``: a :class:`HostWorker` for this host until the scheduler goes
+    away or SIGINT/SIGTERM.
 
     Raises:
         HostError: the scheduler cannot be reached.
     """
-    if work is not None:
-        os.environ["HVBENCH_WORKDIR"] = str(work)
-    # Dask's spill and scratch space, in the work dir and owned by this process (not
-    # TMPDIR/dask-scratch-space, which would outlive it).
-    local = make_owned_dir(work_dir(), "hvbench-dask-")
 
     async def serve() -> None:
-        async with Worker(scheduler, nthreads=1, name=name, local_directory=str(local),
-                          resources={HOST_RESOURCE: 1}) as worker:
+        async with HostWorker(scheduler, name=name,
+                              work=None if work is None else str(work)) as worker:
             await worker.finished()
 
     try:
         asyncio.run(serve())
     except OSError as exc:
         raise HostError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
-    finally:
-        shutil.rmtree(local, ignore_errors=True)

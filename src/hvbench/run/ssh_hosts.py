@@ -1,0 +1,273 @@
+"""``hvbench run --hosts h1,h2,...``: one hvbench fleet worker per host, started over SSH
+by Dask distributed (docs/fleet.md, "Fleet runs over SSH").
+
+The workers are the pieces Dask's ``SSHCluster`` is made of: a ``SpecCluster`` whose
+workers are ``distributed.deploy.ssh.Worker`` (asyncssh; on each host it runs
+``REMOTE_PYTHON -m distributed.cli.dask_spec`` with :class:`~hvbench.run.fleet.HostWorker`
+as the worker class, so each is what ``hvbench worker`` serves: one thread, the
+``host`` resource). Unlike ``SSHCluster``, whose scheduler is itself started over SSH
+on the first host, the scheduler runs in this process: the coordinator, which holds the
+database, needs no sshd and no second hop, and the scheduler ends with it.
+
+Where the remote Python is: ``remote_python`` (``--remote-python``), by default the
+path of this process's interpreter, i.e. hvbench installed at the same path on every
+host (a venv rsynced to the same place, or the same distribution package). SSH settings
+(user, port, keys, known hosts) come from OpenSSH client configuration, as ``ssh``
+reads it: ``~/.ssh/config`` or the file given as ``ssh_config`` (``--ssh-config``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import shlex
+import shutil
+import socket
+from collections.abc import Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from distributed import Client, Scheduler, SpecCluster
+from distributed.deploy.ssh import Worker as SshWorker
+
+from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.run.fleet import WORKER_CLASS, FleetError, hvbench_workers
+
+#: How long one SSH connection may take to be set up, seconds.
+CONNECT_TIMEOUT_S = 30.0
+#: How long the checks of every host (in parallel) may take, seconds.
+CHECK_TIMEOUT_S = 60.0
+#: How long every worker may take to start and register with the scheduler, seconds.
+START_TIMEOUT_S = 120.0
+#: How long closing the cluster (workers retired, then their SSH processes killed) may
+#: take before it is abandoned, seconds.
+STOP_TIMEOUT_S = 60.0
+#: What a host's Python must import: hvbench's fleet worker and Dask's spec launcher.
+REMOTE_IMPORTS = "import hvbench.run.fleet, distributed.cli.dask_spec"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def listen_address(host: str) -> str:
+    """The local address the scheduler listens on for workers on ``host``: the one the
+    kernel routes to it (127.0.0.1 for a loopback host); all interfaces (``""``) when
+    the name does not resolve here (an alias of the SSH configuration)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            # a UDP connect sends nothing; it only picks the route
+            probe.connect((host, 9))
+            return str(probe.getsockname()[0])
+    except OSError:
+        return ""
+
+
+async def _check_host(host: str, options: dict[str, Any], remote_python: str) -> str | None:
+    """None if ``host`` answers over SSH and its Python imports hvbench; else one line
+    naming the host with asyncssh's or the remote shell's own words."""
+    import asyncssh  # noqa: PLC0415 - only fleet runs over SSH need it
+
+    argv = [remote_python, "-c", REMOTE_IMPORTS]
+    try:
+        async with asyncssh.connect(host, **options) as conn:
+            result = await conn.run(shlex.join(argv), check=False)
+    except (OSError, asyncssh.Error, TimeoutError) as exc:
+        words = _one_line(str(exc)) or type(exc).__name__
+        return f"host {host}: ssh: {words}"
+    if result.exit_status != 0:
+        stderr = str(result.stderr or "").strip().splitlines()
+        return (f"host {host}: `{shlex.join(argv)}` exited with {result.exit_status}: "
+                f"{_one_line(stderr[-1]) if stderr else 'no output'} (is hvbench installed "
+                f"at that path there? see --remote-python)")
+    return None
+
+
+def check_hosts(hosts: Sequence[str], options: dict[str, Any], remote_python: str) -> None:
+    """Connect to every host in parallel and run ``REMOTE_PYTHON -c 'import hvbench...'``.
+
+    Waits up to :data:`CHECK_TIMEOUT_S`.
+
+    Raises:
+        FleetError: one line per failed host (refused, unknown host key, authentication,
+            the remote Python missing or without hvbench), with asyncssh's or the
+            remote shell's own words.
+    """
+
+    async def check_all() -> list[str | None]:
+        return list(await asyncio.wait_for(
+            asyncio.gather(*(_check_host(h, options, remote_python) for h in hosts)),
+            CHECK_TIMEOUT_S))
+
+    try:
+        problems = [p for p in asyncio.run(check_all()) if p]
+    except TimeoutError as exc:
+        raise FleetError(f"hosts {', '.join(hosts)}: the SSH checks took longer than "
+                         f"{CHECK_TIMEOUT_S:g} s") from exc
+    if problems:
+        raise FleetError("\n".join(problems))
+
+
+class _RemoteLines(logging.Handler):
+    """The last lines Dask's SSH workers read from the hosts' stderr (Dask logs each at
+    INFO): what a host said when its worker did not start."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: collections.deque[str] = collections.deque(maxlen=20)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(_one_line(record.getMessage()))
+
+
+#: Dask's logger of what the SSH workers read from the hosts.
+SSH_LOGGER = "distributed.deploy.ssh"
+
+
+class HostSshWorker(SshWorker):
+    """Dask's SSH worker (``distributed.deploy.ssh.Worker``) whose failure to start
+    names its host (Dask's own raises a bare ``Exception("Worker failed to start")``)."""
+
+    async def start(self) -> None:
+        """Start the worker over SSH (Dask's code).
+
+        Raises:
+            FleetError: it did not start, naming the host, with Dask's words.
+        """
+        try:
+            # Dask's SSH module is not annotated
+            await super().start()  # type: ignore[no-untyped-call]
+        except Exception as exc:
+            raise FleetError(f"host {self.address}: its Dask worker did not start: "
+                             f"{_one_line(str(exc))}") from exc
+
+
+class SshWorkers:
+    """A Dask scheduler in this process and one hvbench worker per host over SSH.
+
+    ``start()`` checks every host (:func:`check_hosts`), then starts the scheduler and
+    the workers and waits until each registered; ``stop()`` closes the client, retires
+    the workers (each closes its Dask worker: a host task still running gets its child
+    stopped by ``PR_SET_PDEATHSIG``), kills what is left of their SSH processes, and
+    stops the scheduler. ``stop()`` is safe twice and after a failed ``start()``.
+    Used as a context manager: ``with SshWorkers(hosts) as workers: workers.client``.
+    """
+
+    def __init__(self, hosts: Sequence[str], *, remote_python: str,
+                 ssh_config: Path | None = None, host_workdir: str | None = None,
+                 listen: str | None = None) -> None:
+        if not hosts:
+            raise FleetError("--hosts: no host given")
+        self.hosts = list(hosts)
+        self.remote_python = remote_python
+        self.options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        if ssh_config is not None:
+            self.options["config"] = [str(ssh_config)]
+        self.host_workdir = host_workdir
+        self.listen = listen_address(self.hosts[0]) if listen is None else listen
+        self.cluster: SpecCluster | None = None
+        self._client: Client | None = None
+        self._log_level: int | None = None
+        self._scratch: Path | None = None
+        self._remote = _RemoteLines()
+
+    @property
+    def client(self) -> Client:
+        """The client of the running scheduler.
+
+        Raises:
+            FleetError: not started.
+        """
+        if self._client is None:
+            raise FleetError("the SSH workers are not started")
+        return self._client
+
+    def _worker_spec(self, host: str) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"name": host}
+        if self.host_workdir is not None:
+            kwargs["work"] = self.host_workdir
+        return {"cls": HostSshWorker, "options": {
+            "address": host, "connect_options": self.options, "kwargs": kwargs,
+            "worker_class": WORKER_CLASS, "remote_python": self.remote_python}}
+
+    def start(self) -> Client:
+        """Check the hosts, start the scheduler and the workers.
+
+        Waits up to :data:`CHECK_TIMEOUT_S`, then :data:`START_TIMEOUT_S`.
+
+        Raises:
+            FleetError: a host failed its check, or a worker did not start (with Dask's
+                words), or not every worker registered in time.
+        """
+        check_hosts(self.hosts, self.options, self.remote_python)
+        # Dask logs every worker's start and stop at INFO on stderr, over the progress
+        # bars; its warnings and errors still show
+        dask_log = logging.getLogger("distributed")
+        self._log_level = dask_log.level
+        dask_log.setLevel(max(logging.WARNING, dask_log.getEffectiveLevel()))
+        # ... but the hosts' own words are kept (not shown) for the error of a worker
+        # that did not start
+        ssh_log = logging.getLogger(SSH_LOGGER)
+        ssh_log.setLevel(logging.INFO)
+        ssh_log.propagate = False
+        ssh_log.addHandler(self._remote)
+        # the scheduler's scratch space: owned by this process, not TMPDIR's
+        # dask-scratch-space, which would outlive it
+        self._scratch = make_owned_dir(work_dir(), "hvbench-dask-")
+        # no dashboard; the HTTP server Dask starts anyway on a free loopback port, not
+        # on 8787, which another scheduler may have
+        scheduler = {"cls": Scheduler, "options": {
+            "host": self.listen, "port": 0, "dashboard": False,
+            "dashboard_address": "127.0.0.1:0", "local_directory": str(self._scratch)}}
+        try:
+            self.cluster = SpecCluster({h: self._worker_spec(h) for h in self.hosts},
+                                       scheduler, name="hvbench-ssh")
+            self._client = Client(self.cluster, timeout=CONNECT_TIMEOUT_S)
+            self._client.wait_for_workers(len(self.hosts), timeout=START_TIMEOUT_S)
+        # a HostSshWorker's FleetError, or whatever Dask raised (it wraps some in
+        # RuntimeError, raises others bare)
+        except Exception as exc:
+            what = _one_line(str(exc)) if isinstance(exc, FleetError) else \
+                f"hosts {', '.join(self.hosts)}: the Dask workers did not start: " \
+                f"{_one_line(str(exc))}"
+            said = f"; the last line from the hosts: {self._remote.lines[-1]}" \
+                if self._remote.lines else ""
+            self.stop()
+            raise FleetError(what + said) from exc
+        missing = [h for h in self.hosts if h not in hvbench_workers(self._client)]
+        if missing:
+            self.stop()
+            raise FleetError(f"host(s) {', '.join(missing)}: no hvbench worker registered")
+        return self._client
+
+    def stop(self) -> None:
+        """Close the client and the cluster (soft: retire the workers; then hard: kill
+        their SSH processes), waiting up to :data:`STOP_TIMEOUT_S`. Safe twice."""
+        client, self._client = self._client, None
+        cluster, self.cluster = self.cluster, None
+        if client is not None:
+            with contextlib.suppress(Exception):  # a lost scheduler: nothing to close
+                client.close(timeout=STOP_TIMEOUT_S)
+        if cluster is not None:
+            cluster.close(timeout=STOP_TIMEOUT_S)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
+        if self._log_level is not None:
+            logging.getLogger("distributed").setLevel(self._log_level)
+            ssh_log = logging.getLogger(SSH_LOGGER)
+            ssh_log.removeHandler(self._remote)
+            ssh_log.setLevel(logging.NOTSET)
+            ssh_log.propagate = True
+            self._log_level = None
+
+    def __enter__(self) -> SshWorkers:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,116 @@
+"""``hvbench run --hosts`` for real: a throwaway sshd on a loopback port (its own host
+key and client key), one host, a reduced study (native dd and one TCG guest) run by an
+hvbench worker Dask started over SSH; then what a refused connection, a rejected key, a
+missing remote Python and a worker that cannot start say."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hvbench.image.builder import GuestImage
+from hvbench.store.database import Store
+from tests.integration.sshd import SshServer
+from tests.integration.test_fleet import REPETITIONS as FLEET_REPETITIONS
+from tests.integration.test_fleet import STUDY as FLEET_STUDY
+from tests.integration.test_fleet import _env, _processes_under
+
+pytestmark = pytest.mark.integration
+
+HOST = "127.0.0.1"
+REPETITIONS = 2
+# test_fleet's reduced study (native dd and one TCG guest), fewer repetitions
+STUDY = FLEET_STUDY.replace(f"repetitions = {FLEET_REPETITIONS}",
+                            f"repetitions = {REPETITIONS}")
+
+
+@pytest.fixture
+def sshd(tmp_path: Path) -> Iterator[SshServer]:
+    root = tmp_path / "ssh"
+    root.mkdir()
+    with SshServer(root, HOST) as server:
+        yield server
+
+
+def _hvbench_run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hvbench.cli.main", "run", *args],
+                          capture_output=True, text=True, env=_env(), timeout=timeout,
+                          check=False)
+
+
+def _gone(path: Path, seconds: float = 30.0) -> list[int]:
+    """The processes still naming something under ``path`` after up to ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while (left := _processes_under(path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_a_study_on_one_host_over_ssh(image: GuestImage, sshd: SshServer,
+                                      tmp_path: Path) -> None:
+    study = tmp_path / "fleet-ssh.toml"
+    study.write_text(STUDY)
+    host_work = tmp_path / "host-work"
+    db = tmp_path / "fleet.db"
+    started = time.monotonic()
+    done = _hvbench_run(str(study), "--hosts", HOST, "--ssh-config",
+                        str(sshd.client_config), "--host-workdir", str(host_work),
+                        "--db", str(db))
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert f"{HOST}: run " in done.stdout
+    with Store(db) as store:
+        (run_id,) = store.run_ids()
+        run = store.get_run(run_id)
+        assert (run.host, run.status) == (HOST, "complete")
+        assert run.fleet_id is not None and run.fleet_id.startswith("fleet-")
+        assert run.env["hostname"] and run.env.get("accelerator") in ("tcg", "kvm")
+        assert run.env.get("qemu_version") and run.env.get("hvbench_version")
+        assert len(store.done(run_id)) == 2 * REPETITIONS and store.failures(run_id) == []
+        assert {m.platform for m in store.measurements(run_id)} == {"native", "vm"}
+    # the worker (its command line names the host work dir), its hvbench child and the
+    # guest (their files are in it) are gone; the worker's scratch dirs with them
+    assert _gone(host_work) == []
+    assert [p.name for p in host_work.glob("hvbench-*")] == []
+    sshd.stop()
+    assert _gone(sshd.root, 5) == []
+    print(f"--hosts study: {took:.1f} s")
+
+
+def test_ssh_errors_name_the_host_in_ssh_words(sshd: SshServer, tmp_path: Path) -> None:
+    study = tmp_path / "fleet-ssh.toml"
+    study.write_text(STUDY)  # nothing of it runs: the host is refused first
+    base = ["--ssh-config", str(sshd.client_config), "--db", str(tmp_path / "x.db")]
+
+    missing = _hvbench_run(str(study), "--hosts", HOST, "--remote-python", "/nonexistent/py",
+                           *base)
+    refused_config = tmp_path / "refused_config"
+    refused_config.write_text(sshd.client_config.read_text().replace(
+        f"Port {sshd.port}", "Port 1"))
+    refused = _hvbench_run(str(study), "--hosts", HOST, "--ssh-config", str(refused_config),
+                           "--db", str(tmp_path / "x.db"))
+    # the host answers, but its worker cannot make its work dir: the host's words
+    no_workdir = _hvbench_run(str(study), "--hosts", HOST, "--host-workdir", "/proc/none",
+                              *base)
+    (sshd.root / "authorized_keys").write_text("")  # the client key no longer gets in
+    denied = _hvbench_run(str(study), "--hosts", HOST, *base)
+
+    for result, words in ((missing, "/nonexistent/py: No such file or directory"),
+                          (refused, "Connect call failed"),
+                          (no_workdir, "its Dask worker did not start: Worker failed to "
+                                       "start; the last line from the hosts: "
+                                       "FileNotFoundError: [Errno 2] No such file or "
+                                       "directory: '/proc/none'"),
+                          (denied, "Permission denied")):
+        assert result.returncode == 1, result.stderr
+        # one line: after the line saying what starts, the error
+        *_, line = result.stderr.strip().splitlines()
+        assert result.stderr.count("hvbench: error:") == 1, result.stderr
+        assert line.startswith(f"hvbench: error: host {HOST}: ") and words in line, line
+    # nothing was created before the hosts answered
+    assert not (tmp_path / "x.db").exists()
