@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from hvbench.analysis.metrics import direction_of, lookup, unknown_metrics
-from hvbench.errors import CommandError, GuestTimeoutError, HvbenchError
+from hvbench.errors import CommandError, GuestTimeoutError, HvbenchError, SpecError
 from hvbench.model.study import WebLatencySpec, WebWorkloadSpec
 from hvbench.platforms.base import ExecResult
 from hvbench.run.cells.web import WebCell
@@ -21,6 +21,7 @@ from hvbench.workloads.endpoints import Endpoint
 from hvbench.workloads.wrk import (
     MARK,
     PERCENTILES,
+    check_wrk,
     parse_wrk,
     report_json,
     report_script,
@@ -244,3 +245,10 @@ def test_guest_client_is_refused() -> None:
     client = Endpoint("vm", "guest", replay, "10.9.0.100", "10.9.0.100")
     with pytest.raises(HvbenchError, match="not in guest vm"):
         run_wrk_pass(SPEC, 10, client, ends(replay)[1])
+
+
+def test_missing_wrk_is_a_spec_error_before_the_run(monkeypatch: pytest.MonkeyPatch,
+                                                    tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(SpecError, match=r"workload fixed: latency .*'wrk' .*package: wrk"):
+        check_wrk("fixed")

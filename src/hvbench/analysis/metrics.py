@@ -295,7 +295,7 @@ def _wrk_metrics() -> list[MetricSpec]:
         *(_m(f"wrk_err.{kind}", "count", f"wrk {kind} errors", "neutral", "wrk")
           for kind in _WRK_ERRORS),
         _m("wrk_corrected_pct", "%", "wrk latency samples added by its coordinated-omission "
-           "correction %", "neutral", "wrk"),
+           "correction %", "neutral", "wrk", short="wrk CO-added %"),
     ]
 
 

@@ -30,7 +30,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hvbench.errors import CommandError, GuestTimeoutError, HvbenchError
+from hvbench.errors import (
+    CommandError,
+    GuestTimeoutError,
+    HvbenchError,
+    SpecError,
+    ToolMissingError,
+)
+from hvbench.host.commands import require_tool
 from hvbench.model.study import WebLatencySpec, WebWorkloadSpec
 from hvbench.workloads.endpoints import Endpoint
 from hvbench.workloads.web import file_uri
@@ -48,6 +55,15 @@ ERROR_KINDS = ("connect", "read", "write", "status", "timeout")
 #: last replies).
 _WRK_SLACK_S = 30.0
 _US_PER_MS = 1000.0
+
+
+def check_wrk(workload: str) -> None:
+    """Before a study runs: raises :class:`SpecError` naming ``workload`` and the Debian
+    package when its latency pass cannot run because wrk is not on PATH."""
+    try:
+        require_tool("wrk")
+    except ToolMissingError as exc:
+        raise SpecError(f"workload {workload}: latency = {{ tool = \"wrk\" }}: {exc}") from exc
 
 
 def report_script() -> str:

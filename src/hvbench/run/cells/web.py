@@ -9,7 +9,7 @@ import contextlib
 from typing import Any
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import WebWorkloadSpec
+from hvbench.model.study import Cell, WebWorkloadSpec
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.run.cells.base import (
     CellContext,
@@ -23,7 +23,7 @@ from hvbench.run.cells.base import (
 from hvbench.workloads.endpoints import Endpoint
 from hvbench.workloads.web import run_web_phase, serve_web
 from hvbench.workloads.wrk import RAW_KIND as WRK_RAW_KIND
-from hvbench.workloads.wrk import run_wrk_pass
+from hvbench.workloads.wrk import check_wrk, run_wrk_pass
 
 #: Rough seconds per file size besides the measured duration; a max-rate search runs
 #: about this many rates per size.
@@ -42,6 +42,12 @@ class WebCell(Simple):
         self._stack = contextlib.ExitStack()
         self._ends: tuple[Endpoint, Endpoint] | None = None
         self._monitors: PhaseMonitors | None = None
+
+    def check(self, cell: Cell, study_path: str) -> None:
+        """A latency pass needs wrk on the host (:class:`SpecError` before anything
+        starts, not a failed repetition per cell)."""
+        if as_spec(cell.workload.spec, WebWorkloadSpec).latency is not None:
+            check_wrk(cell.workload.name)
 
     def server_ports(self, spec: Any) -> tuple[int, ...]:
         return (as_spec(spec, WebWorkloadSpec).port,)
