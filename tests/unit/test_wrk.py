@@ -76,7 +76,7 @@ def test_estimate_counts_the_wrk_pass() -> None:
     cell = WebCell()
     base = WebWorkloadSpec(file_kb=(1, 10), duration_s=3)
     with_wrk = base.model_copy(update={"latency": WebLatencySpec(seconds=5)})
-    assert cell.estimate_s(with_wrk) - cell.estimate_s(base) == pytest.approx(2 * (5 + 3))
+    assert cell.estimate_s(with_wrk) - cell.estimate_s(base) == pytest.approx(2 * (5 + 0.5))
 
 
 # -- parsing -----------------------------------------------------------------------------

@@ -29,6 +29,8 @@ from hvbench.workloads.wrk import check_wrk, run_wrk_pass
 #: about this many rates per size.
 OVERHEAD_S = 3.0
 MAX_RATE_STEPS = 6
+#: Seconds a wrk pass takes besides its own ``seconds`` (staging its script, start-up).
+WRK_OVERHEAD_S = 0.5
 
 
 class WebCell(Simple):
@@ -55,7 +57,7 @@ class WebCell(Simple):
     def estimate_s(self, spec: Any) -> float:
         typed = as_spec(spec, WebWorkloadSpec)
         rates = MAX_RATE_STEPS if typed.mode == "max-rate" else 1
-        wrk = typed.latency.seconds + OVERHEAD_S if typed.latency else 0.0
+        wrk = typed.latency.seconds + WRK_OVERHEAD_S if typed.latency else 0.0
         return len(typed.file_kb) * (typed.duration_s * rates + OVERHEAD_S + wrk)
 
     def prepare(self, ctx: CellContext) -> None:
