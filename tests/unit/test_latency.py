@@ -82,6 +82,22 @@ def test_wrk_histogram_from_a_real_report() -> None:
     assert p99 is not None and abs(p99 - result.percentiles["99"]) <= result.percentiles["99"] / 64
 
 
+def test_wrk_histogram_from_quantiles() -> None:
+    from hvbench.workloads.wrk import parse_wrk, report_json
+
+    stdout = (Path(__file__).parents[1] / "fixtures" / "net"
+              / "wrk-10k-c4-quantiles.stdout").read_text()
+    doc = report_json(stdout)
+    histogram = wrk_histogram(doc)
+    result = parse_wrk(doc)
+    assert sum(histogram.values()) == 100_000
+    for pct in ("50", "90", "99"):
+        found = percentile_ms(histogram, float(pct))
+        assert found is not None
+        assert abs(found - result.percentiles[pct]) <= result.percentiles[pct] / 64
+    assert max(histogram) == fio_bucket(round(result.max_ms * 1e6))
+
+
 def test_wrk_histogram_of_junk_is_empty() -> None:
     assert wrk_histogram("not json") == {}
     assert wrk_histogram(json.dumps({"latency_us": {"histogram": [[1, "x"], [2]]}})) == {}

@@ -72,20 +72,52 @@ def fio_bucket(ns: int) -> int:
     return (ns >> shift) << shift
 
 
+#: Weight of a wrk report that gives quantiles instead of a histogram: its shares are
+#: turned into this many samples.
+_QUANTILE_SAMPLES = 100_000
+
+
+def _pairs(value: object) -> list[tuple[float, float]]:
+    """``[[a, b], ...]`` of non-negative numbers (others skipped)."""
+    out: list[tuple[float, float]] = []
+    for pair in value if isinstance(value, list) else ():
+        if (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+                        for v in pair)):
+            out.append((float(pair[0]), float(pair[1])))
+    return out
+
+
 def wrk_histogram(text: str) -> Histogram:
-    """The request-latency histogram of a wrk report (``latency_us.histogram``: pairs
-    of a latency in us and its count), in ns and fio's buckets. Empty for text that is
-    not such a report. These are wrk's samples: its coordinated-omission correction
-    is in them."""
+    """The request-latency histogram of a wrk report, in ns and fio's buckets: from
+    ``latency_us.histogram`` (pairs of a latency in us and its count), or, when wrk's
+    report gave ``latency_us.quantiles`` instead (pairs of a percentile and its latency
+    in us; the maximum ``max`` after them), from those shares, as
+    :data:`_QUANTILE_SAMPLES` samples. Empty for text that is not such a report. These
+    are wrk's samples: its coordinated-omission correction is in them."""
     doc = _document(text)
     latency = (doc or {}).get("latency_us")
-    pairs = latency.get("histogram") if isinstance(latency, dict) else None
+    if not isinstance(latency, dict):
+        return {}
     found: Histogram = {}
-    for pair in pairs if isinstance(pairs, list) else ():
-        if (isinstance(pair, list) and len(pair) == 2
-                and all(isinstance(v, int) and v >= 0 for v in pair) and pair[1] > 0):
-            edge = fio_bucket(pair[0] * 1000)
-            found[edge] = found.get(edge, 0) + pair[1]
+
+    def add(us: float, count: int) -> None:
+        if count > 0:
+            edge = fio_bucket(round(us * 1000))
+            found[edge] = found.get(edge, 0) + count
+
+    if "histogram" in latency:
+        for us, count in _pairs(latency["histogram"]):
+            add(us, round(count))
+        return found
+    quantiles = _pairs(latency.get("quantiles"))
+    top = latency.get("max")
+    if quantiles and isinstance(top, int | float) and not isinstance(top, bool):
+        quantiles.append((100.0, float(top)))
+    done = 0.0
+    for pct, us in quantiles:
+        add(us, round((pct - done) / 100.0 * _QUANTILE_SAMPLES))
+        done = max(done, pct)
     return found
 
 

@@ -102,8 +102,9 @@ class WrkResult:
     bytes: int
     errors: dict[str, int]
     #: Latency samples: the requests wrk recorded plus those its coordinated-omission
-    #: correction added.
-    samples: int
+    #: correction added; None when the report has no histogram (too costly for wrk to
+    #: give, see wrk_report.lua), which alone counts them.
+    samples: int | None
     min_ms: float
     max_ms: float
     mean_ms: float
@@ -122,9 +123,12 @@ class WrkResult:
         return sum(self.errors.values())
 
     @property
-    def corrected_pct(self) -> float:
+    def corrected_pct(self) -> float | None:
         """% of the latency samples that wrk's coordinated-omission correction added
-        (requests slower than the timeout are errors, not samples)."""
+        (requests slower than the timeout are errors, not samples); None when the
+        samples were not counted."""
+        if self.samples is None:
+            return None
         recorded = self.requests - self.errors.get("timeout", 0)
         if self.samples <= 0:
             return 0.0
@@ -176,12 +180,13 @@ def parse_wrk(text: str) -> WrkResult:
         return 0.0 if value is None else _number(latency, key, "latency_us.") / _US_PER_MS
 
     rps = _table(doc, "thread_rps").get("mean")
+    samples = latency.get("count")
     return WrkResult(
         url=str(doc.get("url", "")),
         duration_s=_number(doc, "duration_us", "") / 1e6,
         requests=int(_number(doc, "requests", "")), bytes=int(_number(doc, "bytes", "")),
         errors={kind: int(_number(errors, kind, "errors.")) for kind in ERROR_KINDS},
-        samples=int(_number(latency, "count", "latency_us.")),
+        samples=None if samples is None else int(_number(latency, "count", "latency_us.")),
         min_ms=ms("min"), max_ms=ms("max"), mean_ms=ms("mean"), stdev_ms=ms("stdev"),
         percentiles={key: _number(points, key, "latency_us.percentiles.") / _US_PER_MS
                      for key, _ in PERCENTILES},
@@ -200,8 +205,9 @@ def wrk_metrics(result: WrkResult) -> dict[str, tuple[float, str]]:
         "wrk_rps": (result.rps, "req/s"),
         "wrk_requests": (float(result.requests), "count"),
         "wrk_errors": (float(result.error_count), "count"),
-        "wrk_corrected_pct": (result.corrected_pct, "%"),
     }
+    if result.corrected_pct is not None:
+        metrics["wrk_corrected_pct"] = (result.corrected_pct, "%")
     for kind in ERROR_KINDS:
         metrics[f"wrk_err.{kind}"] = (float(result.errors[kind]), "count")
     return metrics

@@ -11,9 +11,22 @@
 -- requests had it, and ``#latency`` the number of distinct latencies: together the
 -- whole histogram at wrk's 1 us resolution, which hvbench keeps for its CDF plots.
 -- Requests slower than wrk's --timeout are not in it: wrk counts them as timeouts.
+-- wrk finds the i-th latency by scanning its array from the smallest latency, so the
+-- whole histogram costs about (#latency x (max - min)) steps: a wide tail with many
+-- distinct values would take minutes. Above MAX_SCAN steps (about a second) the
+-- histogram is left out (its sample count too: only the histogram gives it) and the
+-- latency at a grid of QUANTILES is written instead, each one scan at most. (Not at
+-- 100: wrk's percentile(100) is 0, its rank being one past the last sample; the
+-- maximum is ``max``.)
 
 local MARK = "hvbench-wrk-json "
 local PERCENTILES = { 50, 90, 99, 99.9, 99.99 }
+local MAX_SCAN = 2e9
+local QUANTILES = {}
+for p = 1, 99 do QUANTILES[#QUANTILES + 1] = p end
+for _, step in ipairs({ 0.1, 0.01, 0.001 }) do
+  for k = 1, 9 do QUANTILES[#QUANTILES + 1] = 100 - 10 * step + k * step end
+end
 
 -- A JSON number; JSON has no NaN or infinity (the mean of no samples), so null.
 local function number(value)
@@ -49,6 +62,15 @@ local function histogram(stats)
   return "[" .. table.concat(parts, ",") .. "]", count
 end
 
+local function quantiles(stats)
+  local parts = {}
+  for _, p in ipairs(QUANTILES) do
+    parts[#parts + 1] = "[" .. string.format("%.6g", p) .. "," ..
+                        number(stats:percentile(p)) .. "]"
+  end
+  return "[" .. table.concat(parts, ",") .. "]"
+end
+
 local function percentiles(stats)
   local found = {}
   for _, p in ipairs(PERCENTILES) do
@@ -58,7 +80,15 @@ local function percentiles(stats)
 end
 
 function done(summary, latency, requests)
-  local bins, count = histogram(latency)
+  local distinct = #latency
+  local shape
+  if distinct * (latency.max - latency.min + 1) <= MAX_SCAN then
+    local bins, count = histogram(latency)
+    shape = { { "count", number(count) }, { "histogram", bins } }
+  else
+    shape = { { "count", "null" }, { "distinct", number(distinct) },
+              { "quantiles", quantiles(latency) } }
+  end
   local errors = summary.errors
   local doc = object({
     { "format", number(1) },
@@ -72,10 +102,10 @@ function done(summary, latency, requests)
         { "write", number(errors.write) }, { "status", number(errors.status) },
         { "timeout", number(errors.timeout) } }) },
     { "latency_us", object({
-        { "count", number(count) }, { "min", number(latency.min) },
+        shape[1], { "min", number(latency.min) },
         { "max", number(latency.max) }, { "mean", number(latency.mean) },
         { "stdev", number(latency.stdev) }, { "percentiles", percentiles(latency) },
-        { "histogram", bins } }) },
+        unpack(shape, 2) }) },
     { "thread_rps", object({
         { "min", number(requests.min) }, { "max", number(requests.max) },
         { "mean", number(requests.mean) }, { "stdev", number(requests.stdev) } }) },
