@@ -11,7 +11,7 @@ STAMP   := .make
 # sshd for the remote-URI and fleet --hosts tests, fio's own example jobs (run as users
 # have them), PostgreSQL (the team store's tests start a private server from it) and
 # xmllint, which libvirt's virt-xml-validate runs (only recommended by libvirt-clients).
-APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf stress-ng lighttpd chromium fonts-dejavu-core \
+APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf wrk stress-ng lighttpd chromium fonts-dejavu-core \
 	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
 	squashfs-tools dropbear-bin openssh-client rsync curl zstd \
 	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \

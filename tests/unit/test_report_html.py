@@ -27,6 +27,7 @@ from hvbench.errors import SpecError
 from hvbench.model.study import LIFECYCLE_PHASES
 from hvbench.report.html import (
     CSP,
+    WEB_LATENCY_METRICS,
     ReportInput,
     bar_charts,
     grouped_warnings,
@@ -42,6 +43,7 @@ from hvbench.report.html import (
     scenario_charts,
     series_figures,
     summary_rows,
+    web_latency_rows,
 )
 from hvbench.report.tables import phase_stats
 from hvbench.store.records import MeasurementRow, SampleRow, identity_of
@@ -561,3 +563,27 @@ def test_no_scenario_lifecycle_sections_for_a_storage_run() -> None:
     text = render_html(report())
     for anchor in ("scenarios", "lifecycle", "propagation"):
         assert f'id="{anchor}"' not in text
+
+
+def test_web_latency_table_next_to_httperf_means() -> None:
+    rows = [row(p, "web", phase, metric, value + rep, rep=rep)
+            for p, scale in (("native", 1.0), ("vm", 20.0)) for rep in range(3)
+            for phase in ("1kB", "10kB")
+            for metric, value in (("replies_s", 40.0), ("reply_ms", 0.5 * scale),
+                                  ("wrk_lat_p50_ms", 0.3 * scale),
+                                  ("wrk_lat_p99_ms", 2.0 * scale), ("wrk_rps", 900 / scale))]
+    rows += [row("native", "other", "read", "mb_s", 100.0)]
+    stats = [s for s in phase_stats(rows) if s.workload == "web"]
+    table = web_latency_rows(stats, "native")
+    assert [r[:2] for r in table] == [["1kB", "native"], ["1kB", "vm"], ["10kB", "native"],
+                                      ["10kB", "vm"]]
+    header = ["phase", "platform", *WEB_LATENCY_METRICS]
+    first = dict(zip(header, table[0], strict=True))
+    # Mean ± 95 % CI over the three repetitions (values v, v+1, v+2: ± 2.48).
+    assert first["reply_ms"] == "1.5 ± 2.48" and first["wrk_lat_p99_ms"] == "3 ± 2.48"
+    assert first["transfer_ms"] == "-"
+    assert web_latency_rows([s for s in phase_stats(rows) if s.workload == "other"],
+                            None) == []
+    document = render_html(report(rows, natives={"web": "native", "other": "native"}))
+    assert "Web latency: httperf's means and wrk's percentiles (ms)" in document
+    assert "wrk p99 ms" in document and "coordinated-omission correction" in document

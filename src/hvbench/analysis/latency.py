@@ -1,10 +1,14 @@
-"""Completion-latency distributions from fio's ``json+`` histograms (pure).
+"""Completion-latency distributions from fio's ``json+`` histograms and the web
+workload's wrk reports (pure).
 
 fio's ``json+`` output carries, per job and direction, ``clat_ns.bins``: the lower edge
 of each of its logarithmic histogram buckets (ns) -> the I/Os that completed in it.
-Summing the buckets of every repetition of a cell gives the cell's distribution; its
-CDF is what the HTML report draws against native's, since a mean or a few percentiles
-hide the shape (two modes, a long tail) that tells where latency comes from.
+wrk's report (hvbench's Lua ``done()`` hook, ``wrk-json``) carries every distinct
+request latency (us) and its count; :func:`wrk_histogram` puts those into fio's
+buckets, so both plot alike and a plot has at most a few hundred steps. Summing the
+buckets of every repetition of a cell gives the cell's distribution; its CDF is what
+the HTML report draws against native's, since a mean or a few percentiles hide the
+shape (two modes, a long tail) that tells where latency comes from.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["Histogram", "cdf", "fio_clat_histogram", "merge", "percentile_ms", "tail_points"]
+__all__ = ["Histogram", "cdf", "fio_bucket", "fio_clat_histogram", "merge", "percentile_ms",
+           "tail_points", "wrk_histogram"]
 
 #: Latency in ns (a bucket's lower edge) -> I/Os completed in that bucket.
 Histogram = dict[int, int]
@@ -52,6 +57,68 @@ def fio_clat_histogram(text: str, job: str | None = None) -> Histogram:
     jobs = [j for j in (doc or {}).get("jobs", []) if isinstance(j, dict)]
     named = [j for j in jobs if j.get("jobname") == job]
     return merge(_job_bins(j) for j in (named or jobs))
+
+
+#: fio's histogram resolution: 2**6 buckets per power of two (FIO_IO_U_PLAT_BITS).
+_FIO_PLAT_BITS = 6
+
+
+def fio_bucket(ns: int) -> int:
+    """The lower edge of fio's histogram bucket that holds ``ns``: exact below 128 ns,
+    then 64 buckets per power of two (about 1.5 % wide)."""
+    if ns < 1 << (_FIO_PLAT_BITS + 1):
+        return ns
+    shift = ns.bit_length() - 1 - _FIO_PLAT_BITS
+    return (ns >> shift) << shift
+
+
+#: Weight of a wrk report that gives quantiles instead of a histogram: its shares are
+#: turned into this many samples.
+_QUANTILE_SAMPLES = 100_000
+
+
+def _pairs(value: object) -> list[tuple[float, float]]:
+    """``[[a, b], ...]`` of non-negative numbers (others skipped)."""
+    out: list[tuple[float, float]] = []
+    for pair in value if isinstance(value, list) else ():
+        if (isinstance(pair, list) and len(pair) == 2
+                and all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+                        for v in pair)):
+            out.append((float(pair[0]), float(pair[1])))
+    return out
+
+
+def wrk_histogram(text: str) -> Histogram:
+    """The request-latency histogram of a wrk report, in ns and fio's buckets: from
+    ``latency_us.histogram`` (pairs of a latency in us and its count), or, when wrk's
+    report gave ``latency_us.quantiles`` instead (pairs of a percentile and its latency
+    in us; the maximum ``max`` after them), from those shares, as
+    :data:`_QUANTILE_SAMPLES` samples. Empty for text that is not such a report. These
+    are wrk's samples: its coordinated-omission correction is in them."""
+    doc = _document(text)
+    latency = (doc or {}).get("latency_us")
+    if not isinstance(latency, dict):
+        return {}
+    found: Histogram = {}
+
+    def add(us: float, count: int) -> None:
+        if count > 0:
+            edge = fio_bucket(round(us * 1000))
+            found[edge] = found.get(edge, 0) + count
+
+    if "histogram" in latency:
+        for us, count in _pairs(latency["histogram"]):
+            add(us, round(count))
+        return found
+    quantiles = _pairs(latency.get("quantiles"))
+    top = latency.get("max")
+    if quantiles and isinstance(top, int | float) and not isinstance(top, bool):
+        quantiles.append((100.0, float(top)))
+    done = 0.0
+    for pct, us in quantiles:
+        add(us, round((pct - done) / 100.0 * _QUANTILE_SAMPLES))
+        done = max(done, pct)
+    return found
 
 
 def merge(histograms: Iterable[Mapping[int, int]]) -> Histogram:

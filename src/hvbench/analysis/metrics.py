@@ -63,7 +63,7 @@ class MetricSpec:
     label: str
     direction: Direction
     layer: Layer
-    #: What stores it: ``fio``, ``iperf3``, ``httperf``, ``lifecycle``, ``propagation``,
+    #: What stores it: ``fio``, ``iperf3``, ``httperf``, ``wrk``, ``lifecycle``, ``propagation``,
     #: ``diskstats``, ``host.cpu``, ``threads``, ``netdev``, ``runner``, ``scenario``.
     producer: str
     #: Short label (headline rows, degradation table, charts); default: ``label``.
@@ -89,6 +89,7 @@ _LAYERS: dict[str, Layer] = {
     "fio": "workload",
     "iperf3": "workload",
     "httperf": "workload",
+    "wrk": "workload",
     "lifecycle": "workload",
     "propagation": "workload",
     "lifecycle/propagation": "workload",
@@ -256,14 +257,45 @@ def _workload_metrics() -> list[MetricSpec]:
         _latency("conn_ms", "connection lifetime ms", "httperf"),
         _m("max_concurrent", "count", "max concurrent connections", "neutral", "httperf"),
         _m("errors", "count", "httperf errors", "neutral", "httperf"),
-        _m("error_pct", "%", "httperf errors %", "lower", "httperf", detail=10),
+        _m("error_pct", "%", "httperf errors %", "lower", "httperf", detail=13),
         *(
             _m(f"err.{kind}", "count", f"httperf {kind} errors", "neutral", "httperf")
             for kind in _HTTPERF_ERRORS
         ),
-        _m("client_cpu_pct", "%", "httperf client CPU %", "neutral", "httperf", detail=11),
+        _m("client_cpu_pct", "%", "httperf client CPU %", "neutral", "httperf", detail=14),
         _m("net_mbit_s", "Mbit/s", "httperf net Mbit/s", "neutral", "httperf"),
         _m("steps", "count", "max-rate steps", "neutral", "httperf"),
+        # -- wrk (the web workload's latency pass) ----------------------------------------
+        *_wrk_metrics(),
+    ]
+
+
+#: wrk's error kinds (its summary's names).
+_WRK_ERRORS = ("connect", "read", "write", "status", "timeout")
+
+
+def _wrk_metrics() -> list[MetricSpec]:
+    """The latency pass's metrics: wrk's percentiles (as wrk reports them, corrected
+    for coordinated omission), its mean, stdev and max, and its request rate. p50 and
+    p99 and the rate sit under httperf's reply, transfer and connect times."""
+    return [
+        _latency("wrk_lat_p50_ms", "wrk p50 latency ms", "wrk", short="wrk p50 ms", detail=10),
+        _latency("wrk_lat_p90_ms", "wrk p90 latency ms", "wrk", short="wrk p90 ms"),
+        _latency("wrk_lat_p99_ms", "wrk p99 latency ms", "wrk", short="wrk p99 ms", detail=11),
+        _latency("wrk_lat_p999_ms", "wrk p99.9 latency ms", "wrk", short="wrk p99.9 ms"),
+        _latency("wrk_lat_p9999_ms", "wrk p99.99 latency ms", "wrk", short="wrk p99.99 ms"),
+        _latency("wrk_lat_mean_ms", "wrk mean latency ms", "wrk", short="wrk mean ms"),
+        _latency("wrk_lat_max_ms", "wrk max latency ms", "wrk", short="wrk max ms"),
+        # A spread, not a delay: neither direction is better in itself.
+        _m("wrk_lat_stdev_ms", "ms", "wrk latency stdev ms", "neutral", "wrk"),
+        _m("wrk_rps", "req/s", "wrk req/s (closed loop)", "higher", "wrk", short="wrk req/s",
+           vs_native=True, detail=12),
+        _m("wrk_requests", "count", "wrk requests completed", "neutral", "wrk"),
+        _m("wrk_errors", "count", "wrk errors", "neutral", "wrk"),
+        *(_m(f"wrk_err.{kind}", "count", f"wrk {kind} errors", "neutral", "wrk")
+          for kind in _WRK_ERRORS),
+        _m("wrk_corrected_pct", "%", "wrk latency samples added by its coordinated-omission "
+           "correction %", "neutral", "wrk", short="wrk CO-added %"),
     ]
 
 
@@ -311,7 +343,7 @@ def _host_monitor_metrics() -> list[MetricSpec]:
             "neutral",
             "diskstats",
             short="avgrq-sz",
-            detail=12,
+            detail=15,
         ),
         _m(
             "host.disk.<dev>.avgqu_sz",
@@ -320,7 +352,7 @@ def _host_monitor_metrics() -> list[MetricSpec]:
             "neutral",
             "diskstats",
             short="avgqu-sz",
-            detail=13,
+            detail=16,
         ),
         _m(
             "host.disk.<dev>.util_pct",
@@ -329,7 +361,7 @@ def _host_monitor_metrics() -> list[MetricSpec]:
             "neutral",
             "diskstats",
             short="%util",
-            detail=14,
+            detail=17,
         ),
     ]
     out += [
@@ -362,7 +394,7 @@ def _net_monitor_metrics() -> list[MetricSpec]:
             "host tap rx Mbit/s (guest sends)",
             "neutral",
             "netdev",
-            detail=15,
+            detail=18,
         ),
         _m(
             "net.guest-tap0.tx_mbit_s",
@@ -370,7 +402,7 @@ def _net_monitor_metrics() -> list[MetricSpec]:
             "host tap tx Mbit/s (guest receives)",
             "neutral",
             "netdev",
-            detail=16,
+            detail=19,
         ),
     ]
     return out + [
@@ -380,13 +412,13 @@ def _net_monitor_metrics() -> list[MetricSpec]:
 
 def _thread_metrics() -> list[MetricSpec]:
     out = [
-        _m("qemu.vcpu.cpu_pct", "%", "QEMU vCPU threads CPU %", "neutral", "threads", detail=17),
+        _m("qemu.vcpu.cpu_pct", "%", "QEMU vCPU threads CPU %", "neutral", "threads", detail=20),
         _m(
-            "qemu.vcpu.wait_pct", "%", "QEMU vCPU run-queue wait %", "neutral", "threads", detail=18
+            "qemu.vcpu.wait_pct", "%", "QEMU vCPU run-queue wait %", "neutral", "threads", detail=21
         ),
-        _m("qemu.vcpu.blocked_pct", "%", "QEMU vCPU blocked %", "neutral", "threads", detail=19),
+        _m("qemu.vcpu.blocked_pct", "%", "QEMU vCPU blocked %", "neutral", "threads", detail=22),
         _m(
-            "qemu.vcpu.exec_per_s", "1/s", "QEMU vCPU executions/s", "neutral", "threads", detail=20
+            "qemu.vcpu.exec_per_s", "1/s", "QEMU vCPU executions/s", "neutral", "threads", detail=23
         ),
         # cpu_ms_per_exec ends with neither _ms nor a throughput: no direction.
         _m(
@@ -395,11 +427,11 @@ def _thread_metrics() -> list[MetricSpec]:
             "QEMU vCPU ms per execution",
             "neutral",
             "threads",
-            detail=21,
+            detail=24,
         ),
-        _m("qemu.main.cpu_pct", "%", "QEMU main loop CPU %", "neutral", "threads", detail=22),
-        _m("qemu.vhost.cpu_pct", "%", "vhost-net threads CPU %", "neutral", "threads", detail=23),
-        _m("qemu.total.cpu_pct", "%", "QEMU process CPU %", "neutral", "threads", detail=24),
+        _m("qemu.main.cpu_pct", "%", "QEMU main loop CPU %", "neutral", "threads", detail=25),
+        _m("qemu.vhost.cpu_pct", "%", "vhost-net threads CPU %", "neutral", "threads", detail=26),
+        _m("qemu.total.cpu_pct", "%", "QEMU process CPU %", "neutral", "threads", detail=27),
     ]
     # The target's QEMU (``qemu``), a scenario neighbour's (``nb<i>``) and the
     # lifecycle's idle guests (``qemu<i>``).

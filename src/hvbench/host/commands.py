@@ -16,6 +16,7 @@ PACKAGES = {
     "fio": "fio",
     "iperf3": "iperf3",
     "httperf": "httperf",
+    "wrk": "wrk",
     "lighttpd": "lighttpd",
     "stress-ng": "stress-ng",
     "ip": "iproute2",

@@ -28,6 +28,8 @@ TOOL_VERSION_PROBES: dict[str, tuple[list[str], str]] = {
     "fio": (["fio", "--version"], r"fio-(\S+)"),
     "iperf3": (["iperf3", "--version"], r"iperf\s+(\S+)"),
     "httperf": (["httperf", "--version"], r"httperf-(\S+)"),
+    # "wrk debian/4.1.0-3+b2 [epoll] ..." (it prints its usage too and exits 1).
+    "wrk": (["wrk", "--version"], r"^wrk (?:\S+/)?(\S+)"),
     "stress-ng": (["stress-ng", "--version"], r"version\s+(\S+)"),
 }
 

@@ -287,12 +287,43 @@ class NetworkWorkloadSpec(_Strict):
         return (self.direction,)
 
 
+def _latency_switch(value: object) -> object:
+    """``latency = true`` is the default pass, ``false`` none."""
+    if value is True:
+        return {}
+    if value is False:
+        return None
+    return value
+
+
+class WebLatencySpec(_Strict):
+    """``latency = { tool = "wrk", ... }`` of a web workload: after httperf, per file size,
+    a closed-loop wrk run of ``seconds`` (whole seconds: wrk's ``-d`` takes no fraction)
+    with ``connections`` open connections on ``threads`` threads, whose latency
+    percentiles are stored next to httperf's means (docs/network-workloads.md)."""
+
+    tool: Literal["wrk"] = "wrk"
+    seconds: int = Field(default=5, ge=1, le=3600)
+    connections: int = Field(default=4, ge=1, le=10000)
+    threads: int = Field(default=1, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _check(self) -> WebLatencySpec:
+        # wrk's own rule ("number of connections must be >= threads"), caught early.
+        if self.connections < self.threads:
+            raise ValueError(f"latency: connections ({self.connections}) must be at least "
+                             f"threads ({self.threads})")
+        return self
+
+
 class WebWorkloadSpec(_Strict):
     """``kind = "web"``: an HTTP server on the platform, httperf on a lab host (seed 003).
 
     One phase per served file size (``1kB``, ``10kB``, ...). ``fixed`` offers ``rate``
     requests/s; ``max-rate`` ramps the rate and reports the highest one sustained with
     fewer than ``max_error_pct`` % errors and achieved/offered >= ``min_achieved_ratio``.
+    ``latency`` (off unless given; ``true`` for the defaults) adds a wrk pass per size
+    for latency percentiles (:class:`WebLatencySpec`).
     """
 
     kind: Literal["web"] = "web"
@@ -310,6 +341,7 @@ class WebWorkloadSpec(_Strict):
     min_achieved_ratio: float = Field(default=0.99, gt=0, le=1)
     port: int = Field(default=8080, ge=1024, le=65535)
     timeout_s: float = Field(default=1800.0, gt=0)
+    latency: Annotated[WebLatencySpec | None, BeforeValidator(_latency_switch)] = None
 
     @field_validator("file_kb")
     @classmethod

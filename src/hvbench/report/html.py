@@ -354,6 +354,34 @@ def summary_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[s
     return rows
 
 
+#: The web latency table: httperf's means, then the wrk pass's numbers (metric names).
+WEB_LATENCY_METRICS = ("reply_ms", "transfer_ms", "wrk_lat_p50_ms", "wrk_lat_p90_ms",
+                       "wrk_lat_p99_ms", "wrk_lat_p999_ms", "wrk_lat_p9999_ms",
+                       "wrk_lat_mean_ms", "wrk_rps", "wrk_corrected_pct")
+WEB_LATENCY_NOTE = ("Mean ± 95 % CI over the repetitions. httperf: open loop at the "
+                    "workload's rate, reply = request sent to first byte, transfer = first "
+                    "to last byte. wrk: closed loop (its connections each wait for their "
+                    "reply), latency = request written to last byte, percentiles as wrk "
+                    "reports them, i.e. with its coordinated-omission correction, which "
+                    "added the last column's share of the samples.")
+
+
+def web_latency_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[str]]:
+    """Rows of the web latency table: phase, platform (native first), then
+    :data:`WEB_LATENCY_METRICS` as mean ± 95 % CI; only phases with a wrk pass."""
+    rows = []
+    for item in items:
+        if "wrk_lat_p50_ms" not in item.metrics:
+            continue
+        for platform in _platforms([item], native):
+            cells = [item.phase, platform]
+            for metric in WEB_LATENCY_METRICS:
+                per = item.metrics.get(metric, {})
+                cells.append(mean_ci_text(per[platform]) if platform in per else "-")
+            rows.append(cells)
+    return rows
+
+
 def _pct_text(per: Mapping[str, Summary], platform: str, native: str | None,
               metric: str) -> str:
     if not native or not compared_to_native(metric):
@@ -638,6 +666,12 @@ def _workload_section(workload: str, items: Sequence[PhaseStats],
     parts += [figure(grouped_bars(chart), chart.title,
                       _PCT_CAPTION if chart.reference else _CAPTION) for chart in charts]
     parts += ["<h3>Summary</h3>", _table(SUMMARY_HEADERS, summary_rows(items, native), left=2)]
+    web = web_latency_rows(items, native)
+    if web:
+        parts += ["<h3>Web latency: httperf's means and wrk's percentiles (ms)</h3>",
+                  _table(["phase", "platform", *(short_label(m) for m in WEB_LATENCY_METRICS)],
+                         web, left=2),
+                  f"<p><small>{_e(WEB_LATENCY_NOTE)}</small></p>"]
     disk = host_disk_rows(items, native)
     if disk:
         parts += ["<h3>Host disk (iostat -x of the device under the work directory)</h3>",
@@ -695,21 +729,26 @@ def _propagation_section(rows: Sequence[Row]) -> str:
 
 
 def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
-        tuple[float, float]]]], natives: Mapping[str, str | None]) -> str:
-    """One CDF and tail plot per disk phase, native dashed black (seed 001 reads
-    latency per request; the whole distribution shows where a mean hides a mode)."""
+        tuple[float, float]]]], natives: Mapping[str, str | None],
+        web: Iterable[str] = ()) -> str:
+    """One CDF and tail plot per disk phase, and per web phase with a wrk pass
+    (workloads in ``web``), native dashed black (seed 001 reads latency per request;
+    the whole distribution shows where a mean hides a mode)."""
     if not latency:
         return ""
+    web = set(web)
     parts = ['<h2 id="latency">Latency distributions</h2><p>Completion latency of every '
-             "I/O, all repetitions together, from fio's histograms: left the share of "
-             "I/Os completed by a latency, right the share still slower (the tail, log "
-             "scale).</p>"]
+             "I/O, all repetitions together, from fio's histograms (web workloads: of "
+             "every request of wrk's latency pass, from its report, with wrk's "
+             "coordinated-omission correction): left the share completed by a latency, "
+             "right the share still slower (the tail, log scale).</p>"]
     for (workload, phase), curves in latency.items():
         native = natives.get(workload)
         order = sorted(curves, key=lambda name: (name != native, name))
         lines = [LatencyCurve(name, curves[name], native=name == native) for name in order]
-        title = f"{workload} / {phase}"
-        parts.append(figure(latency_cdf(title, lines),
+        title = f"{workload} / {phase}" + (" (wrk)" if workload in web else "")
+        items = "requests" if workload in web else "I/Os"
+        parts.append(figure(latency_cdf(title, lines, items),
                              f"latency CDF and tail of {title} per platform"))
     return "\n".join(parts)
 
@@ -848,7 +887,9 @@ def render_html(data: ReportInput) -> str:
              "lifecycle": _lifecycle_section(data.rows),
              "propagation": _propagation_section(data.rows),
              "diagnosis": _diagnosis_section(data.diagnosis),
-             "latency": _latency_section(data.latency, data.natives),
+             "latency": _latency_section(
+                 data.latency, data.natives,
+                 {r.workload for r in data.rows if r.metric.startswith("wrk_")}),
              "findings": _findings_section(data.findings),
              "tuning": data.tuning,
              "fleet": fleet_section(data.fleet)}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hvbench.analysis.diagnosis import Verdict, diagnose_all
-from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge
+from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_histogram
 from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
@@ -36,6 +36,7 @@ from hvbench.model.study import parse_study, repetition_rule
 from hvbench.store.database import Store
 from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
 from hvbench.workloads.fio import RAW_KIND as FIO_RAW_KIND
+from hvbench.workloads.wrk import RAW_KIND as WRK_RAW_KIND
 
 __all__ = [
     "FIT_HEADERS",
@@ -279,20 +280,22 @@ def adaptive_warnings(run: RunRecord, rows: Sequence[MeasurementRow],
 def latency_distributions(store: Store, run_id: str
                           ) -> dict[tuple[str, str], dict[str, Histogram]]:
     """(workload, phase) -> platform -> its completion-latency histogram, every stored
-    repetition summed (fio ``json+`` output; runs stored with plain ``json`` have no
-    histograms and give nothing).
+    repetition summed: fio's (``json+`` output; runs stored with plain ``json`` have no
+    histograms and give nothing) and the web latency pass's (wrk's requests).
 
     Raises:
         StoreError: no such run.
     """
     cells = {c.name: (c.platform_name, c.workload_name) for c in store.cells(run_id)}
     found: dict[tuple[str, str], dict[str, Histogram]] = {}
-    for raw in store.raw_outputs(run_id, kind=FIO_RAW_KIND):
-        platform, workload = cells.get(raw.cell, (raw.cell, ""))
-        histogram = fio_clat_histogram(raw.content, raw.phase)
-        if histogram:
-            per = found.setdefault((workload, raw.phase), {})
-            per[platform] = merge((per.get(platform, {}), histogram))
+    for kind in (FIO_RAW_KIND, WRK_RAW_KIND):
+        for raw in store.raw_outputs(run_id, kind=kind):
+            platform, workload = cells.get(raw.cell, (raw.cell, ""))
+            histogram = (fio_clat_histogram(raw.content, raw.phase) if kind == FIO_RAW_KIND
+                         else wrk_histogram(raw.content))
+            if histogram:
+                per = found.setdefault((workload, raw.phase), {})
+                per[platform] = merge((per.get(platform, {}), histogram))
     return found
 
 

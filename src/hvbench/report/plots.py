@@ -351,9 +351,9 @@ class LatencyCurve:
     native: bool = False
 
 
-def latency_cdf(title: str, curves: Sequence[LatencyCurve]) -> str:
-    """Two panels side by side, both on a log latency axis: the CDF (share of I/Os done
-    by a latency) and its tail (share still slower, log scale, so p99.9 and p99.99
+def latency_cdf(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os") -> str:
+    """Two panels side by side, both on a log latency axis: the CDF (share of ``items``
+    done by a latency) and its tail (share still slower, log scale, so p99.9 and p99.99
     are as readable as the median). SVG text.
 
     Raises :class:`PlotError` when no curve has a point.
@@ -380,10 +380,10 @@ def latency_cdf(title: str, curves: Sequence[LatencyCurve]) -> str:
             ax.set_xscale("log")
             ax.set_xlabel("completion latency (ms)")
             ax.grid(True, which="major", axis="both", alpha=0.35)
-        body.set_ylabel("share of I/Os completed")
+        body.set_ylabel(f"share of {items} completed")
         body.set_ylim(0.0, 1.0)
         tail.set_yscale("log")
-        tail.set_ylabel("share of I/Os slower")
+        tail.set_ylabel(f"share of {items} slower")
         body.set_title(title, loc="left")
         body.legend(loc="upper left", fontsize=7)
         return _svg(fig)

@@ -1,5 +1,7 @@
 """Web cells: an HTTP server on the platform (natively: in the lab host ``native``),
-httperf on the workload's client host; one measured window per file size."""
+httperf on the workload's client host; one measured window per file size, and with
+``latency`` a wrk pass per size after its window (so the window's monitors, and
+``phase_wall_s``, stay httperf's alone)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import contextlib
 from typing import Any
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import WebWorkloadSpec
+from hvbench.model.study import Cell, WebWorkloadSpec
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.run.cells.base import (
     CellContext,
@@ -20,11 +22,15 @@ from hvbench.run.cells.base import (
 )
 from hvbench.workloads.endpoints import Endpoint
 from hvbench.workloads.web import run_web_phase, serve_web
+from hvbench.workloads.wrk import RAW_KIND as WRK_RAW_KIND
+from hvbench.workloads.wrk import check_wrk, run_wrk_pass
 
 #: Rough seconds per file size besides the measured duration; a max-rate search runs
 #: about this many rates per size.
 OVERHEAD_S = 3.0
 MAX_RATE_STEPS = 6
+#: Seconds a wrk pass takes besides its own ``seconds`` (staging its script, start-up).
+WRK_OVERHEAD_S = 0.5
 
 
 class WebCell(Simple):
@@ -39,13 +45,20 @@ class WebCell(Simple):
         self._ends: tuple[Endpoint, Endpoint] | None = None
         self._monitors: PhaseMonitors | None = None
 
+    def check(self, cell: Cell, study_path: str) -> None:
+        """A latency pass needs wrk on the host (:class:`SpecError` before anything
+        starts, not a failed repetition per cell)."""
+        if as_spec(cell.workload.spec, WebWorkloadSpec).latency is not None:
+            check_wrk(cell.workload.name)
+
     def server_ports(self, spec: Any) -> tuple[int, ...]:
         return (as_spec(spec, WebWorkloadSpec).port,)
 
     def estimate_s(self, spec: Any) -> float:
         typed = as_spec(spec, WebWorkloadSpec)
         rates = MAX_RATE_STEPS if typed.mode == "max-rate" else 1
-        return len(typed.file_kb) * (typed.duration_s * rates + OVERHEAD_S)
+        wrk = typed.latency.seconds + WRK_OVERHEAD_S if typed.latency else 0.0
+        return len(typed.file_kb) * (typed.duration_s * rates + OVERHEAD_S + wrk)
 
     def prepare(self, ctx: CellContext) -> None:
         spec = ctx.spec(WebWorkloadSpec)
@@ -66,6 +79,10 @@ class WebCell(Simple):
             window = MonitorWindow(self._monitors)
             with window:
                 outcome = run_web_phase(spec, kb, client, server)
+            if spec.latency is not None:
+                latency = run_wrk_pass(spec, kb, client, server)
+                outcome.metrics.update(latency.metrics)
+                outcome.attachments.append((WRK_RAW_KIND, latency.raw))
             windows.append(window.measured([outcome]))
         result = cell_result(windows)
         result.measurements += vhost_records(ctx.started(), spec.phase_list())
