@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_uri_parts, source_kind
 
 AGENT_PORT_NAME = "org.qemu.guest_agent.0"
 ResolvedAccel = Literal["kvm", "tcg"]
@@ -124,9 +124,30 @@ def _base_args(plan: LaunchPlan) -> list[str]:
     ]
 
 
+def drive_source(disk: DiskSpec, image: str) -> str:
+    """The ``-drive`` options naming where disk blocks live: an image file, a whole
+    host block device (QEMU's ``host_device`` protocol, named explicitly so a path
+    that is not a block device fails instead of being opened as a file), or QEMU's
+    own NBD client connected to a resolved ``nbd://`` export (the host initiator).
+    Raises ValueError for an ``nbd:HOST`` source the run has not resolved."""
+    kind = source_kind(disk.source)
+    if kind == "device":
+        return f"driver=raw,file.driver=host_device,file.filename={_opt_escape(image)}"
+    if kind == "nbd-uri":
+        address, port, export = nbd_uri_parts(image)
+        return (f"driver={disk.format},file.driver=nbd,file.server.type=inet,"
+                f"file.server.host={address},file.server.port={port},file.export={export}")
+    if kind == "nbd-host":
+        raise ValueError(f"disk source {disk.source}: the lab's NBD server was not "
+                         "resolved to an address before the guest was built")
+    return f"file={_opt_escape(image)}"
+
+
 def _drive_args(disk: DiskSpec, index: int, image: str) -> list[str]:
+    # An image file keeps format= after the id (the order runs have always stored).
+    fmt = f"format={disk.format}," if source_kind(disk.source) == "image" else ""
     drive = (
-        f"file={_opt_escape(image)},if=none,id=drive{index},format={disk.format},"
+        f"{drive_source(disk, image)},if=none,id=drive{index},{fmt}"
         f"cache={disk.cache},aio={disk.aio}"
     )
     if disk.bps_limit is not None:

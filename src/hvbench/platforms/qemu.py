@@ -35,6 +35,7 @@ from hvbench.errors import (
     tail,
 )
 from hvbench.host import facts
+from hvbench.host.blockdev import require_free_device
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.started import StartStop
@@ -47,7 +48,7 @@ from hvbench.model.qemu_argv import (
     disk_serial,
     wants_host_tsc,
 )
-from hvbench.model.spec import PREALLOCATION, NicSpec, VmSpec
+from hvbench.model.spec import PREALLOCATION, DiskSpec, NicSpec, VmSpec, source_kind
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.process import die_with_parent as _die_with_parent
@@ -199,9 +200,15 @@ class QemuPlatform(StartStop):
                 raise HostError(f"this QEMU ({QEMU_BINARY}) was built without aio=io_uring")
 
     def _create_disk(self, index: int) -> str:
+        """The image file of benchmark disk ``index``, created here; or the host block
+        device it names (checked free: :class:`HostError` otherwise); or its resolved
+        NBD export (``nbd://``; an unresolved ``nbd:HOST`` raises :class:`HostError`)."""
         disk = self.spec.disks[index]
         if self._run_dir is None:
             raise GuestError("internal: run directory missing")
+        existing = existing_source(disk, f"guest {self.name} disk {index}")
+        if existing is not None:
+            return existing
         path = self._run_dir / f"disk{index}.{disk.format}"
         prealloc = PREALLOCATION[disk.allocation]
         run(
@@ -511,6 +518,23 @@ class QemuPlatform(StartStop):
             with contextlib.suppress(Exception):
                 self._qmp.close()
             self._qmp = None
+
+
+def existing_source(disk: DiskSpec, what: str) -> str | None:
+    """What a disk opens that hvbench does not create: its host block device (after
+    :func:`require_free_device`) or its resolved NBD export; None for an image file.
+    Raises :class:`HostError` for a device in use or an NBD source that the run's lab
+    did not resolve (a study's nbd:HOST needs its [[lab.host]])."""
+    kind = source_kind(disk.source)
+    if disk.source is None or kind == "image":
+        return None
+    if kind == "device":
+        require_free_device(disk.source, f"{what}: disk.source")
+        return disk.source
+    if kind == "nbd-host":
+        raise HostError(f"{what}: disk.source {disk.source}: no lab serves this export "
+                        "(a study declares it with a [[lab.host]] of that name)")
+    return disk.source
 
 
 def devices_with_serial(guest: Platform, serial: str) -> list[str]:
