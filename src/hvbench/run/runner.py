@@ -62,6 +62,8 @@ __all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", 
            "make_platform", "remove_orphans", "resume_study", "run_study"]
 
 LOCK_NAME = "hvbench-run.lock"
+#: The raw-output kind of a native platform's memory cgroup (JSON: limit, peak).
+MEMORY_CGROUP_KIND = "memory-cgroup"
 
 
 def load_study(path: Path) -> Study:
@@ -408,6 +410,11 @@ def _domain_xml(platform: Platform | None) -> list[RawRecord]:
         else []
     if missing:
         raw.append(RawRecord("platform", MISSING_METRICS_KIND, json.dumps(missing)))
+    # The native side's memory cgroup: its limit and the peak charge so far (the page
+    # cache it had), kept to show the limit held.
+    cgroup = about.get("memory_cgroup")
+    if cgroup:
+        raw.append(RawRecord("platform", MEMORY_CGROUP_KIND, json.dumps(cgroup)))
     return raw
 
 
