@@ -110,15 +110,18 @@ def test_phy_loop_device_natively_and_in_a_tcg_guest(image: GuestImage, tmp_path
             assert values[(platform, phase, "mb_s")] > 0
 
 
-def test_nbd_export_of_a_lab_host_host_initiator(image: GuestImage, tmp_path: Path) -> None:
+def test_nbd_export_of_a_lab_host_host_and_guest_initiator(image: GuestImage,
+                                                           tmp_path: Path) -> None:
     text = _reduced("001-nbd.toml", [
         ("repetitions = 3", "repetitions = 1"),
         ('file_size = "64M"', 'file_size = "16M"'),
         ('size = "96M"', 'size = "32M"'),
-        ('bus = ["lsi-scsi", "virtio-blk"]', 'bus = "lsi-scsi"'),
+        ('exclude = [{ initiator = "guest", bus = "lsi-scsi" }]',
+         'exclude = [{ initiator = "guest", bus = "lsi-scsi" }, '
+         '{ initiator = "host", bus = "virtio-blk" }]'),
     ])
     values, _ = _run(text, tmp_path)
-    for platform in ("native-nbd", "nbd"):
+    for platform in ("native-nbd", "nbd.lsi-scsi-host", "nbd.virtio-blk-guest"):
         for phase in ("write", "read"):
             assert values[(platform, phase, "mb_s")] > 0
     # The shaped 1 Gbit/s link bounds both sides (125 MB/s, with a margin for bursts).

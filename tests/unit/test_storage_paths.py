@@ -15,7 +15,14 @@ from hvbench.host import blockdev
 from hvbench.host.cgroups import MemoryCgroup, cleanup_orphaned_cgroups, detect_memory_root
 from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml, io_settings
 from hvbench.model.qemu_argv import LaunchPlan, build_qemu_argv
-from hvbench.model.spec import DiskSpec, VmSpec, nbd_host, nbd_uri_parts, source_kind
+from hvbench.model.spec import (
+    DiskSpec,
+    NicSpec,
+    VmSpec,
+    nbd_host,
+    nbd_uri_parts,
+    source_kind,
+)
 from hvbench.model.study import (
     DiskWorkloadSpec,
     NativePlatformSpec,
@@ -62,13 +69,31 @@ def test_bad_sources_are_refused(source: str) -> None:
 
 @pytest.mark.parametrize(("fields", "words"), [
     ({"source": "/dev/loop0", "format": "qcow2"}, "given to the guest raw"),
-    ({"source": "nbd:storage", "initiator": "guest"}, "not built yet"),
     ({"initiator": "guest"}, "only valid with an NBD source"),
     ({"source": "nbd:storage", "aio": "native"}, "network socket"),
 ])
 def test_bad_combinations_say_why(fields: dict[str, object], words: str) -> None:
     with pytest.raises(ValueError, match=words):
         DiskSpec.model_validate(fields)
+
+
+def test_a_guest_initiator_needs_a_nic_and_gets_no_qemu_drive() -> None:
+    disk = DiskSpec(bus="lsi-scsi", source="nbd:storage", initiator="guest")
+    assert disk.guest_attached and disk.label().endswith("-guest-initiator")
+    with pytest.raises(ValueError, match="needs a NIC for the guest's nbd-client"):
+        VmSpec(disks=(disk,))
+    spec = VmSpec(machine="pc", disks=(disk.model_copy(update={"source": URI}),),
+                  nics=(NicSpec(backend="tap", bridge="br0", address="10.99.0.20/24"),))
+    plan = LaunchPlan(spec=spec, accel="tcg", name="g", kernel="/k", initrd="/i",
+                      kernel_cmdline="c", qmp_socket="/q", agent_socket="/a",
+                      console_log="/c", disk_images=(URI,), tap_names=("hvb-t0",),
+                      macs=("52:54:00:00:00:01",))
+    argv = build_qemu_argv(plan)
+    text = " ".join(argv)
+    assert "nbd" not in text.replace("hvbench.net", "")
+    assert "lsi53c895a" not in text and "sym53c8xx" not in text
+    assert " hvbench.drivers=virtio_net " in text
+    assert not DiskSpec(source="nbd:storage").guest_attached
 
 
 def test_labels_name_the_source() -> None:

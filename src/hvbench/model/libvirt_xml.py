@@ -69,6 +69,9 @@ def check_libvirt_spec(spec: VmSpec) -> None:
     if spec.machine == "microvm":
         raise SpecError("machine microvm: libvirt has no microvm machine type; use q35 or pc")
     for index, disk in enumerate(spec.disks):
+        if disk.guest_attached:
+            raise SpecError(f"disk {index}: initiator guest: a guest that attaches its own "
+                            "NBD disk is offered on kind = \"qemu\" only")
         if disk.bus == "ide" and spec.machine != "pc":
             raise SpecError(f"disk {index}: bus ide: libvirt offers IDE on machine pc only")
     for index, nic in enumerate(spec.nics):

@@ -183,7 +183,7 @@ def _disk_device_args(plan: LaunchPlan, disk: DiskSpec, index: int, slot: int) -
 
 def _controller_args(spec: VmSpec) -> list[str]:
     """Shared controllers for the emulated buses, added once when any disk uses them."""
-    buses = {d.bus for d in spec.disks}
+    buses = {d.bus for d in spec.disks if not d.guest_attached}
     args: list[str] = []
     if "ide" in buses and spec.machine != "pc":
         args += ["-device", "piix3-ide,id=pide0"]
@@ -198,6 +198,8 @@ def _disks_args(plan: LaunchPlan) -> list[str]:
     args = _controller_args(plan.spec)
     per_bus: dict[str, int] = {}
     for index, (disk, image) in enumerate(zip(plan.spec.disks, plan.disk_images, strict=True)):
+        if disk.guest_attached:
+            continue  # the guest's nbd-client attaches it over the NIC
         slot = per_bus.get(disk.bus, 0)
         per_bus[disk.bus] = slot + 1
         args += _drive_args(disk, index, image)
@@ -283,7 +285,8 @@ def tsc_cmdline(plan: LaunchPlan) -> str:
 def driver_cmdline(spec: VmSpec) -> str:
     """``hvbench.drivers=a,b``: the modules for the declared disks and NICs, in order."""
     modules: list[str] = []
-    for name in [m for d in spec.disks for m in BUS_MODULES[d.bus]] + [
+    disk_modules = [m for d in spec.disks if not d.guest_attached for m in BUS_MODULES[d.bus]]
+    for name in disk_modules + [
         m for n in spec.nics for m in NIC_MODULES[n.model]
     ]:
         if name not in modules:

@@ -149,7 +149,9 @@ class DiskSpec(_Frozen):
     #: and ``size`` there), seed 001's network block storage.
     source: str | None = None
     #: NBD sources: ``host``, QEMU's own NBD client opens the export (the initiator in
-    #: the host); ``guest``, the guest's nbd-client over its NIC (not built yet).
+    #: the host) and gives it to the guest on ``bus``; ``guest``, the guest's own
+    #: nbd-client attaches it as /dev/nbdN over the guest's first NIC (no QEMU disk:
+    #: ``bus``, ``cache`` and ``aio`` do not apply).
     initiator: Initiator = "host"
 
     @model_validator(mode="after")
@@ -160,10 +162,6 @@ class DiskSpec(_Frozen):
                              f"guest raw, not as format={self.format}")
         if self.initiator != "host" and not kind.startswith("nbd"):
             raise ValueError("initiator is only valid with an NBD source (nbd:HOST)")
-        if self.initiator == "guest":
-            raise ValueError("initiator = \"guest\" is not built yet: the bundled guest "
-                             "image has neither the nbd module nor nbd-client (docs/studies.md"
-                             ", Storage paths); use initiator = \"host\"")
         if kind.startswith("nbd") and self.aio == "native":
             raise ValueError("aio=native needs a local file or device: QEMU's NBD client "
                              "is a network socket (use aio = \"threads\")")
@@ -207,7 +205,15 @@ class DiskSpec(_Frozen):
             parts.append(f"q{self.queues}")
         if self.bps_limit is not None:
             parts.append(f"bps-{format_size(self.bps_limit)}")
+        if self.initiator == "guest":
+            parts.append("guest-initiator")
         return "-".join(parts)
+
+    @property
+    def guest_attached(self) -> bool:
+        """The guest attaches this disk itself (an NBD export, ``initiator = "guest"``):
+        QEMU gets no drive for it."""
+        return self.initiator == "guest" and source_kind(self.source).startswith("nbd")
 
 
 class NicSpec(_Frozen):
@@ -287,6 +293,9 @@ class VmSpec(_Frozen):
     def _check(self) -> VmSpec:
         if self.machine == "microvm":
             _check_microvm(self)
+        if any(d.initiator == "guest" for d in self.disks) and not self.nics:
+            raise ValueError("initiator = \"guest\" needs a NIC for the guest's nbd-client "
+                             "(e.g. nic = { model = \"virtio-net\", backend = \"tap\" })")
         for bus, capacity in BUS_CAPACITY.items():
             count = sum(1 for d in self.disks if d.bus == bus)
             if count > capacity:
