@@ -730,3 +730,130 @@ def cleanup_orphaned_cgroups(registry_dir: Path | None = None) -> list[str]:
         with contextlib.suppress(HostError):
             removed += _release_orphan(record, str(data.get("tag", record.stem)))
     return removed
+
+
+# -- a memory limit for native commands ------------------------------------------------
+def detect_memory_root(mounts_text: str | None = None, root: Path = Path("/"),
+                       ) -> tuple[CgroupVersion, Path] | None:
+    """(version, mount point) of the hierarchy holding the memory controller: a v1
+    ``memory`` mount wins, else a cgroup2 mount whose ``cgroup.controllers`` lists it;
+    None when neither does. Reads ``<root>/proc/self/mounts`` unless given. Raises
+    nothing."""
+    if mounts_text is None:
+        mounts_text = facts.read_text(root / "proc/self/mounts") or ""
+    v1, v2 = _parse_mounts(mounts_text, root)
+    if "memory" in v1:
+        return 1, v1["memory"]
+    for mount in v2:
+        if "memory" in (facts.read_text(mount / "cgroup.controllers") or "").split():
+            return 2, mount
+    return None
+
+
+class MemoryCgroup(StartStop):
+    """One memory cgroup ``hvbench-<tag>`` limited to ``limit_bytes`` (v1
+    ``memory.limit_in_bytes``, v2 ``memory.max``), for the native side of a buffered
+    test: the page cache of what runs in it is charged to it, so the host caches no
+    more of the test file than a guest of that RAM could (seed 000's 2 x RAM rule then
+    holds on both sides).
+
+    As :class:`CpuCgroups`, the path goes to an owner record (``cgroups-<tag>.json``)
+    before it is created, so :func:`cleanup_orphaned_cgroups` removes it after a
+    ``kill -9``. ``start()`` raises :class:`HostError` when no hierarchy holds the
+    memory controller or a file cannot be written, :class:`RootRequiredError` without
+    root; ``stop()`` moves what is left to the root, removes the directory and the
+    record (safe twice; :class:`HostError` if the directory stays, after
+    :data:`RMDIR_WAIT_S`). A context manager."""
+
+    def __init__(self, tag: str, limit_bytes: int, *, registry_dir: Path | None = None,
+                 mounts_text: str | None = None, fs_root: Path = Path("/")) -> None:
+        _check_name("tag", tag)
+        if limit_bytes <= 0:
+            raise ValueError(f"memory limit must be positive, not {limit_bytes}")
+        self.tag = tag
+        self.limit_bytes = limit_bytes
+        self._registry_dir = registry_dir
+        self._mounts_text = mounts_text
+        self._fs_root = fs_root
+        self.version: CgroupVersion | None = None
+        self.path: Path | None = None
+        self._root: Path | None = None
+        self._record: Path | None = None
+
+    @property
+    def procs_file(self) -> Path:
+        """The group's ``cgroup.procs`` (a pid written there joins). Raises
+        :class:`HostError` before :meth:`start`."""
+        if self.path is None:
+            raise HostError(f"memory cgroup {PREFIX}{self.tag} is not started")
+        return self.path / "cgroup.procs"
+
+    def start(self) -> None:
+        if self.path is not None:
+            return
+        found = detect_memory_root(self._mounts_text, self._fs_root)
+        if found is None:
+            raise HostError("a memory limit for the native side needs the memory cgroup "
+                            "controller (no v1 memory mount, no cgroup2 mount listing it)")
+        version, root = found
+        if not facts.is_root() and not os.access(root, os.W_OK):
+            raise RootRequiredError("a memory cgroup for the native side")
+        path = root / f"{PREFIX}{self.tag}"
+        record = (self._registry_dir or work_dir()) / f"{RECORD_PREFIX}{self.tag}.json"
+        data = {"pid": os.getpid(), "start_time": _start_time(os.getpid()), "tag": self.tag,
+                "version": version, "roots": [str(root)], "paths": [str(path)]}
+        try:
+            _save_record(record, data, exclusive=True)
+        except OSError as exc:
+            raise HostError(f"cannot write the cgroup owner record {record}: "
+                            f"{_strerror(exc)}") from exc
+        self._record, self._root, self.version = record, root, version
+        try:
+            path.mkdir()
+        except OSError as exc:
+            self.stop()
+            raise HostError(f"cannot create cgroup {path}: {_strerror(exc)}") from exc
+        self.path = path
+        try:
+            if version == 2:
+                self._enable_v2_memory(root)
+                _write(path / "memory.max", str(self.limit_bytes))
+            else:
+                _write(path / "memory.limit_in_bytes", str(self.limit_bytes))
+        except BaseException:
+            with contextlib.suppress(HvbenchError):
+                self.stop()
+            raise
+
+    @staticmethod
+    def _enable_v2_memory(root: Path) -> None:
+        """v2: the parent must delegate the controller (``+memory`` in its
+        ``cgroup.subtree_control``) before a child has ``memory.max``."""
+        enabled = (facts.read_text(root / "cgroup.subtree_control") or "").split()
+        if "memory" not in enabled:
+            _write(root / "cgroup.subtree_control", "+memory")
+
+    def usage_bytes(self) -> int | None:
+        """The group's peak memory charge (v1 ``memory.max_usage_in_bytes``, v2
+        ``memory.peak`` where the kernel has it), bytes; None when unreadable."""
+        if self.path is None:
+            return None
+        name = "memory.max_usage_in_bytes" if self.version == 1 else "memory.peak"
+        text = (facts.read_text(self.path / name) or "").strip()
+        return int(text) if text.isdigit() else None
+
+    def describe(self) -> dict[str, Any]:
+        """Version, path, the limit written and the peak charge, for the stored run."""
+        return {"version": self.version, "path": _str(self.path),
+                "limit_bytes": self.limit_bytes, "peak_bytes": self.usage_bytes()}
+
+    def stop(self) -> None:
+        path, root = self.path, self._root
+        if path is not None and root is not None:
+            _, failed = remove_cgroups([path], [root])
+            if failed:
+                raise HostError(f"could not remove cgroups: {'; '.join(failed)}")
+        self.path = None
+        if self._record is not None:
+            self._record.unlink(missing_ok=True)
+            self._record = None

@@ -27,6 +27,9 @@ ROOT_PACKAGES: tuple[str, ...] = (
     "lighttpd",
     "qemu-guest-agent",
     "e2fsprogs",
+    # The NBD client of a guest-initiator disk (seed 001's network storage, attached
+    # by the guest itself over its NIC).
+    "nbd-client",
 )
 
 _DEPENDS_FLAGS = (

@@ -59,6 +59,7 @@ GUEST_PROGRAMS: tuple[str, ...] = (
     "/usr/sbin/qemu-ga",
     "/sbin/mke2fs",
     "/sbin/mkfs.ext4",
+    "/sbin/nbd-client",
 )
 #: Loaded with dlopen(), so not visible as DT_NEEDED: lighttpd's modules, and libgcc_s
 #: which glibc dlopens for pthread_cancel and backtraces.

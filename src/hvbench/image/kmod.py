@@ -28,6 +28,8 @@ WANTED_MODULES: tuple[str, ...] = (
     "ata_piix",
     "ata_generic",
     "sym53c8xx",
+    # network block devices of a guest-initiator disk (nbd-client)
+    "nbd",
     # network
     "virtio_net",
     "e1000",

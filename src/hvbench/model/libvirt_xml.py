@@ -25,7 +25,7 @@ from hvbench.model.qemu_argv import (
     nic_cmdline,
     user_subnet,
 )
-from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_uri_parts, source_kind
 
 #: hvbench's own XML namespace for the ownership element of the domains it creates.
 OWNER_NS = "https://hvbench.dev/xmlns/owner/1"
@@ -69,6 +69,9 @@ def check_libvirt_spec(spec: VmSpec) -> None:
     if spec.machine == "microvm":
         raise SpecError("machine microvm: libvirt has no microvm machine type; use q35 or pc")
     for index, disk in enumerate(spec.disks):
+        if disk.guest_attached:
+            raise SpecError(f"disk {index}: initiator guest: a guest that attaches its own "
+                            "NBD disk is offered on kind = \"qemu\" only")
         if disk.bus == "ide" and spec.machine != "pc":
             raise SpecError(f"disk {index}: bus ide: libvirt offers IDE on machine pc only")
     for index, nic in enumerate(spec.nics):
@@ -118,14 +121,27 @@ def _os(root: ET.Element, plan: DomainPlan) -> None:
 
 def _disk(devices: ET.Element, disk: DiskSpec, index: int, *, image: str, target: str,
           iothread: int | None, controller: int | None) -> None:
-    element = _sub(devices, "disk", type="file", device="disk")
+    kind = source_kind(disk.source)
+    disk_type = {"device": "block", "nbd-uri": "network"}.get(kind, "file")
+    if kind == "nbd-host":
+        raise SpecError(f"disk {index}: source {disk.source}: the lab's NBD server was not "
+                        "resolved to an address before the domain was defined")
+    element = _sub(devices, "disk", type=disk_type, device="disk")
     driver = {"name": "qemu", "type": disk.format, "cache": disk.cache, "io": disk.aio}
     if iothread is not None and disk.bus == "virtio-blk":
         driver["iothread"] = str(iothread)
     if disk.queues is not None and disk.bus == "virtio-blk":
         driver["queues"] = str(disk.queues)
     _sub(element, "driver", **driver)
-    _sub(element, "source", file=image)
+    if kind == "device":
+        _sub(element, "source", dev=image)
+    elif kind == "nbd-uri":
+        # libvirt's own NBD client settings: QEMU in the host opens the export.
+        address, port, export = nbd_uri_parts(image)
+        source = _sub(element, "source", protocol="nbd", name=export)
+        _sub(source, "host", name=address, port=str(port))
+    else:
+        _sub(element, "source", file=image)
     bus = _BUS[disk.bus]
     target_attrs = {"dev": target, "bus": bus}
     _sub(element, "target", **target_attrs)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_uri_parts, source_kind
 
 AGENT_PORT_NAME = "org.qemu.guest_agent.0"
 ResolvedAccel = Literal["kvm", "tcg"]
@@ -124,9 +124,30 @@ def _base_args(plan: LaunchPlan) -> list[str]:
     ]
 
 
+def drive_source(disk: DiskSpec, image: str) -> str:
+    """The ``-drive`` options naming where disk blocks live: an image file, a whole
+    host block device (QEMU's ``host_device`` protocol, named explicitly so a path
+    that is not a block device fails instead of being opened as a file), or QEMU's
+    own NBD client connected to a resolved ``nbd://`` export (the host initiator).
+    Raises ValueError for an ``nbd:HOST`` source the run has not resolved."""
+    kind = source_kind(disk.source)
+    if kind == "device":
+        return f"driver=raw,file.driver=host_device,file.filename={_opt_escape(image)}"
+    if kind == "nbd-uri":
+        address, port, export = nbd_uri_parts(image)
+        return (f"driver={disk.format},file.driver=nbd,file.server.type=inet,"
+                f"file.server.host={address},file.server.port={port},file.export={export}")
+    if kind == "nbd-host":
+        raise ValueError(f"disk source {disk.source}: the lab's NBD server was not "
+                         "resolved to an address before the guest was built")
+    return f"file={_opt_escape(image)}"
+
+
 def _drive_args(disk: DiskSpec, index: int, image: str) -> list[str]:
+    # An image file keeps format= after the id (the order runs have always stored).
+    fmt = f"format={disk.format}," if source_kind(disk.source) == "image" else ""
     drive = (
-        f"file={_opt_escape(image)},if=none,id=drive{index},format={disk.format},"
+        f"{drive_source(disk, image)},if=none,id=drive{index},{fmt}"
         f"cache={disk.cache},aio={disk.aio}"
     )
     if disk.bps_limit is not None:
@@ -162,7 +183,7 @@ def _disk_device_args(plan: LaunchPlan, disk: DiskSpec, index: int, slot: int) -
 
 def _controller_args(spec: VmSpec) -> list[str]:
     """Shared controllers for the emulated buses, added once when any disk uses them."""
-    buses = {d.bus for d in spec.disks}
+    buses = {d.bus for d in spec.disks if not d.guest_attached}
     args: list[str] = []
     if "ide" in buses and spec.machine != "pc":
         args += ["-device", "piix3-ide,id=pide0"]
@@ -177,6 +198,8 @@ def _disks_args(plan: LaunchPlan) -> list[str]:
     args = _controller_args(plan.spec)
     per_bus: dict[str, int] = {}
     for index, (disk, image) in enumerate(zip(plan.spec.disks, plan.disk_images, strict=True)):
+        if disk.guest_attached:
+            continue  # the guest's nbd-client attaches it over the NIC
         slot = per_bus.get(disk.bus, 0)
         per_bus[disk.bus] = slot + 1
         args += _drive_args(disk, index, image)
@@ -262,7 +285,8 @@ def tsc_cmdline(plan: LaunchPlan) -> str:
 def driver_cmdline(spec: VmSpec) -> str:
     """``hvbench.drivers=a,b``: the modules for the declared disks and NICs, in order."""
     modules: list[str] = []
-    for name in [m for d in spec.disks for m in BUS_MODULES[d.bus]] + [
+    disk_modules = [m for d in spec.disks if not d.guest_attached for m in BUS_MODULES[d.bus]]
+    for name in disk_modules + [
         m for n in spec.nics for m in NIC_MODULES[n.model]
     ]:
         if name not in modules:

@@ -48,6 +48,47 @@ IOTHREAD_BUSES: frozenset[str] = frozenset({"virtio-blk", "virtio-scsi"})
 #: AHCI: 6 ports, LSI 53C895A: 7 targets).
 BUS_CAPACITY: Mapping[str, int] = {"ide": 4, "ahci": 6, "lsi-scsi": 7}
 
+#: ``source`` of a whole host block device ("phy" in seed 001): an absolute /dev path.
+_DEVICE_SOURCE_RE = re.compile(r"^/dev/[A-Za-z0-9][A-Za-z0-9/_.:+-]*$")
+#: ``source`` of an NBD export served from a net-lab host, as a study names it
+#: (``nbd:HOST``) and as the run resolves it (``nbd://ADDRESS:PORT/EXPORT``).
+_NBD_HOST_RE = re.compile(r"^nbd:([a-z][a-z0-9-]{0,11})$")
+_NBD_URI_RE = re.compile(r"^nbd://(\d+\.\d+\.\d+\.\d+):(\d{1,5})/([A-Za-z0-9_.-]+)$")
+SourceKind = Literal["image", "device", "nbd-host", "nbd-uri"]
+Initiator = Literal["host", "guest"]
+
+
+def source_kind(source: str | None) -> SourceKind:
+    """What a disk ``source`` names: None an image file hvbench creates, ``/dev/...`` a
+    host block device, ``nbd:HOST`` a lab host's NBD export, ``nbd://...`` that export
+    resolved to an address. Raises ValueError naming the accepted forms."""
+    if source is None:
+        return "image"
+    if _DEVICE_SOURCE_RE.fullmatch(source) and "/../" not in f"{source}/":
+        return "device"
+    if _NBD_HOST_RE.fullmatch(source):
+        return "nbd-host"
+    if _NBD_URI_RE.fullmatch(source):
+        return "nbd-uri"
+    raise ValueError(f"source {source!r}: expected a host block device (/dev/...) or an "
+                     "NBD export of a lab host (nbd:HOST)")
+
+
+def nbd_host(source: str | None) -> str | None:
+    """The lab host of an ``nbd:HOST`` source; None for any other source."""
+    match = _NBD_HOST_RE.fullmatch(source or "")
+    return match.group(1) if match else None
+
+
+def nbd_uri_parts(source: str) -> tuple[str, int, str]:
+    """(address, port, export) of a resolved ``nbd://ADDRESS:PORT/EXPORT`` source.
+    Raises ValueError for anything else."""
+    match = _NBD_URI_RE.fullmatch(source)
+    if match is None:
+        raise ValueError(f"source {source!r} is not a resolved NBD export")
+    return match.group(1), int(match.group(2)), match.group(3)
+
+
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
@@ -101,9 +142,29 @@ class DiskSpec(_Frozen):
     queues: int | None = Field(default=None, ge=1, le=16)
     #: QEMU I/O throttling of this disk (``throttling.bps-total``), bytes/s; None: off.
     bps_limit: ByteSize | None = None
+    #: Where the disk's blocks live: None, an image file hvbench creates (``format``,
+    #: ``allocation``, ``size``); ``/dev/...``, a whole host block device given to the
+    #: guest ("phy" in seed 001; raw, its own size); ``nbd:HOST``, an NBD export served
+    #: from net-lab host HOST over its shaped link (an image of ``format``, ``allocation``
+    #: and ``size`` there), seed 001's network block storage.
+    source: str | None = None
+    #: NBD sources: ``host``, QEMU's own NBD client opens the export (the initiator in
+    #: the host) and gives it to the guest on ``bus``; ``guest``, the guest's own
+    #: nbd-client attaches it as /dev/nbdN over the guest's first NIC (no QEMU disk:
+    #: ``bus``, ``cache`` and ``aio`` do not apply).
+    initiator: Initiator = "host"
 
     @model_validator(mode="after")
     def _check(self) -> DiskSpec:
+        kind = source_kind(self.source)
+        if kind == "device" and self.format != "raw":
+            raise ValueError(f"source {self.source}: a host block device is given to the "
+                             f"guest raw, not as format={self.format}")
+        if self.initiator != "host" and not kind.startswith("nbd"):
+            raise ValueError("initiator is only valid with an NBD source (nbd:HOST)")
+        if kind.startswith("nbd") and self.aio == "native":
+            raise ValueError("aio=native needs a local file or device: QEMU's NBD client "
+                             "is a network socket (use aio = \"threads\")")
         if self.aio == "native" and self.cache not in DIRECT_CACHE_MODES:
             raise ValueError(
                 f"aio=native needs cache=none or cache=directsync (got cache={self.cache}): "
@@ -122,8 +183,20 @@ class DiskSpec(_Frozen):
         return self
 
     def label(self) -> str:
-        """A short name derived from the values, e.g. ``virtio-blk-none-raw-sparse``."""
-        parts: list[str] = [self.bus, self.cache, self.format, self.allocation]
+        """A short name derived from the values, e.g. ``virtio-blk-none-raw-sparse``,
+        ``lsi-scsi-none-phy-loop0``, ``virtio-blk-none-nbd-storage-raw-sparse``."""
+        parts: list[str] = [self.bus, self.cache]
+        kind = source_kind(self.source)
+        if kind == "device" and self.source is not None:
+            parts += ["phy", self.source.rsplit("/", 1)[-1]]
+        else:
+            if kind == "nbd-host":
+                parts += ["nbd", nbd_host(self.source) or ""]
+            elif kind == "nbd-uri" and self.source is not None:
+                # The run names each export after its lab host: the same label as
+                # the study's nbd:HOST.
+                parts += ["nbd", nbd_uri_parts(self.source)[2]]
+            parts += [self.format, self.allocation]
         if self.aio != "threads":
             parts.append(f"aio-{self.aio}")
         if self.iothread:
@@ -132,7 +205,15 @@ class DiskSpec(_Frozen):
             parts.append(f"q{self.queues}")
         if self.bps_limit is not None:
             parts.append(f"bps-{format_size(self.bps_limit)}")
+        if self.initiator == "guest":
+            parts.append("guest-initiator")
         return "-".join(parts)
+
+    @property
+    def guest_attached(self) -> bool:
+        """The guest attaches this disk itself (an NBD export, ``initiator = "guest"``):
+        QEMU gets no drive for it."""
+        return self.initiator == "guest" and source_kind(self.source).startswith("nbd")
 
 
 class NicSpec(_Frozen):
@@ -212,6 +293,9 @@ class VmSpec(_Frozen):
     def _check(self) -> VmSpec:
         if self.machine == "microvm":
             _check_microvm(self)
+        if any(d.initiator == "guest" for d in self.disks) and not self.nics:
+            raise ValueError("initiator = \"guest\" needs a NIC for the guest's nbd-client "
+                             "(e.g. nic = { model = \"virtio-net\", backend = \"tap\" })")
         for bus, capacity in BUS_CAPACITY.items():
             count = sum(1 for d in self.disks if d.bus == bus)
             if count > capacity:

@@ -35,7 +35,15 @@ from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
-from hvbench.model.spec import ByteSize, DiskSpec, VmSpec, format_size, spec_error
+from hvbench.model.spec import (
+    ByteSize,
+    DiskSpec,
+    VmSpec,
+    format_size,
+    nbd_host,
+    source_kind,
+    spec_error,
+)
 
 DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
 #: The phases of each profile, in the order they run (later phases reuse earlier files).
@@ -131,8 +139,29 @@ class StudySection(_Strict):
         return value
 
 
+class NativeDiskSpec(_Strict):
+    """``disk = { source = ... }`` of a native platform: the storage the host itself
+    measures in place of a file in its scratch directory, the same a guest is given
+    (a host block device ``/dev/...``, or a lab host's NBD export ``nbd:HOST``)."""
+
+    source: str
+
+    @field_validator("source")
+    @classmethod
+    def _check_source(cls, value: str) -> str:
+        if source_kind(value) == "image":
+            raise ValueError("expected a host block device (/dev/...) or nbd:HOST")
+        return value
+
+
 class NativePlatformSpec(_Strict):
+    """The host. ``memory_mib``: its commands run in a memory cgroup limited to that
+    much (a guest's RAM), so a buffered test sees the page cache a guest of that size
+    would; ``disk``: measure that storage instead of a scratch file."""
+
     kind: Literal["native"] = "native"
+    memory_mib: int | None = Field(default=None, ge=64, le=1 << 20)
+    disk: NativeDiskSpec | None = None
 
 
 class QemuPlatformSpec(_Strict):
@@ -647,10 +676,14 @@ def _check_variant_name(name: object, where: str) -> None:
 def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
     kind = concrete.pop("kind", "qemu")
     if kind == "native":
-        if concrete:
-            raise SpecError(f"{where}: {sorted(concrete)[0]}: a native platform takes no "
-                            "fields besides kind and name")
-        return NativePlatformSpec()
+        extra = sorted(set(concrete) - {"memory_mib", "disk"})
+        if extra:
+            raise SpecError(f"{where}: {extra[0]}: a native platform takes no fields "
+                            "besides kind, name, memory_mib and disk")
+        try:
+            return NativePlatformSpec.model_validate(concrete)
+        except ValidationError as exc:
+            raise spec_error(exc, where) from exc
     if kind not in ("qemu", "libvirt"):
         raise SpecError(f"{where}: kind: expected \"native\", \"qemu\" or \"libvirt\", "
                         f"got {kind!r}")
@@ -757,6 +790,9 @@ def check_cache_rule(cell: Cell, host_memory_bytes: int) -> None:
     platform = cell.platform.spec
     vm = guest_vm(platform)
     ram = vm.memory_mib << 20 if vm is not None else host_memory_bytes
+    if isinstance(platform, NativePlatformSpec) and platform.memory_mib is not None:
+        # The native side's page cache is bounded by its memory cgroup.
+        ram = platform.memory_mib << 20
     if workload.file_size < 2 * ram:
         raise SpecError(
             f"cell {cell.name}: file_size {format_size(workload.file_size)} is smaller than "
@@ -802,8 +838,10 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
         raise SpecError(f"{path}: workload: no cell remains (peer = \"guest\", lifecycle "
                         "and propagation workloads have no native counterpart; add a qemu "
                         "platform)")
+    check_storage_sources(platforms, lab, path)
     for cell in cells:
         check_cache_rule(cell, host_memory_bytes)
+        check_native_source_cell(cell, path)
         check_network_cell(cell, lab, path)
         check_scenario_cell(cell, lab, path)
     return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
@@ -963,6 +1001,77 @@ def check_network_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
                 vm.nics[0].backend != "tap":
             raise SpecError(f"{where}: peer = \"guest\" needs backend = \"tap\" (two "
                             "user-mode guests cannot reach each other)")
+
+
+def platform_sources(spec: PlatformSpec) -> list[tuple[str, DiskSpec | None, str]]:
+    """Each disk source a platform names, as ``(field, guest disk or None natively,
+    source)``: the field as the study spells it (``disk.source``, ``disks[1].source``)."""
+    if isinstance(spec, NativePlatformSpec):
+        return [("disk.source", None, spec.disk.source)] if spec.disk is not None else []
+    vm = guest_vm(spec)
+    disks = vm.disks if vm is not None else ()
+    return [("disk.source" if len(disks) == 1 else f"disks[{i}].source", d, d.source)
+            for i, d in enumerate(disks) if d.source is not None]
+
+
+def nbd_exports(platforms: Sequence[Variant]) -> dict[str, DiskSpec]:
+    """Lab host -> the export it serves (the first guest disk naming it gives size,
+    format and allocation; a host only natives name serves a default 1 GiB raw image)."""
+    exports: dict[str, DiskSpec] = {}
+    found = [(nbd_host(source), disk) for v in platforms
+             for _, disk, source in platform_sources(v.spec)]
+    for host, disk in found:
+        if host is not None and disk is not None:
+            exports.setdefault(host, disk)
+    for host, _ in found:
+        if host is not None:
+            exports.setdefault(host, DiskSpec())
+    return exports
+
+
+def check_storage_sources(platforms: Sequence[Variant], lab: LabSpec | None,
+                          path: str) -> None:
+    """Every ``nbd:HOST`` names a ``[[lab.host]]`` of the study, and the guest disks
+    naming one host agree on the export's size, format and allocation (one export per
+    host, read by native and guest alike). Raises :class:`SpecError` naming the file,
+    platform and field."""
+    hosts = {h.name for h in lab.hosts} if lab else set()
+    seen: dict[str, tuple[str, tuple[int, str, str]]] = {}
+    for variant in platforms:
+        for field, disk, source in platform_sources(variant.spec):
+            host = nbd_host(source)
+            if host is None:
+                continue
+            where = f"{path}: platform {variant.name}: {field} {source}"
+            if host not in hosts:
+                raise SpecError(f"{where}: no [[lab.host]] is named {host!r} (the NBD "
+                                "server runs there, behind its shaped link)")
+            if disk is None:
+                continue
+            shape = (disk.size, disk.format, disk.allocation)
+            first = seen.setdefault(host, (variant.name, shape))
+            if first[1] != shape:
+                raise SpecError(f"{where}: size, format and allocation differ from "
+                                f"platform {first[0]}'s disk on the same export")
+
+
+def check_native_source_cell(cell: Cell, path: str) -> None:
+    """A native platform with a disk source measures it raw: its disk workloads need
+    ``target = "device"`` (hvbench formats no host device). Raises :class:`SpecError`."""
+    platform, workload = cell.platform.spec, cell.workload.spec
+    if isinstance(platform, NativePlatformSpec) and platform.disk is not None and \
+            isinstance(workload, DiskWorkloadSpec) and workload.target != "device":
+        raise SpecError(f"{path}: cell {cell.name}: disk.source {platform.disk.source}: the "
+                        "host measures its device raw: set target = \"device\" (hvbench "
+                        "makes no file system on a host device)")
+
+
+def raw_file_sizes(study: Study, platform: str) -> list[tuple[str, int]]:
+    """(workload name, file_size) of every disk workload run raw (``target =
+    "device"``) on platform variant ``platform``: what its device must hold."""
+    return [(c.workload.name, c.workload.spec.file_size) for c in study.cells
+            if c.platform.name == platform and isinstance(c.workload.spec, DiskWorkloadSpec)
+            and c.workload.spec.target == "device"]
 
 
 def disk_for(spec: PlatformSpec) -> DiskSpec | None:

@@ -27,8 +27,11 @@ from hvbench.platforms.libvirt import LibvirtPlatform
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 
-#: Rewrites a guest's VM spec before it is built (the lab wires its NICs).
+#: Rewrites a guest's VM spec before it is built (the lab wires its NICs and resolves
+#: its NBD disk sources).
 Wiring = Callable[[VmSpec], VmSpec]
+#: A disk source as the run's lab resolves it (``nbd:HOST`` -> ``nbd://...``).
+Resolver = Callable[[str | None], str | None]
 _Spec = TypeVar("_Spec", bound=BaseModel)
 
 
@@ -49,10 +52,12 @@ class PlatformKind(Protocol):
         None for the host."""
         ...
 
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
+              resolve: Resolver | None = None) -> Platform:
         """A platform for ``spec``, not started. May run the KVM probe (``auto``:
-        up to 20 s when no verdict is cached). Raises :class:`HostError` for an
-        accelerator the host lacks."""
+        up to 20 s when no verdict is cached). ``resolve`` resolves a host platform's
+        disk source (a guest's come through ``wire``); it may start the lab's NBD
+        server. Raises :class:`HostError` for an accelerator the host lacks."""
         ...
 
 
@@ -74,7 +79,8 @@ class QemuKind:
     def vm(self, spec: Any) -> VmSpec | None:
         return _typed(spec, QemuPlatformSpec).vm
 
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
+              resolve: Resolver | None = None) -> Platform:
         vm = _typed(spec, QemuPlatformSpec).vm
         if wire is not None:
             vm = wire(vm)
@@ -91,7 +97,8 @@ class LibvirtKind(QemuKind):
     def vm(self, spec: Any) -> VmSpec | None:
         return _typed(spec, LibvirtPlatformSpec).vm
 
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
+              resolve: Resolver | None = None) -> Platform:
         typed = _typed(spec, LibvirtPlatformSpec)
         if typed.vm is None:
             return LibvirtPlatform(typed, name=name)
@@ -112,9 +119,13 @@ class NativeKind:
     def vm(self, spec: Any) -> VmSpec | None:
         return None
 
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None) -> Platform:
-        _typed(spec, NativePlatformSpec)
-        return NativePlatform(name=name)
+    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
+              resolve: Resolver | None = None) -> Platform:
+        typed = _typed(spec, NativePlatformSpec)
+        source = typed.disk.source if typed.disk is not None else None
+        if resolve is not None:
+            source = resolve(source)
+        return NativePlatform(name=name, disk_source=source, memory_mib=typed.memory_mib)
 
 
 PLATFORM_KINDS: Mapping[str, PlatformKind] = {

@@ -53,7 +53,7 @@ from hvbench.model.spec import PREALLOCATION, NicSpec, VmSpec
 from hvbench.model.study import LibvirtPlatformSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
-from hvbench.platforms.qemu import AccelChoice, devices_with_serial, fixed_accel
+from hvbench.platforms.qemu import AccelChoice, devices_with_serial, existing_source, fixed_accel
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
 DEFAULT_URI = "qemu:///system"
@@ -265,6 +265,11 @@ class LibvirtPlatform(StartStop):
     @staticmethod
     def _create_disk(vm: VmSpec, index: int, stage: Path) -> str:
         disk = vm.disks[index]
+        # A host block device or an NBD export: libvirt opens it as it is (a <disk
+        # type='block'> or type='network'); only image files are created here.
+        existing = existing_source(disk, f"libvirt guest disk {index}")
+        if existing is not None:
+            return existing
         path = stage / f"disk{index}.{disk.format}"
         prealloc = PREALLOCATION[disk.allocation]
         run(["qemu-img", "create", "-q", "-f", disk.format, "-o", f"preallocation={prealloc}",

@@ -65,6 +65,16 @@ def die_with_parent(signum: int = signal.SIGKILL) -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
 
 
+def _join_then_die(procs: Path) -> Callable[[], None]:
+    """A preexec function: write the child's pid to ``procs``, then
+    :func:`die_with_parent`. Runs between fork and exec: it only writes a file."""
+    def prepare() -> None:
+        with procs.open("w") as handle:
+            handle.write(str(os.getpid()))
+        die_with_parent()
+    return prepare
+
+
 def netns_argv(argv: Sequence[str], netns: str | None) -> list[str]:
     """``argv`` as run inside network namespace ``netns`` (unchanged when None)."""
     return ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
@@ -78,9 +88,14 @@ def run_in_group(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     what: str = "command",
+    cgroup_procs: Path | None = None,
 ) -> ExecResult:
     """Run ``argv`` to completion in its own session (with PR_SET_PDEATHSIG=SIGKILL),
-    capturing stdout and stderr, as :meth:`NativePlatform.exec` does.
+    capturing stdout and stderr, as :meth:`NativePlatform.exec` does. With
+    ``cgroup_procs`` (a cgroup's ``cgroup.procs``) the child joins that cgroup before
+    it execs, so all it does, and all its children, are charged there; a failed join
+    fails the start (:class:`OSError` from Popen, raised as
+    :class:`~hvbench.errors.HostError`).
 
     On timeout (or Ctrl-C, SIGTERM) the whole process group is killed; a timeout raises
     :class:`GuestTimeoutError` naming ``what``. A non-zero exit is not an error: it is in
@@ -88,12 +103,18 @@ def run_in_group(
     """
     started = time.monotonic()
     full_env = {**os.environ, **env} if env else None
+    prepare = die_with_parent if cgroup_procs is None else _join_then_die(cgroup_procs)
     # Not `with Popen`: its exit waits for the process without a bound.
-    proc = subprocess.Popen(
-        list(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
-        start_new_session=True, preexec_fn=die_with_parent,  # noqa: PLW1509
-    )
+    try:
+        proc = subprocess.Popen(
+            list(argv), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env, cwd=cwd,
+            start_new_session=True, preexec_fn=prepare,  # noqa: PLW1509
+        )
+    except subprocess.SubprocessError as exc:
+        # Popen reports a failing preexec_fn so; the only one that can fail is the join.
+        where = cgroup_procs.parent if cgroup_procs is not None else "(none)"
+        raise HostError(f"{what}: could not join cgroup {where}: {exc}") from exc
     try:
         out, err = _communicate(proc, stdin, started + timeout)
     except BaseException as exc:

@@ -32,9 +32,11 @@ from hvbench.errors import (
     HostError,
     ImageError,
     RootRequiredError,
+    stderr_tail,
     tail,
 )
 from hvbench.host import facts
+from hvbench.host.blockdev import require_free_device
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.started import StartStop
@@ -47,13 +49,24 @@ from hvbench.model.qemu_argv import (
     disk_serial,
     wants_host_tsc,
 )
-from hvbench.model.spec import PREALLOCATION, NicSpec, VmSpec
+from hvbench.model.spec import (
+    PREALLOCATION,
+    DiskSpec,
+    NicSpec,
+    VmSpec,
+    nbd_uri_parts,
+    source_kind,
+)
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.process import die_with_parent as _die_with_parent
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
 QEMU_BINARY = "qemu-system-x86_64"
+#: The guest's NBD client (Debian's nbd-client in the bundled image), and how long
+#: attaching one export may take, s.
+NBD_CLIENT = "/sbin/nbd-client"
+GUEST_ATTACH_TIMEOUT = 60.0
 TAP_PREFIX = "hvb-t"
 DEFAULT_BOOT_TIMEOUT = 60.0
 _QUIT_WAIT, _TERM_WAIT = 5.0, 3.0
@@ -169,6 +182,11 @@ class QemuPlatform(StartStop):
             self.stop()
             raise
         self.timings["boot_s"] = time.monotonic() - started
+        try:
+            self._attach_guest_disks()
+        except BaseException:
+            self.stop()
+            raise
 
     def _prepare(self) -> None:
         require_tool(QEMU_BINARY)
@@ -199,9 +217,15 @@ class QemuPlatform(StartStop):
                 raise HostError(f"this QEMU ({QEMU_BINARY}) was built without aio=io_uring")
 
     def _create_disk(self, index: int) -> str:
+        """The image file of benchmark disk ``index``, created here; or the host block
+        device it names (checked free: :class:`HostError` otherwise); or its resolved
+        NBD export (``nbd://``; an unresolved ``nbd:HOST`` raises :class:`HostError`)."""
         disk = self.spec.disks[index]
         if self._run_dir is None:
             raise GuestError("internal: run directory missing")
+        existing = existing_source(disk, f"guest {self.name} disk {index}")
+        if existing is not None:
+            return existing
         path = self._run_dir / f"disk{index}.{disk.format}"
         prealloc = PREALLOCATION[disk.allocation]
         run(
@@ -265,6 +289,31 @@ class QemuPlatform(StartStop):
             self.timings["agent_s"] = time.monotonic() - t0
         except (AgentError, OSError, TimeoutError, QMPError) as exc:
             raise self._boot_error(f"guest {self.name} did not boot: {exc}") from exc
+
+    def _attach_guest_disks(self) -> None:
+        """Have the guest attach each disk it initiates itself (``initiator = "guest"``):
+        load ``nbd`` and connect /dev/nbdN to the export with nbd-client over the
+        guest's NIC (seed 001's proposal: the initiator inside the guest). Up to
+        :data:`GUEST_ATTACH_TIMEOUT` s each; raises :class:`GuestError` with
+        nbd-client's own words (and the console tail) when it fails."""
+        if self._plan is None:
+            return
+        number = 0
+        for index, (disk, uri) in enumerate(zip(self.spec.disks, self._plan.disk_images,
+                                                strict=True)):
+            if not disk.guest_attached:
+                continue
+            address, port, export = nbd_uri_parts(uri)
+            device = f"/dev/nbd{number}"
+            number += 1
+            argv = ["sh", "-c", 'modprobe nbd && exec "$@"', "attach",
+                    NBD_CLIENT, address, str(port), device, "-N", export]
+            done = self.exec(argv, timeout=GUEST_ATTACH_TIMEOUT)
+            if not done.ok:
+                said = stderr_tail(done.stderr.decode(errors="replace")) or done.text()
+                raise self._boot_error(f"guest {self.name}: disk {index}: nbd-client could "
+                                       f"not attach {uri}: {said}")
+            self._devices[index] = device
 
     def _attach_taps(self, plan: LaunchPlan) -> None:
         for index, tap in enumerate(plan.tap_names):
@@ -511,6 +560,23 @@ class QemuPlatform(StartStop):
             with contextlib.suppress(Exception):
                 self._qmp.close()
             self._qmp = None
+
+
+def existing_source(disk: DiskSpec, what: str) -> str | None:
+    """What a disk opens that hvbench does not create: its host block device (after
+    :func:`require_free_device`) or its resolved NBD export; None for an image file.
+    Raises :class:`HostError` for a device in use or an NBD source that the run's lab
+    did not resolve (a study's nbd:HOST needs its [[lab.host]])."""
+    kind = source_kind(disk.source)
+    if disk.source is None or kind == "image":
+        return None
+    if kind == "device":
+        require_free_device(disk.source, f"{what}: disk.source")
+        return disk.source
+    if kind == "nbd-host":
+        raise HostError(f"{what}: disk.source {disk.source}: no lab serves this export "
+                        "(a study declares it with a [[lab.host]] of that name)")
+    return disk.source
 
 
 def devices_with_serial(guest: Platform, serial: str) -> list[str]:

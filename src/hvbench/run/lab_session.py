@@ -8,6 +8,11 @@ the wiring of every guest NIC into the lab:
 - a ``user`` (slirp) NIC reaches the lab through QEMU's NAT, and servers in such a guest
   are reached through forwards that listen on the lab's own bridge address.
 
+For network block storage (a disk ``source = "nbd:HOST"``) it owns one NBD server per
+lab host named so (:class:`~hvbench.workloads.nbd.NbdServer`), started when the first
+guest or native platform naming it is built, and resolves the source to the export's
+``nbd://`` address.
+
 For propagation workloads it also owns the image repositories (one per repository lab
 host, servers started for every method the study uses there) and the node's directory,
 all in one owned directory under the work directory, removed before the lab stops.
@@ -29,12 +34,18 @@ from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.started import StartStop
 from hvbench.model.lab import LabHostSpec
-from hvbench.model.spec import NicSpec, VmSpec
-from hvbench.model.study import NATIVE_SERVER_HOST, Cell, Study
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_host
+from hvbench.model.study import (
+    NATIVE_SERVER_HOST,
+    Cell,
+    Study,
+    nbd_exports,
+)
 from hvbench.netlab.lab import NetLab
 from hvbench.platforms.base import Platform
 from hvbench.platforms.native import NativePlatform
 from hvbench.workloads.endpoints import Endpoint, host_endpoint, lab_endpoint
+from hvbench.workloads.nbd import NbdServer
 from hvbench.workloads.repository import ImageRepository
 
 #: What a server in a guest or netns binds to: every address of its own namespace.
@@ -64,6 +75,10 @@ class LabSession(StartStop):
         self.repositories: dict[str, ImageRepository] = {}
         self._propagation_dir: Path | None = None
         self._guest_numbers = itertools.count(1)
+        #: NBD servers by lab host name, and the export each serves.
+        self.nbd_servers: dict[str, NbdServer] = {}
+        self._nbd_exports = nbd_exports(study.platforms)
+        self._storage_dir: Path | None = None
 
     def start(self) -> None:
         if not facts.is_root():
@@ -80,6 +95,7 @@ class LabSession(StartStop):
     def stop(self) -> None:
         try:
             self._stop_repositories()
+            self._stop_nbd()
         finally:
             try:
                 self.host.stop()
@@ -102,15 +118,53 @@ class LabSession(StartStop):
         if errors:
             raise errors[0]
 
+    def _stop_nbd(self) -> None:
+        """Stop every NBD server (each removes its image), then the storage directory;
+        the first error is raised after everything was tried."""
+        errors: list[OSError | HvbenchError] = []
+        for server in reversed(list(self.nbd_servers.values())):
+            try:
+                server.stop()
+            except (OSError, HvbenchError) as exc:  # raised below, after the rest
+                errors.append(exc)
+        self.nbd_servers.clear()
+        directory, self._storage_dir = self._storage_dir, None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        if errors:
+            raise errors[0]
+
+    # -- network block storage ---------------------------------------------------------
+    def resolve_source(self, source: str | None) -> str | None:
+        """A disk source as a platform opens it: ``nbd:HOST`` becomes the ``nbd://``
+        address of HOST's export, whose server starts on first use (see
+        :meth:`NbdServer.start` for what it raises; :class:`HostError` for a host the
+        lab lacks); any other source is returned unchanged."""
+        host = nbd_host(source)
+        if host is None:
+            return source
+        server = self.nbd_servers.get(host)
+        if server is None:
+            if self._storage_dir is None:
+                self._storage_dir = make_owned_dir(work_dir(), "storage-lab-")
+            server = NbdServer(self.lab.host(host), self._nbd_exports.get(host, DiskSpec()),
+                               self._storage_dir)
+            server.start()
+            self.nbd_servers[host] = server
+        return server.uri
+
     # -- guests ----------------------------------------------------------------------
     def guest_spec(self, vm: VmSpec, key: str, web_ports: Sequence[int] = ()) -> VmSpec:
-        """``vm`` with its NICs wired into the lab. ``key`` names the guest (its platform
-        variant, or that plus ``-peer``): each key keeps one address and MAC for the
-        whole run, so the lab's neighbour caches stay right across reboots and a long
-        study never runs out of addresses."""
+        """``vm`` with its NICs wired into the lab and its NBD disk sources resolved
+        (:meth:`resolve_source`). ``key`` names the guest (its platform variant, or that
+        plus ``-peer``): each key keeps one address and MAC for the whole run, so the
+        lab's neighbour caches stay right across reboots and a long study never runs
+        out of addresses."""
         nics = tuple(self._wire(nic, f"{key}#{i}", web_ports if i == 0 else ())
                      for i, nic in enumerate(vm.nics))
-        return vm.model_copy(update={"nics": nics})
+        disks = tuple(d.model_copy(update={"source": self.resolve_source(d.source)})
+                      if nbd_host(d.source) else d for d in vm.disks)
+        return vm.model_copy(update={"nics": nics, "disks": disks})
 
     def _address(self, key: str) -> str:
         if key not in self._guest_ips:

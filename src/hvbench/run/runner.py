@@ -30,15 +30,19 @@ from hvbench import __version__
 from hvbench.analysis.precision import CellPrecision, cell_precision
 from hvbench.errors import GuestError, HostError, HvbenchError
 from hvbench.host import facts, interrupt
+from hvbench.host.blockdev import device_size, require_free_device
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
+from hvbench.model.spec import source_kind
 from hvbench.model.study import (
     Cell,
     Study,
     base_rounds,
     keep_cells,
+    platform_sources,
+    raw_file_sizes,
     repetition_rule,
     with_repetitions,
 )
@@ -61,6 +65,8 @@ __all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", 
            "make_platform", "remove_orphans", "resume_study", "run_study"]
 
 LOCK_NAME = "hvbench-run.lock"
+#: The raw-output kind of a native platform's memory cgroup (JSON: limit, peak).
+MEMORY_CGROUP_KIND = "memory-cgroup"
 
 
 def load_study(path: Path) -> Study:
@@ -176,7 +182,7 @@ def make_platform(cell: Cell, session: LabSession | None = None,
     wire = (None if session is None
             else lambda vm: session.guest_spec(vm, cell.platform.name, web_ports))
     return kind.build(spec, name=kind.instance_name(cell.platform.name, cell.platform_name),
-                      wire=wire)
+                      wire=wire, resolve=None if session is None else session.resolve_source)
 
 
 def environment(study: Study) -> dict[str, Any]:
@@ -411,6 +417,11 @@ def _domain_xml(platform: Platform | None) -> list[RawRecord]:
         else []
     if missing:
         raw.append(RawRecord("platform", MISSING_METRICS_KIND, json.dumps(missing)))
+    # The native side's memory cgroup: its limit and the peak charge so far (the page
+    # cache it had), kept to show the limit held.
+    cgroup = about.get("memory_cgroup")
+    if cgroup:
+        raw.append(RawRecord("platform", MEMORY_CGROUP_KIND, json.dumps(cgroup)))
     return raw
 
 
@@ -523,6 +534,7 @@ def run_study(study: Study, store: Store, *, resume: str | None = None,
     measurement finished before it is already committed. Raises :class:`HostError` if
     another study holds the lock.
     """
+    check_devices(study)
     lock = RunLock(work_dir())
     lock.acquire(resume or "(starting)", study.study.name)
     try:
@@ -535,6 +547,26 @@ def run_study(study: Study, store: Store, *, resume: str | None = None,
             return runner.run(lock, on_plan)
     finally:
         lock.release()
+
+
+def check_devices(study: Study) -> None:
+    """Before anything starts: every host block device a platform of ``study`` names is
+    free (:func:`~hvbench.host.blockdev.device_problem`) and holds the ``file_size`` of
+    the raw disk workloads run on it. Touches no other device and writes nothing.
+    Raises :class:`HostError`, one line naming the study file, the platform, the field
+    and the device."""
+    platforms = {c.platform.name: c.platform for c in study.cells}
+    for name, variant in platforms.items():
+        for field, _, source in platform_sources(variant.spec):
+            if source_kind(source) != "device":
+                continue
+            what = f"{study.path}: platform {name}: {field}"
+            require_free_device(source, what)
+            size = device_size(source)
+            for workload, wanted in raw_file_sizes(study, name):
+                if wanted > size:
+                    raise HostError(f"{what}: {source} holds {size} bytes, less than "
+                                    f"workload {workload}'s file_size ({wanted})")
 
 
 def remove_orphans() -> list[str]:

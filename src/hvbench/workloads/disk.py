@@ -72,6 +72,7 @@ from hvbench.workloads.jobfile import (
 from hvbench.workloads.outcome import PhaseOutcome
 
 GUEST_MOUNT = "/mnt/hvbench"
+NBD_URI_PREFIX = "nbd://"
 #: Phases that must not find the data in any page cache.
 COLD_PHASES = frozenset({"write", "read", "randread", "block-write", "block-read",
                          "seq-create", "rand-create"})
@@ -120,6 +121,12 @@ def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
     Raises :class:`CommandError` if mkfs or mount fail in the guest.
     """
     device = platform.bench_disk() if isinstance(platform, BenchDisk) else None
+    if device is not None and not platform.is_guest:
+        # The host measures the storage a guest is given: raw, never formatted.
+        if spec.target != "device":
+            raise SpecError(f"platform {platform.name}: disk.source {device}: the host "
+                            "measures its device raw: set target = \"device\"")
+        return DiskTarget(device, platform.scratch_dir(), device, raw=True)
     if device is not None:
         if spec.target == "device":
             return DiskTarget(device, platform.scratch_dir(), device, raw=True)
@@ -197,6 +204,14 @@ def phase_job(spec: DiskWorkloadSpec, phase: str, target: DiskTarget) -> FioJob:
         extra.append("--rwmixread=50")
     if not target.raw:
         extra.append("--fallocate=none")  # write phases really allocate, as the seeds did
+    if target.path.startswith(NBD_URI_PREFIX):
+        # The host reads an NBD export with fio's own NBD client (libnbd): this host's
+        # kernel has no nbd module. A socket has no page cache, so direct does not apply.
+        return FioJob(
+            name=phase, rw=rw, filename=None, size=spec.file_size, bs=spec.io_size(),
+            iodepth=spec.iodepth, direct=False, ioengine="nbd",
+            extra=(f"--uri={target.path}", *extra),
+        )
     return FioJob(
         name=phase, rw=rw, filename=target.path, size=spec.file_size, bs=spec.io_size(),
         iodepth=spec.iodepth, direct=spec.direct, ioengine=spec.ioengine, extra=tuple(extra),
@@ -267,7 +282,7 @@ def target_capacity(platform: Platform, spec: DiskWorkloadSpec, target: DiskTarg
     """Bytes the job file can use on ``target``: the free space of the target
     filesystem (``stat -f``), the guest device's size (sysfs), or the size of the native
     stand-in for a device. Raises :class:`CommandError` if the guest cannot tell."""
-    if target.raw and target.device is None:
+    if target.raw and (target.device is None or target.path.startswith(NBD_URI_PREFIX)):
         return spec.file_size
     if target.raw and target.device is not None:
         name = target.device.rsplit("/", 1)[-1]

@@ -1,0 +1,152 @@
+"""Seed 001's storage paths end to end, each a reduced run of its shipped example: a
+loop device given whole to a TCG guest and measured natively ("phy"; a mounted one is
+refused first), an NBD export of a lab host read through QEMU's NBD client and
+natively through fio's, and buffered dd over 2 x RAM with the native side in a memory
+cgroup of the guest's RAM."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hvbench.errors import HostError
+from hvbench.image.builder import GuestImage
+from hvbench.model.study import parse_study
+from hvbench.run.runner import MEMORY_CGROUP_KIND, run_study
+from hvbench.store.database import Store
+
+pytestmark = pytest.mark.integration
+SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"
+HOST_RAM = 24 << 30
+
+
+def _reduced(name: str, changes: list[tuple[str, str]]) -> str:
+    """The example ``name`` with each (old, new) replaced once; fails if the example no
+    longer has ``old`` (the test must follow the file)."""
+    text = (SEEDS / name).read_text()
+    for old, new in changes:
+        assert old in text, f"examples/seeds/{name} changed: {old!r} not found"
+        text = text.replace(old, new)
+    return text
+
+
+def _run(text: str, tmp_path: Path) -> tuple[dict[tuple[str, str, str], float], str]:
+    """Run the study; every repetition must succeed. ((platform, phase, metric) ->
+    value of the one repetition, the run id)."""
+    path = tmp_path / "study.toml"
+    path.write_text(text)
+    study = parse_study(text, str(path), HOST_RAM)
+    store = Store(tmp_path / "r.db")
+    try:
+        outcome = run_study(study, store)
+        assert outcome.failures == 0, store.failures(outcome.run_id)
+        rows = store.measurements(outcome.run_id)
+    finally:
+        store.close()
+    return {(r.platform, r.phase, r.metric): r.value for r in rows}, outcome.run_id
+
+
+@contextlib.contextmanager
+def loop_device(backing: Path, size: str = "64M") -> Iterator[str]:
+    """A loop device over a new sparse file ``backing``, detached afterwards."""
+    subprocess.run(["truncate", "-s", size, str(backing)], check=True)
+    done = subprocess.run(["losetup", "--find", "--show", str(backing)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"no loop device here: {done.stderr.strip()}")
+    device = done.stdout.strip()
+    try:
+        yield device
+    finally:
+        subprocess.run(["losetup", "-d", device], check=False)
+
+
+@contextlib.contextmanager
+def mounted(device: str, where: Path) -> Iterator[None]:
+    subprocess.run(["mkfs.ext4", "-q", "-F", device], check=True)
+    where.mkdir()
+    subprocess.run(["mount", device, str(where)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", str(where)], check=False)
+        where.rmdir()
+
+
+def test_phy_loop_device_natively_and_in_a_tcg_guest(image: GuestImage, tmp_path: Path,
+                                                     ) -> None:
+    with loop_device(tmp_path / "phy.img") as device:
+        text = _reduced("001-phy.toml", [
+            ("repetitions = 3", "repetitions = 1"),
+            ('file_size = "64M"', 'file_size = "16M"'),
+            ('bus = ["lsi-scsi", "virtio-blk"], cache = "none", source',
+             'bus = "lsi-scsi", cache = "none", source'),
+            ('bus = ["lsi-scsi", "virtio-blk"], cache = "none", format',
+             'bus = "lsi-scsi", cache = "none", format'),
+        ]).replace("/dev/loop0", device)
+        # Mounted, the device is refused before anything starts: one line naming the
+        # file, the field and the device.
+        study = tmp_path / "study.toml"
+        with mounted(device, tmp_path / "mnt"):
+            study.write_text(text)
+            store = Store(tmp_path / "refused.db")
+            try:
+                with pytest.raises(HostError) as refused:
+                    run_study(parse_study(text, str(study), HOST_RAM), store)
+            finally:
+                store.close()
+        message = str(refused.value)
+        assert "\n" not in message
+        assert message.startswith(f"{study}: platform native-phy: disk.source: {device} is "
+                                  "mounted")
+        values, _ = _run(text, tmp_path)
+    for platform in ("native-phy", "phy", "file"):
+        for phase in ("write", "read"):
+            assert values[(platform, phase, "mb_s")] > 0
+
+
+def test_nbd_export_of_a_lab_host_host_and_guest_initiator(image: GuestImage,
+                                                           tmp_path: Path) -> None:
+    text = _reduced("001-nbd.toml", [
+        ("repetitions = 3", "repetitions = 1"),
+        ('file_size = "64M"', 'file_size = "16M"'),
+        ('size = "96M"', 'size = "32M"'),
+        ('exclude = [{ initiator = "guest", bus = "lsi-scsi" }]',
+         'exclude = [{ initiator = "guest", bus = "lsi-scsi" }, '
+         '{ initiator = "host", bus = "virtio-blk" }]'),
+    ])
+    values, _ = _run(text, tmp_path)
+    for platform in ("native-nbd", "nbd.lsi-scsi-host", "nbd.virtio-blk-guest"):
+        for phase in ("write", "read"):
+            assert values[(platform, phase, "mb_s")] > 0
+    # The shaped 1 Gbit/s link bounds both sides (125 MB/s, with a margin for bursts).
+    assert values[("native-nbd", "read", "mb_s")] < 160
+
+
+def test_buffered_dd_over_2x_ram_native_in_a_memory_cgroup(image: GuestImage,
+                                                          tmp_path: Path) -> None:
+    # The example's sizes (256 MiB of RAM, 512 MiB files): a 128 MiB guest cannot map
+    # fio's shared libraries next to a full page cache.
+    text = _reduced("001-buffered.toml", [
+        ("repetitions = 3", "repetitions = 1"),
+        ('bus = ["lsi-scsi", "virtio-blk"]', 'bus = "lsi-scsi"'),
+    ])
+    values, run_id = _run(text, tmp_path)
+    for platform in ("native", "vm"):
+        for phase in ("write", "read"):
+            assert values[(platform, phase, "mb_s")] > 0
+    store = Store(tmp_path / "r.db")
+    try:
+        kept = [json.loads(raw.content)
+                for raw in store.raw_outputs(run_id, kind=MEMORY_CGROUP_KIND)]
+    finally:
+        store.close()
+    assert kept, "the native repetition keeps its memory cgroup"
+    assert kept[0]["limit_bytes"] == 256 << 20
+    # The page cache of a 512 MiB file stayed within the 256 MiB limit.
+    assert 0 < kept[0]["peak_bytes"] <= 256 << 20
