@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from hvbench.analysis.metrics import is_known
 from hvbench.monitors.cpu import (
     TaskSample,
     TaskSnapshot,
@@ -41,7 +42,6 @@ from hvbench.monitors.cpu import (
     snapshot_ends,
     thread_deltas,
 )
-from hvbench.analysis.metrics import is_known
 from hvbench.monitors.readers import HostCpuSampler, RawThreads, ThreadCpuSampler, _wakeups_line
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "monitors"

@@ -1,6 +1,7 @@
 """What the scenario studies add to a report: degradation against alone, the aggregated
-throughput ratio of co-located web servers, guests started on demand, CPU weights, and
-the stability (CoV) of every sampled metric over the measured window.
+throughput ratio of co-located web servers, guests started on demand, CPU weights, the
+neighbours' QEMU threads (CPU, wait, blocked, executions, context switches, wake-ups),
+and the stability (CoV) of every sampled metric over the measured window.
 
 Pure: functions of stored rows and samples that return dataclasses, and
 :func:`*_table` functions that turn those into :class:`TextTable` (headers and cells as
@@ -43,10 +44,12 @@ from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text, 
 
 __all__ = [
     "LATENCY_METRICS",
+    "NEIGHBOUR_THREAD_COLUMNS",
     "AggregatedRatio",
     "CovRow",
     "Degradation",
     "NeighbourRatio",
+    "NeighbourThreads",
     "OnDemandRow",
     "OnDemandSeries",
     "OnDemandStart",
@@ -65,6 +68,8 @@ __all__ = [
     "higher_is_better",
     "identities",
     "is_main_cov",
+    "neighbour_threads",
+    "neighbour_threads_table",
     "ondemand_rows",
     "ondemand_series",
     "ondemand_table",
@@ -745,6 +750,75 @@ def weights_text_table(table: WeightsTable) -> TextTable:
                      f"{table.workload}/{table.phase} (seed 003 Table 5)", headers, rows)
 
 
+# -- neighbours' QEMU threads (seed 003 Figs 11-14, Tables 2 and 4) -------------------------
+#: Columns of the neighbours' thread table: (metric within a class, header).
+NEIGHBOUR_THREAD_COLUMNS = (
+    ("cpu_pct", "CPU %"), ("wait_pct", "wait %"), ("blocked_pct", "blocked %"),
+    ("exec_per_s", "exec/s"), ("cpu_ms_per_exec", "CPU ms/exec"),
+    ("vol_cs_per_s", "vol cs/s"), ("invol_cs_per_s", "invol cs/s"),
+    ("wakeups_per_s", "wake-ups/s"),
+)
+#: Thread classes in the table's order; ``total`` is the whole QEMU process.
+_NEIGHBOUR_CLASSES = ("vcpu", "main", "iothread", "worker", "vhost", "other", "total")
+_NB_THREAD = re.compile(r"^(nb\d+)\.(\w+)\.(\w+)$")
+
+
+@dataclass(frozen=True)
+class NeighbourThreads:
+    """One scenario cell's phase: each neighbour's QEMU thread classes (rows) and their
+    metrics (:data:`NEIGHBOUR_THREAD_COLUMNS`) over the repetitions. ``wakeups_known``
+    is False when some repetition ran on a kernel without schedstats, None when the
+    run predates context switch and wake-up sampling (no flag stored)."""
+
+    platform: str
+    workload: str
+    phase: str
+    rows: tuple[tuple[str, str, tuple[Summary | None, ...]], ...]
+    wakeups_known: bool | None
+
+
+def neighbour_threads(rows: Sequence[Row]) -> list[NeighbourThreads]:
+    """For every (platform, workload, phase) with a neighbour's thread metrics."""
+    out = []
+    for (platform, workload, phase), metrics in _by_rep(rows).items():
+        found = {(m[1], m[2]) for name in metrics if (m := _NB_THREAD.match(name))}
+        labels = sorted({nb for nb, _ in found}, key=_nb_index)
+        table_rows = []
+        for nb in labels:
+            for cls in _NEIGHBOUR_CLASSES:
+                if (nb, cls) not in found or f"{nb}.{cls}.cpu_pct" not in metrics:
+                    continue
+                table_rows.append((nb, cls, tuple(
+                    _metric_summary(metrics, f"{nb}.{cls}.{key}")
+                    for key, _ in NEIGHBOUR_THREAD_COLUMNS)))
+        if not table_rows:
+            continue
+        flags = [v for nb in labels
+                 for v in metrics.get(f"{nb}.total.wakeups_known", {}).values()]
+        known = None if not flags else all(flags)
+        out.append(NeighbourThreads(platform, workload, phase, tuple(table_rows), known))
+    return sorted(out, key=lambda n: (n.platform, n.workload, phase_key(n.phase)))
+
+
+def neighbour_threads_table(item: NeighbourThreads) -> TextTable:
+    """Neighbour and thread class as rows, the thread metrics as columns (means over
+    the repetitions; ``--format json`` has each one's 95 % CI)."""
+    rows = tuple((nb, cls, *("-" if s is None else fmt_value(s.mean) for s in cells))
+                 for nb, cls, cells in item.rows)
+    n = max((s.n for _, _, cells in item.rows for s in cells if s is not None), default=0)
+    note = (f"mean of {n} repetition(s); cs = context switches (voluntary: the thread "
+            "blocked or slept; involuntary: it was preempted)")
+    if item.wakeups_known is None:
+        note += "; context switches and wake-ups were not sampled by this run's hvbench"
+    elif not item.wakeups_known:
+        note += ("; wake-ups not measured: this kernel keeps no nr_wakeups in "
+                 "/proc/PID/sched (CONFIG_SCHEDSTATS, kernel.sched_schedstats)")
+    return TextTable(f"Neighbours' QEMU threads, {item.platform} {item.workload}/{item.phase} "
+                     "(seed 003 Figs 11-14)",
+                     ("neighbour", "class", *(h for _, h in NEIGHBOUR_THREAD_COLUMNS)),
+                     rows, left=2, note=note)
+
+
 # -- everything together ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class ScenarioReport:
@@ -755,6 +829,7 @@ class ScenarioReport:
     ondemand: list[OnDemandRow] = field(default_factory=list)
     weights: list[WeightsTable] = field(default_factory=list)
     cov: list[CovRow] = field(default_factory=list)
+    neighbours: list[NeighbourThreads] = field(default_factory=list)
 
 
 def build_scenario_report(rows: Sequence[Row], samples: Sequence[SampleLike] = (),
@@ -766,7 +841,8 @@ def build_scenario_report(rows: Sequence[Row], samples: Sequence[SampleLike] = (
     definitions."""
     known = dict(cells) if cells else {r.cell: (r.platform, r.workload) for r in rows}
     return ScenarioReport(degradation_rows(rows), aggregated_ratios(rows), ondemand_rows(rows),
-                          weights_tables(rows, platforms or {}), cov_rows(samples, known))
+                          weights_tables(rows, platforms or {}), cov_rows(samples, known),
+                          neighbour_threads(rows))
 
 
 def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTable]:
@@ -780,6 +856,7 @@ def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTa
     if report.ondemand:
         tables.append(ondemand_table(report.ondemand))
     tables += [weights_text_table(w) for w in report.weights]
+    tables += [neighbour_threads_table(n) for n in report.neighbours]
     return tables + cov_tables(report) if cov else tables
 
 
@@ -830,4 +907,12 @@ def scenario_json(report: ScenarioReport) -> dict[str, Any]:
              list(c.per_repetition), "cov_pct": _s(c.summary), "points": c.points,
              "main": is_main_cov(c)}
             for c in report.cov],
+        "neighbour_threads": [
+            {"platform": n.platform, "workload": n.workload, "phase": n.phase,
+             "wakeups_known": n.wakeups_known,
+             "rows": [{"neighbour": nb, "class": cls,
+                       **{key: _s(cell) for (key, _), cell
+                          in zip(NEIGHBOUR_THREAD_COLUMNS, cells, strict=True)}}
+                      for nb, cls, cells in n.rows]}
+            for n in report.neighbours],
     }
