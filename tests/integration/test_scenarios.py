@@ -115,6 +115,27 @@ neighbours = [{ role = "cpu" }]
 weights = { io = [0.5, 2], target = 1, neighbours = 1, cpus = "0" }
 """
 
+THREADS = """
+[study]
+name = "threads"
+repetitions = 1
+""" + TARGET + """
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "client"
+duration_s = 3
+omit_s = 0.5
+
+[[scenario]]
+name = "idle"
+neighbours = [{ role = "idle" }]
+
+[[scenario]]
+name = "cpu"
+neighbours = [{ role = "cpu" }]
+"""
+
 
 def _run(text: str, tmp_path: Path) -> tuple[list[MeasurementRow], Path, str]:
     study = parse_study(text, str(tmp_path / "study.toml"), HOST_RAM)
@@ -151,6 +172,31 @@ def test_every_neighbour_role_runs_next_to_the_target(image: GuestImage,
     assert {"nb0", "net", "qemu"} <= monitors
     assert {r["scenario"] for r in raw} == {"idle", "cpu", "disk", "netperf", "netweb"}
     assert all(len(r["neighbours"]) == 1 and r["neighbours"][0]["qemu_argv"] for r in raw)
+
+
+def test_neighbours_context_switches_are_stored_and_reported(image: GuestImage,
+                                                             tmp_path: Path) -> None:
+    """A CPU-bound neighbour's vCPU is preempted (involuntary switches) where an idle
+    one mostly sleeps (voluntary); the terminal report shows both neighbours' threads."""
+    rows, db, run_id = _run(THREADS, tmp_path)
+    values = _values(rows)
+    for scenario in ("idle", "cpu"):
+        platform = f"vm@{scenario}"
+        assert values[(platform, "nb0.total.cs_per_s")] > 0.0
+        assert values[(platform, "nb0.total.cs_per_s")] == pytest.approx(
+            values[(platform, "nb0.total.vol_cs_per_s")]
+            + values[(platform, "nb0.total.invol_cs_per_s")])
+        known = values[(platform, "nb0.total.wakeups_known")]
+        assert ((platform, "nb0.vcpu.wakeups_per_s") in values) == (known == 1.0)
+    assert values[("vm@cpu", "nb0.vcpu.invol_cs_per_s")] > values[
+        ("vm@idle", "nb0.vcpu.invol_cs_per_s")]
+    assert values[("vm", "qemu.vcpu.cs_per_s")] > 0.0
+    done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)], capture_output=True,
+                          text=True, timeout=120, check=True, env={**os.environ,
+                                                                   "COLUMNS": "160"})
+    for scenario in ("idle", "cpu"):
+        assert f"QEMU threads of the neighbours, vm@{scenario} iperf3/" in done.stdout
+    print(done.stdout[done.stdout.index("QEMU threads of the neighbours"):])
 
 
 def test_guests_started_on_demand_are_timed_and_the_dip_measured(

@@ -369,7 +369,7 @@ def test_tables_json_and_terminal() -> None:
     titles = [t.title for t in scenario_tables(report)]
     assert titles == ["Degradation against alone", "Aggregated throughput ratio (seed 003 "
                       "Fig. 20)", "Guests started on demand (seed 003 Fig. 14)",
-                      "Neighbours' QEMU threads, vm@idle3 fixed/1kB (seed 003 Figs 11-14)"]
+                      "QEMU threads of the neighbours, vm@idle3 fixed/1kB (seed 003 Figs 11-14)"]
     assert scenario_tables(report, cov=True)[-1].title.startswith("CoV")
     doc = json.loads(json.dumps(scenario_json(report)))
     assert set(doc) == {"degradation", "aggregated_ratio", "ondemand", "weights", "cov",

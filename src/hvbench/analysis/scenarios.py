@@ -813,8 +813,8 @@ def neighbour_threads_table(item: NeighbourThreads) -> TextTable:
     elif not item.wakeups_known:
         note += ("; wake-ups not measured: this kernel keeps no nr_wakeups in "
                  "/proc/PID/sched (CONFIG_SCHEDSTATS, kernel.sched_schedstats)")
-    return TextTable(f"Neighbours' QEMU threads, {item.platform} {item.workload}/{item.phase} "
-                     "(seed 003 Figs 11-14)",
+    return TextTable(f"QEMU threads of the neighbours, {item.platform} "
+                     f"{item.workload}/{item.phase} (seed 003 Figs 11-14)",
                      ("neighbour", "class", *(h for _, h in NEIGHBOUR_THREAD_COLUMNS)),
                      rows, left=2, note=note)
 
