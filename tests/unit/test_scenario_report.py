@@ -25,6 +25,7 @@ from hvbench.analysis.scenarios import (
     higher_is_better,
     identities,
     is_main_cov,
+    jain_index,
     neighbour_threads,
     neighbour_threads_table,
     ondemand_rows,
@@ -173,6 +174,29 @@ def test_aggregated_ratio_as_seed_003_fig_20() -> None:
     assert item.aggregated.mean == pytest.approx(661 / 1070 + 112 / 165)  # about 1.3
     text = aggregated_ratio_table([item]).rows[0]
     assert text[6].startswith("1.3") and "nb0 70kB: 112 / 165 = 0.679" in text[5]
+    # 1 kB next to 70 kB: not identical guests, no fairness index.
+    assert item.fairness is None and text[7] == "-"
+
+
+def test_jain_fairness_of_identical_guests() -> None:
+    assert jain_index([5.0, 5.0, 5.0]) == 1.0
+    assert jain_index([9.0, 0.0, 0.0]) == pytest.approx(1 / 3)
+    assert jain_index([]) is None and jain_index([0.0, 0.0]) is None
+    # Seed 003 Figs 15-17 in miniature: the target and two 1 kB neighbours.
+    rows = [*colocation_rows(),
+            *rows_of("vm@dual", "fixed", "1kB", {"replies_s": 600.0,
+                                                 "nb0.load.replies_per_s": 300.0,
+                                                 "nb1.load.replies_per_s": 300.0,
+                                                 "nb0.load.file_kb": 1.0,
+                                                 "nb1.load.file_kb": 1.0}, spread=0.0)]
+    item = next(a for a in aggregated_ratios(rows) if a.platform == "vm@dual")
+    assert item.fairness is not None and item.fairness.n == 3
+    # (1200)² / (3 x (600² + 2 x 300²)) = 1440000 / 1620000
+    assert item.fairness.mean == pytest.approx(1440000 / 1620000)
+    assert aggregated_ratio_table([item]).rows[0][7] == "0.889 ± 0"
+    doc = scenario_json(build_scenario_report(rows))
+    dual = next(a for a in doc["aggregated_ratio"] if a["platform"] == "vm@dual")
+    assert dual["jain_fairness"]["mean"] == pytest.approx(0.8889, abs=1e-4)
 
 
 def test_aggregated_ratio_says_when_a_baseline_is_missing() -> None:
@@ -181,7 +205,7 @@ def test_aggregated_ratio_says_when_a_baseline_is_missing() -> None:
     assert item.missing == (f"{MISSING_BASELINE} for nb0: no replies_s of vm alone in phase "
                             "30kB",)
     row = aggregated_ratio_table([item]).rows[0]
-    assert MISSING_BASELINE in row[5] and row[6] == item.missing[0] and row[7] == "0"
+    assert MISSING_BASELINE in row[5] and row[6] == item.missing[0] and row[8] == "0"
     rows = [r for r in colocation_rows() if r.platform != "vm"]
     (alone_missing,) = aggregated_ratios(rows)
     assert alone_missing.target_ratio is None and alone_missing.aggregated is None

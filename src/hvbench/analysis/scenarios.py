@@ -68,6 +68,7 @@ __all__ = [
     "higher_is_better",
     "identities",
     "is_main_cov",
+    "jain_index",
     "neighbour_threads",
     "neighbour_threads_table",
     "ondemand_rows",
@@ -299,6 +300,9 @@ class AggregatedRatio:
     neighbours: tuple[NeighbourRatio, ...]
     aggregated: Summary | None
     missing: tuple[str, ...] = ()
+    #: Jain's fairness index of the sides' replies/s (seed 003 Figs 15-17), when every
+    #: web neighbour serves the target's file size (identical guests); else None.
+    fairness: Summary | None = None
 
 
 def alone_baselines(rows: Iterable[Row]) -> dict[tuple[str, str], float]:
@@ -348,6 +352,31 @@ def _web_neighbours(metrics: Iterable[str]) -> list[str]:
                    if m and m.group(2) == "replies_per_s"}, key=_nb_index)
 
 
+def jain_index(values: Sequence[float]) -> float | None:
+    """Jain's fairness index (Σx)² / (n Σx²): 1 when every side gets the same, 1/n when
+    one side gets everything; None for no values or all zero."""
+    square_sum = sum(v * v for v in values)
+    if not values or square_sum <= 0:
+        return None
+    return sum(values) ** 2 / (len(values) * square_sum)
+
+
+def _fairness(target: Mapping[int, float], metrics: Mapping[str, Mapping[int, float]],
+              phase: str) -> Summary | None:
+    """Jain's index of the target's and each web neighbour's replies/s per repetition,
+    summarised; None unless every neighbour serves the target's file size (with
+    different sizes equal replies/s are not a fair share)."""
+    labels = _web_neighbours(metrics)
+    sizes = [metrics.get(f"{nb}.load.file_kb", {}) for nb in labels]
+    if not target or not labels or any(
+            not size or {_file_phase(v) for v in size.values()} != {phase} for size in sizes):
+        return None
+    sides = [target, *(metrics[f"{nb}.load.replies_per_s"] for nb in labels)]
+    reps = set.intersection(*(set(side) for side in sides))
+    found = [j for r in sorted(reps) if (j := jain_index([side[r] for side in sides]))]
+    return _summary(found)
+
+
 def _sum_per_rep(parts: Sequence[Mapping[int, float]]) -> Summary | None:
     """The per-repetition sum of the parts, over the repetitions they all have."""
     if not parts:
@@ -383,7 +412,8 @@ def _aggregate(cell: str, key: tuple[str, str, str], base: str,
     return AggregatedRatio(cell, platform, workload, phase, _summary(target.values()),
                            target_baseline,
                            _summary(target_ratio.values()) if target_ratio else None,
-                           tuple(neighbours), aggregated, tuple(missing))
+                           tuple(neighbours), aggregated, tuple(missing),
+                           _fairness(target, metrics, phase))
 
 
 def _nb_index(label: str) -> int:
@@ -423,16 +453,19 @@ def aggregated_ratio_table(items: Sequence[AggregatedRatio]) -> TextTable:
          MISSING_BASELINE if a.target_ratio is None else mean_ci_text(a.target_ratio),
          "; ".join(_neighbour_text(nb) for nb in a.neighbours),
          ("; ".join(a.missing) if a.aggregated is None else mean_ci_text(a.aggregated)),
+         _ratio_text(a.fairness),
          str(a.aggregated.n if a.aggregated else 0))
         for a in items)
     return TextTable(
         "Aggregated throughput ratio (seed 003 Fig. 20)",
         ("platform", "workload/phase", "target replies/s", "alone best",
          "target ratio", "neighbours: replies/s / alone best = ratio",
-         "aggregated ratio ± 95% CI", "n"), rows, left=2,
+         "aggregated ratio ± 95% CI", "Jain fairness", "n"), rows, left=2,
         note="alone best: the highest mean replies/s of the base platform alone over "
              "any web workload, for the same file size; ratios per repetition, then "
-             "mean ± 95% CI (the baselines are taken as exact).")
+             "mean ± 95% CI (the baselines are taken as exact). Jain fairness: "
+             "(Σx)² / (n Σx²) of the sides' replies/s per repetition (1 = equal shares, "
+             "1/n = one side takes all), only when every side serves the same file size.")
 
 
 # -- (c) guests started on demand ----------------------------------------------------------
@@ -885,7 +918,8 @@ def scenario_json(report: ScenarioReport) -> dict[str, Any]:
              "neighbours": [{"label": n.label, "file_kb": n.file_kb,
                              "replies_per_s": _s(n.rate), "baseline": n.baseline,
                              "ratio": _s(n.ratio)} for n in a.neighbours],
-             "aggregated": _s(a.aggregated), "missing": list(a.missing)}
+             "aggregated": _s(a.aggregated), "missing": list(a.missing),
+             "jain_fairness": _s(a.fairness)}
             for a in report.ratios],
         "ondemand": [
             {"cell": o.cell, "platform": o.platform, "workload": o.workload, "phase": o.phase,
