@@ -46,6 +46,25 @@ memory_mib = 256
 nic = { model = "virtio-net", backend = "tap" }
 """
 
+
+
+def _iperf3_study(name: str, *, duration_s: float, omit_s: float) -> str:
+    """A one-repetition study of the target guest sending to the lab host with iperf3
+    (the scenarios follow)."""
+    return f"""
+[study]
+name = "{name}"
+repetitions = 1
+""" + TARGET + f"""
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "client"
+duration_s = {duration_s:g}
+omit_s = {omit_s:g}
+"""
+
+
 ROLES = """
 [study]
 name = "roles"
@@ -80,34 +99,14 @@ name = "netweb"
 neighbours = [{ role = "net", load = "web", file_kb = 10, rate = 40 }]
 """
 
-ONDEMAND = """
-[study]
-name = "ondemand"
-repetitions = 1
-""" + TARGET + """
-[[workload]]
-kind = "network"
-name = "iperf3"
-peer = "client"
-duration_s = 14
-omit_s = 0
+ONDEMAND = _iperf3_study("ondemand", duration_s=14, omit_s=0) + """
 
 [[scenario]]
 name = "od"
 start = { count = 2, at_s = 4, interval_s = 1, image_size = "160M" }
 """
 
-WEIGHTS = """
-[study]
-name = "weights"
-repetitions = 1
-""" + TARGET + """
-[[workload]]
-kind = "network"
-name = "iperf3"
-peer = "client"
-duration_s = 3
-omit_s = 0.5
+WEIGHTS = _iperf3_study("weights", duration_s=3, omit_s=0.5) + """
 
 [[scenario]]
 name = "w"
@@ -115,17 +114,7 @@ neighbours = [{ role = "cpu" }]
 weights = { io = [0.5, 2], target = 1, neighbours = 1, cpus = "0" }
 """
 
-THREADS = """
-[study]
-name = "threads"
-repetitions = 1
-""" + TARGET + """
-[[workload]]
-kind = "network"
-name = "iperf3"
-peer = "client"
-duration_s = 3
-omit_s = 0.5
+THREADS = _iperf3_study("threads", duration_s=3, omit_s=0.5) + """
 
 [[scenario]]
 name = "idle"
