@@ -46,6 +46,25 @@ memory_mib = 256
 nic = { model = "virtio-net", backend = "tap" }
 """
 
+
+
+def _iperf3_study(name: str, *, duration_s: float, omit_s: float) -> str:
+    """A one-repetition study of the target guest sending to the lab host with iperf3
+    (the scenarios follow)."""
+    return f"""
+[study]
+name = "{name}"
+repetitions = 1
+""" + TARGET + f"""
+[[workload]]
+kind = "network"
+name = "iperf3"
+peer = "client"
+duration_s = {duration_s:g}
+omit_s = {omit_s:g}
+"""
+
+
 ROLES = """
 [study]
 name = "roles"
@@ -80,39 +99,30 @@ name = "netweb"
 neighbours = [{ role = "net", load = "web", file_kb = 10, rate = 40 }]
 """
 
-ONDEMAND = """
-[study]
-name = "ondemand"
-repetitions = 1
-""" + TARGET + """
-[[workload]]
-kind = "network"
-name = "iperf3"
-peer = "client"
-duration_s = 14
-omit_s = 0
+ONDEMAND = _iperf3_study("ondemand", duration_s=14, omit_s=0) + """
 
 [[scenario]]
 name = "od"
 start = { count = 2, at_s = 4, interval_s = 1, image_size = "160M" }
 """
 
-WEIGHTS = """
-[study]
-name = "weights"
-repetitions = 1
-""" + TARGET + """
-[[workload]]
-kind = "network"
-name = "iperf3"
-peer = "client"
-duration_s = 3
-omit_s = 0.5
+WEIGHTS = _iperf3_study("weights", duration_s=3, omit_s=0.5) + """
 
 [[scenario]]
 name = "w"
 neighbours = [{ role = "cpu" }]
 weights = { io = [0.5, 2], target = 1, neighbours = 1, cpus = "0" }
+"""
+
+THREADS = _iperf3_study("threads", duration_s=3, omit_s=0.5) + """
+
+[[scenario]]
+name = "idle"
+neighbours = [{ role = "idle" }]
+
+[[scenario]]
+name = "cpu"
+neighbours = [{ role = "cpu" }]
 """
 
 
@@ -151,6 +161,31 @@ def test_every_neighbour_role_runs_next_to_the_target(image: GuestImage,
     assert {"nb0", "net", "qemu"} <= monitors
     assert {r["scenario"] for r in raw} == {"idle", "cpu", "disk", "netperf", "netweb"}
     assert all(len(r["neighbours"]) == 1 and r["neighbours"][0]["qemu_argv"] for r in raw)
+
+
+def test_neighbours_context_switches_are_stored_and_reported(image: GuestImage,
+                                                             tmp_path: Path) -> None:
+    """A CPU-bound neighbour's vCPU is preempted (involuntary switches) where an idle
+    one mostly sleeps (voluntary); the terminal report shows both neighbours' threads."""
+    rows, db, run_id = _run(THREADS, tmp_path)
+    values = _values(rows)
+    for scenario in ("idle", "cpu"):
+        platform = f"vm@{scenario}"
+        assert values[(platform, "nb0.total.cs_per_s")] > 0.0
+        assert values[(platform, "nb0.total.cs_per_s")] == pytest.approx(
+            values[(platform, "nb0.total.vol_cs_per_s")]
+            + values[(platform, "nb0.total.invol_cs_per_s")])
+        known = values[(platform, "nb0.total.wakeups_known")]
+        assert ((platform, "nb0.vcpu.wakeups_per_s") in values) == (known == 1.0)
+    assert values[("vm@cpu", "nb0.vcpu.invol_cs_per_s")] > values[
+        ("vm@idle", "nb0.vcpu.invol_cs_per_s")]
+    assert values[("vm", "qemu.vcpu.cs_per_s")] > 0.0
+    done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)], capture_output=True,
+                          text=True, timeout=120, check=True, env={**os.environ,
+                                                                   "COLUMNS": "160"})
+    for scenario in ("idle", "cpu"):
+        assert f"QEMU threads of the neighbours, vm@{scenario} iperf3/" in done.stdout
+    print(done.stdout[done.stdout.index("QEMU threads of the neighbours"):])
 
 
 def test_guests_started_on_demand_are_timed_and_the_dip_measured(

@@ -18,11 +18,14 @@ tasks-a.json / tasks-b.json hold /proc/PID/task/*/{stat,schedstat} of a Python p
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from hvbench.analysis.metrics import is_known
 from hvbench.monitors.cpu import (
     TaskSample,
     TaskSnapshot,
@@ -33,11 +36,13 @@ from hvbench.monitors.cpu import (
     latest_per_thread,
     parse_proc_stat,
     parse_schedstat,
+    parse_task_sched,
     parse_task_stat,
+    parse_task_status,
     snapshot_ends,
     thread_deltas,
 )
-from hvbench.monitors.readers import HostCpuSampler, RawThreads, ThreadCpuSampler
+from hvbench.monitors.readers import HostCpuSampler, RawThreads, ThreadCpuSampler, _wakeups_line
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "monitors"
 PID = 5725
@@ -51,7 +56,9 @@ def _load(name: str) -> dict[str, Any]:
 
 def _raw(name: str) -> RawThreads:
     data = _load(name)
-    rows = tuple((int(tid), f["stat"].encode(), f["schedstat"].encode())
+    # tasks-a/b predate the status and sched files: their context switches read as 0.
+    rows = tuple((int(tid), f["stat"].encode(), f["schedstat"].encode(),
+                  f.get("status", "").encode(), f.get("sched", "").encode())
                  for tid, f in data["tasks"].items())
     return float(data["boot_s"]), rows
 
@@ -78,8 +85,11 @@ def test_garbage_and_empty_reads_are_rejected() -> None:
         parse_schedstat("12 34\n")
     assert parse_schedstat("1000000000 250000000 42\n") == (1_000_000_000, 250_000_000, 42)
     # A thread that exited between its two reads is left out of the snapshot.
-    snap = ThreadCpuSampler.decode((1.0, ((1, b"", b""), (2, b"2 (a) S" + b" 0" * 30,
-                                                          b"1 2 3\n"))))
+    snap = ThreadCpuSampler.decode((1.0, (
+        (1, b"", b"", b"", b""),
+        (2, b"2 (a) S" + b" 0" * 30, b"1 2 3\n", b"", b""),
+        # status cut short before the context switch lines
+        (3, b"3 (a) S" + b" 0" * 30, b"1 2 3\n", b"Name:\ta\n", b""))))
     assert list(snap.tasks) == [2]
 
 
@@ -157,7 +167,8 @@ def test_sampler_report_from_raw_fixture_samples() -> None:
                             t0=49.0)
     assert report.summary["vcpu.cpu_pct"] == pytest.approx(0.85 / T * 100)
     (t, values), = report.series
-    assert t == 2.0 and values == pytest.approx(report.summary)
+    summary = {k: v for k, v in report.summary.items() if k != "total.wakeups_known"}
+    assert t == 2.0 and values == pytest.approx(summary)
     by_tid = {t.tid: t for t in report.threads}
     assert by_tid[5729].cls == "other" and by_tid[5729].comm == "x) (y z"
     assert by_tid[5726].metrics["cpu_pct"] == pytest.approx(0.85 / T * 100)
@@ -202,3 +213,96 @@ def test_host_cpu_sampler_drops_the_interrupt_lines(tmp_path: Path) -> None:
     sampler.close()
     assert raw.startswith(b"cpu  240361 ") and b"intr" not in raw
     assert raw.count(b"\n") == 2
+
+
+# -- context switches and wake-ups -----------------------------------------------------------
+# tasks-cs-a.json / tasks-cs-b.json: /proc/PID/task/*/{stat,schedstat,status,sched} of a
+# Python process (pid 16445) with threads renamed like QEMU's, taken 1.194378 s apart on
+# this host (Linux 6.18 without schedstats: sched has no nr_wakeups line). By hand:
+#
+#    tid    comm          voluntary  nonvoluntary
+#    16445  python3       92->126    22->33        main
+#    16504  CPU 0/TCG     83->212    113->419      spinning: preempted
+#    16505  CPU 1/TCG     31->94     8->17         50 ms sleeps
+#    16506  IO iothread0  208->620   13->24        2 ms sleeps
+CS_PID = 16445
+CS_T = 2339.986464257 - 2338.79208635
+
+
+def test_status_context_switches_from_real_text() -> None:
+    status = _load("tasks-cs-a.json")["tasks"]["16504"]["status"]
+    assert parse_task_status(status) == (83, 113)
+    # The sampler keeps only the tail from the voluntary line on: same result.
+    assert parse_task_status(status[status.index("voluntary_ctxt"):]) == (83, 113)
+    with pytest.raises(ValueError, match="context switch"):
+        parse_task_status(status[:status.index("voluntary_ctxt")])
+
+
+def test_sched_without_schedstats_abstains() -> None:
+    sched = _load("tasks-cs-a.json")["tasks"]["16504"]["sched"]
+    assert "nr_voluntary_switches" in sched and parse_task_sched(sched) is None
+    # The lines a kernel with CONFIG_SCHEDSTATS and kernel.sched_schedstats=1 adds
+    # (printed "%-45s:%21Ld"; before 5.19 under se.statistics.), inserted into this
+    # host's real text: nr_wakeups is read, the nr_wakeups_* variants are not.
+    lines = sched.splitlines(keepends=True)
+    for key in ("nr_wakeups_sync", "nr_wakeups", "nr_wakeups_migrate"):
+        lines.insert(4, f"{key:<45s}:{len(key):>21d}\n")
+    assert parse_task_sched("".join(lines)) == len("nr_wakeups")
+    old = f"{'se.statistics.nr_wakeups':<45s}:{77:>21d}\n"
+    assert parse_task_sched(sched + old) == 77
+    assert _wakeups_line(("".join(lines)).encode()).split(b":")[1].strip() == b"10"
+    assert _wakeups_line(sched.encode()) == b""
+
+
+def test_context_switch_rates_per_class() -> None:
+    a, b = _snap("tasks-cs-a.json"), _snap("tasks-cs-b.json")
+    deltas = thread_deltas(a, snapshot_ends(b), CS_PID, {16504, 16505})
+    m = class_metrics(deltas, CS_T)
+    assert m["vcpu.vol_cs_per_s"] == pytest.approx((129 + 63) / CS_T)
+    assert m["vcpu.invol_cs_per_s"] == pytest.approx((306 + 9) / CS_T)
+    assert m["vcpu.cs_per_s"] == pytest.approx((129 + 63 + 306 + 9) / CS_T)
+    assert m["iothread.vol_cs_per_s"] == pytest.approx(412 / CS_T)
+    assert m["main.invol_cs_per_s"] == pytest.approx(11 / CS_T)
+    assert m["total.cs_per_s"] == pytest.approx((34 + 11 + 507 + 412 + 11) / CS_T)
+    # This kernel keeps no nr_wakeups: left out, not 0.
+    assert not any(k.endswith("wakeups_per_s") for k in m)
+
+
+def test_wakeups_only_when_every_thread_has_them() -> None:
+    def snap(t: float, w1: int | None, w2: int | None) -> TaskSnapshot:
+        return TaskSnapshot(t, {1: TaskSample(1, "m", 0, 0, 0, 0, 0, 0, 0, w1),
+                                2: TaskSample(2, "worker", 0, 0, 0, 0, 0, 0, 0, w2)})
+    deltas = thread_deltas(snap(10.0, 5, 100), snapshot_ends(snap(12.0, 25, 300)), pid=1,
+                           clk_tck=100)
+    m = class_metrics(deltas, 2.0)
+    assert m["main.wakeups_per_s"] == 10.0 and m["worker.wakeups_per_s"] == 100.0
+    assert m["total.wakeups_per_s"] == 110.0
+    deltas = thread_deltas(snap(10.0, 5, None), snapshot_ends(snap(12.0, 25, None)), pid=1,
+                           clk_tck=100)
+    m = class_metrics(deltas, 2.0)
+    assert "main.wakeups_per_s" in m and "total.wakeups_per_s" not in m
+
+
+def test_sampler_summary_notes_whether_wakeups_were_read() -> None:
+    sampler = ThreadCpuSampler(CS_PID, vcpu_tids={16504, 16505})
+    report = sampler.report([(50.0, _raw("tasks-cs-a.json")), (51.0, _raw("tasks-cs-b.json"))],
+                            t0=49.0)
+    assert report.summary["total.wakeups_known"] == 0.0
+    assert report.summary["vcpu.invol_cs_per_s"] == pytest.approx(315 / CS_T)
+    by_tid = {t.tid: t for t in report.threads}
+    assert by_tid[16504].metrics["invol_cs_per_s"] == pytest.approx(306 / CS_T)
+    assert all(is_known(f"nb0.{k}") for k in report.summary)
+
+
+def test_live_sampler_reads_its_own_context_switches() -> None:
+    sampler = ThreadCpuSampler(os.getpid(), name="self")
+    sampler.open()
+    try:
+        first = sampler.sample()
+        time.sleep(0.05)
+        last = sampler.sample()
+    finally:
+        sampler.close()
+    report = sampler.report([(1.0, first), (2.0, last)], t0=0.0)
+    assert report.summary["main.vol_cs_per_s"] > 0  # it slept: at least one switch
+    assert report.summary["total.wakeups_known"] == float(sampler.wakeups)

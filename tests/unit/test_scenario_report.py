@@ -25,6 +25,9 @@ from hvbench.analysis.scenarios import (
     higher_is_better,
     identities,
     is_main_cov,
+    jain_index,
+    neighbour_threads,
+    neighbour_threads_table,
     ondemand_rows,
     ondemand_series,
     ondemand_table,
@@ -171,6 +174,29 @@ def test_aggregated_ratio_as_seed_003_fig_20() -> None:
     assert item.aggregated.mean == pytest.approx(661 / 1070 + 112 / 165)  # about 1.3
     text = aggregated_ratio_table([item]).rows[0]
     assert text[6].startswith("1.3") and "nb0 70kB: 112 / 165 = 0.679" in text[5]
+    # 1 kB next to 70 kB: not identical guests, no fairness index.
+    assert item.fairness is None and text[7] == "-"
+
+
+def test_jain_fairness_of_identical_guests() -> None:
+    assert jain_index([5.0, 5.0, 5.0]) == 1.0
+    assert jain_index([9.0, 0.0, 0.0]) == pytest.approx(1 / 3)
+    assert jain_index([]) is None and jain_index([0.0, 0.0]) is None
+    # Seed 003 Figs 15-17 in miniature: the target and two 1 kB neighbours.
+    rows = [*colocation_rows(),
+            *rows_of("vm@dual", "fixed", "1kB", {"replies_s": 600.0,
+                                                 "nb0.load.replies_per_s": 300.0,
+                                                 "nb1.load.replies_per_s": 300.0,
+                                                 "nb0.load.file_kb": 1.0,
+                                                 "nb1.load.file_kb": 1.0}, spread=0.0)]
+    item = next(a for a in aggregated_ratios(rows) if a.platform == "vm@dual")
+    assert item.fairness is not None and item.fairness.n == 3
+    # (1200)² / (3 x (600² + 2 x 300²)) = 1440000 / 1620000
+    assert item.fairness.mean == pytest.approx(1440000 / 1620000)
+    assert aggregated_ratio_table([item]).rows[0][7] == "0.889 ± 0"
+    doc = scenario_json(build_scenario_report(rows))
+    dual = next(a for a in doc["aggregated_ratio"] if a["platform"] == "vm@dual")
+    assert dual["jain_fairness"]["mean"] == pytest.approx(0.8889, abs=1e-4)
 
 
 def test_aggregated_ratio_says_when_a_baseline_is_missing() -> None:
@@ -179,7 +205,7 @@ def test_aggregated_ratio_says_when_a_baseline_is_missing() -> None:
     assert item.missing == (f"{MISSING_BASELINE} for nb0: no replies_s of vm alone in phase "
                             "30kB",)
     row = aggregated_ratio_table([item]).rows[0]
-    assert MISSING_BASELINE in row[5] and row[6] == item.missing[0] and row[7] == "0"
+    assert MISSING_BASELINE in row[5] and row[6] == item.missing[0] and row[8] == "0"
     rows = [r for r in colocation_rows() if r.platform != "vm"]
     (alone_missing,) = aggregated_ratios(rows)
     assert alone_missing.target_ratio is None and alone_missing.aggregated is None
@@ -317,6 +343,45 @@ def test_weights_table_as_seed_003_table_5() -> None:
     assert weights_tables(weights_rows(), {}) == []
 
 
+# -- neighbours' threads -------------------------------------------------------------------------
+def neighbour_rows(known: float = 0.0) -> list[MeasurementRow]:
+    nb = {f"nb{i}.{cls}.{key}": value
+          for i in (1, 0) for cls in ("vcpu", "main", "total")
+          for key, value in (("cpu_pct", 40.0 + i), ("wait_pct", 5.0), ("blocked_pct", 50.0),
+                             ("exec_per_s", 900.0), ("cpu_ms_per_exec", 0.4),
+                             ("vol_cs_per_s", 700.0), ("invol_cs_per_s", 200.0))}
+    flags = {"nb0.total.wakeups_known": known, "nb1.total.wakeups_known": known}
+    if known:
+        nb |= {"nb0.vcpu.wakeups_per_s": 650.0}
+    return [*rows_of("vm@idle2", "fixed", "1kB", {"replies_s": 800.0, **nb}),
+            *rows_of("vm@idle2", "fixed", "1kB", flags, spread=0.0),
+            *rows_of("vm", "fixed", "1kB", {"replies_s": 900.0, "qemu.vcpu.cpu_pct": 9.0})]
+
+
+def test_neighbour_threads_table() -> None:
+    (item,) = neighbour_threads(neighbour_rows())
+    assert (item.platform, item.workload, item.phase) == ("vm@idle2", "fixed", "1kB")
+    assert [(nb, cls) for nb, cls, _ in item.rows] == [
+        ("nb0", "vcpu"), ("nb0", "main"), ("nb0", "total"),
+        ("nb1", "vcpu"), ("nb1", "main"), ("nb1", "total")]
+    assert item.wakeups_known is False
+    table = neighbour_threads_table(item)
+    assert table.headers[:4] == ("neighbour", "class", "CPU %", "wait %")
+    assert table.headers[-3:] == ("vol cs/s", "invol cs/s", "wake-ups/s")
+    assert table.rows[0] == ("nb0", "vcpu", "40", "5", "50", "900", "0.4", "700", "200", "-")
+    assert table.rows[3][2] == "41"
+    assert "mean of 3 repetition(s)" in table.note and "wake-ups not measured" in table.note
+    (known,) = neighbour_threads(neighbour_rows(known=1.0))
+    assert known.wakeups_known
+    assert neighbour_threads_table(known).rows[0][-1] == "650"
+    assert "not measured" not in neighbour_threads_table(known).note
+    assert neighbour_threads(rows_of("vm", "fixed", "1kB", {"qemu.vcpu.cpu_pct": 1.0})) == []
+    # A run from before context switch sampling stored no flag: says so, not "kernel".
+    old = [r for r in neighbour_rows() if "wakeups_known" not in r.metric]
+    (item,) = neighbour_threads(old)
+    assert item.wakeups_known is None and "not sampled" in neighbour_threads_table(item).note
+
+
 # -- together --------------------------------------------------------------------------------------
 def all_rows() -> list[MeasurementRow]:
     return [*idle_rows(), *colocation_rows(), *ondemand_cell_rows()]
@@ -327,10 +392,12 @@ def test_tables_json_and_terminal() -> None:
     report = build_scenario_report(all_rows(), samples)
     titles = [t.title for t in scenario_tables(report)]
     assert titles == ["Degradation against alone", "Aggregated throughput ratio (seed 003 "
-                      "Fig. 20)", "Guests started on demand (seed 003 Fig. 14)"]
+                      "Fig. 20)", "Guests started on demand (seed 003 Fig. 14)",
+                      "QEMU threads of the neighbours, vm@idle3 fixed/1kB (seed 003 Figs 11-14)"]
     assert scenario_tables(report, cov=True)[-1].title.startswith("CoV")
     doc = json.loads(json.dumps(scenario_json(report)))
-    assert set(doc) == {"degradation", "aggregated_ratio", "ondemand", "weights", "cov"}
+    assert set(doc) == {"degradation", "aggregated_ratio", "ondemand", "weights", "cov",
+                        "neighbour_threads"}
     assert doc["aggregated_ratio"][0]["aggregated"]["n"] == 3
     assert {c["monitor"] for c in doc["cov"]} >= {"throughput", "qemu", "net"}
     assert any(not c["main"] for c in doc["cov"])  # the full set, not only the main ones

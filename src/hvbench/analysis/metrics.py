@@ -138,6 +138,10 @@ _THREAD_CLASS_METRICS = (
     ("blocked_pct", "%", "blocked %"),
     ("exec_per_s", "1/s", "executions/s"),
     ("cpu_ms_per_exec", "ms", "CPU ms per execution"),
+    ("vol_cs_per_s", "1/s", "voluntary context switches/s"),
+    ("invol_cs_per_s", "1/s", "involuntary context switches/s"),
+    ("cs_per_s", "1/s", "context switches/s"),
+    ("wakeups_per_s", "1/s", "wake-ups/s"),
     ("threads", "count", "threads"),
 )
 _HOST_CPU_METRICS = ("busy", "user", "system", "irq", "iowait", "steal", "idle")
@@ -436,6 +440,10 @@ def _thread_metrics() -> list[MetricSpec]:
     # The target's QEMU (``qemu``), a scenario neighbour's (``nb<i>``) and the
     # lifecycle's idle guests (``qemu<i>``).
     for who in ("qemu", "nb<i>", "qemu<i>"):
+        # Before the <class> pattern, which would also match it.
+        out.append(_m(f"{who}.total.wakeups_known", "flag",
+                      f"{who} nr_wakeups read (0: the kernel keeps no schedstats)",
+                      "neutral", "threads"))
         out += [
             _m(f"{who}.<class>.{key}", unit, f"{who} <class> {label}", "neutral", "threads")
             for key, unit, label in _THREAD_CLASS_METRICS

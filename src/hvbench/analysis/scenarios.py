@@ -1,6 +1,7 @@
 """What the scenario studies add to a report: degradation against alone, the aggregated
-throughput ratio of co-located web servers, guests started on demand, CPU weights, and
-the stability (CoV) of every sampled metric over the measured window.
+throughput ratio of co-located web servers, guests started on demand, CPU weights, the
+neighbours' QEMU threads (CPU, wait, blocked, executions, context switches, wake-ups),
+and the stability (CoV) of every sampled metric over the measured window.
 
 Pure: functions of stored rows and samples that return dataclasses, and
 :func:`*_table` functions that turn those into :class:`TextTable` (headers and cells as
@@ -43,10 +44,12 @@ from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text, 
 
 __all__ = [
     "LATENCY_METRICS",
+    "NEIGHBOUR_THREAD_COLUMNS",
     "AggregatedRatio",
     "CovRow",
     "Degradation",
     "NeighbourRatio",
+    "NeighbourThreads",
     "OnDemandRow",
     "OnDemandSeries",
     "OnDemandStart",
@@ -65,6 +68,9 @@ __all__ = [
     "higher_is_better",
     "identities",
     "is_main_cov",
+    "jain_index",
+    "neighbour_threads",
+    "neighbour_threads_table",
     "ondemand_rows",
     "ondemand_series",
     "ondemand_table",
@@ -294,6 +300,9 @@ class AggregatedRatio:
     neighbours: tuple[NeighbourRatio, ...]
     aggregated: Summary | None
     missing: tuple[str, ...] = ()
+    #: Jain's fairness index of the sides' replies/s (seed 003 Figs 15-17), when every
+    #: web neighbour serves the target's file size (identical guests); else None.
+    fairness: Summary | None = None
 
 
 def alone_baselines(rows: Iterable[Row]) -> dict[tuple[str, str], float]:
@@ -343,6 +352,31 @@ def _web_neighbours(metrics: Iterable[str]) -> list[str]:
                    if m and m.group(2) == "replies_per_s"}, key=_nb_index)
 
 
+def jain_index(values: Sequence[float]) -> float | None:
+    """Jain's fairness index (Σx)² / (n Σx²): 1 when every side gets the same, 1/n when
+    one side gets everything; None for no values or all zero."""
+    square_sum = sum(v * v for v in values)
+    if not values or square_sum <= 0:
+        return None
+    return sum(values) ** 2 / (len(values) * square_sum)
+
+
+def _fairness(target: Mapping[int, float], metrics: Mapping[str, Mapping[int, float]],
+              phase: str) -> Summary | None:
+    """Jain's index of the target's and each web neighbour's replies/s per repetition,
+    summarised; None unless every neighbour serves the target's file size (with
+    different sizes equal replies/s are not a fair share)."""
+    labels = _web_neighbours(metrics)
+    sizes = [metrics.get(f"{nb}.load.file_kb", {}) for nb in labels]
+    if not target or not labels or any(
+            not size or {_file_phase(v) for v in size.values()} != {phase} for size in sizes):
+        return None
+    sides = [target, *(metrics[f"{nb}.load.replies_per_s"] for nb in labels)]
+    reps = set.intersection(*(set(side) for side in sides))
+    found = [j for r in sorted(reps) if (j := jain_index([side[r] for side in sides]))]
+    return _summary(found)
+
+
 def _sum_per_rep(parts: Sequence[Mapping[int, float]]) -> Summary | None:
     """The per-repetition sum of the parts, over the repetitions they all have."""
     if not parts:
@@ -378,7 +412,8 @@ def _aggregate(cell: str, key: tuple[str, str, str], base: str,
     return AggregatedRatio(cell, platform, workload, phase, _summary(target.values()),
                            target_baseline,
                            _summary(target_ratio.values()) if target_ratio else None,
-                           tuple(neighbours), aggregated, tuple(missing))
+                           tuple(neighbours), aggregated, tuple(missing),
+                           _fairness(target, metrics, phase))
 
 
 def _nb_index(label: str) -> int:
@@ -418,16 +453,19 @@ def aggregated_ratio_table(items: Sequence[AggregatedRatio]) -> TextTable:
          MISSING_BASELINE if a.target_ratio is None else mean_ci_text(a.target_ratio),
          "; ".join(_neighbour_text(nb) for nb in a.neighbours),
          ("; ".join(a.missing) if a.aggregated is None else mean_ci_text(a.aggregated)),
+         _ratio_text(a.fairness),
          str(a.aggregated.n if a.aggregated else 0))
         for a in items)
     return TextTable(
         "Aggregated throughput ratio (seed 003 Fig. 20)",
         ("platform", "workload/phase", "target replies/s", "alone best",
          "target ratio", "neighbours: replies/s / alone best = ratio",
-         "aggregated ratio ± 95% CI", "n"), rows, left=2,
+         "aggregated ratio ± 95% CI", "Jain fairness", "n"), rows, left=2,
         note="alone best: the highest mean replies/s of the base platform alone over "
              "any web workload, for the same file size; ratios per repetition, then "
-             "mean ± 95% CI (the baselines are taken as exact).")
+             "mean ± 95% CI (the baselines are taken as exact). Jain fairness: "
+             "(Σx)² / (n Σx²) of the sides' replies/s per repetition (1 = equal shares, "
+             "1/n = one side takes all), only when every side serves the same file size.")
 
 
 # -- (c) guests started on demand ----------------------------------------------------------
@@ -745,6 +783,75 @@ def weights_text_table(table: WeightsTable) -> TextTable:
                      f"{table.workload}/{table.phase} (seed 003 Table 5)", headers, rows)
 
 
+# -- neighbours' QEMU threads (seed 003 Figs 11-14, Tables 2 and 4) -------------------------
+#: Columns of the neighbours' thread table: (metric within a class, header).
+NEIGHBOUR_THREAD_COLUMNS = (
+    ("cpu_pct", "CPU %"), ("wait_pct", "wait %"), ("blocked_pct", "blocked %"),
+    ("exec_per_s", "exec/s"), ("cpu_ms_per_exec", "CPU ms/exec"),
+    ("vol_cs_per_s", "vol cs/s"), ("invol_cs_per_s", "invol cs/s"),
+    ("wakeups_per_s", "wake-ups/s"),
+)
+#: Thread classes in the table's order; ``total`` is the whole QEMU process.
+_NEIGHBOUR_CLASSES = ("vcpu", "main", "iothread", "worker", "vhost", "other", "total")
+_NB_THREAD = re.compile(r"^(nb\d+)\.(\w+)\.(\w+)$")
+
+
+@dataclass(frozen=True)
+class NeighbourThreads:
+    """One scenario cell's phase: each neighbour's QEMU thread classes (rows) and their
+    metrics (:data:`NEIGHBOUR_THREAD_COLUMNS`) over the repetitions. ``wakeups_known``
+    is False when some repetition ran on a kernel without schedstats, None when the
+    run predates context switch and wake-up sampling (no flag stored)."""
+
+    platform: str
+    workload: str
+    phase: str
+    rows: tuple[tuple[str, str, tuple[Summary | None, ...]], ...]
+    wakeups_known: bool | None
+
+
+def neighbour_threads(rows: Sequence[Row]) -> list[NeighbourThreads]:
+    """For every (platform, workload, phase) with a neighbour's thread metrics."""
+    out = []
+    for (platform, workload, phase), metrics in _by_rep(rows).items():
+        found = {(m[1], m[2]) for name in metrics if (m := _NB_THREAD.match(name))}
+        labels = sorted({nb for nb, _ in found}, key=_nb_index)
+        table_rows = []
+        for nb in labels:
+            for cls in _NEIGHBOUR_CLASSES:
+                if (nb, cls) not in found or f"{nb}.{cls}.cpu_pct" not in metrics:
+                    continue
+                table_rows.append((nb, cls, tuple(
+                    _metric_summary(metrics, f"{nb}.{cls}.{key}")
+                    for key, _ in NEIGHBOUR_THREAD_COLUMNS)))
+        if not table_rows:
+            continue
+        flags = [v for nb in labels
+                 for v in metrics.get(f"{nb}.total.wakeups_known", {}).values()]
+        known = None if not flags else all(flags)
+        out.append(NeighbourThreads(platform, workload, phase, tuple(table_rows), known))
+    return sorted(out, key=lambda n: (n.platform, n.workload, phase_key(n.phase)))
+
+
+def neighbour_threads_table(item: NeighbourThreads) -> TextTable:
+    """Neighbour and thread class as rows, the thread metrics as columns (means over
+    the repetitions; ``--format json`` has each one's 95 % CI)."""
+    rows = tuple((nb, cls, *("-" if s is None else fmt_value(s.mean) for s in cells))
+                 for nb, cls, cells in item.rows)
+    n = max((s.n for _, _, cells in item.rows for s in cells if s is not None), default=0)
+    note = (f"mean of {n} repetition(s); cs = context switches (voluntary: the thread "
+            "blocked or slept; involuntary: it was preempted)")
+    if item.wakeups_known is None:
+        note += "; context switches and wake-ups were not sampled by this run's hvbench"
+    elif not item.wakeups_known:
+        note += ("; wake-ups not measured: this kernel keeps no nr_wakeups in "
+                 "/proc/PID/sched (CONFIG_SCHEDSTATS, kernel.sched_schedstats)")
+    return TextTable(f"QEMU threads of the neighbours, {item.platform} "
+                     f"{item.workload}/{item.phase} (seed 003 Figs 11-14)",
+                     ("neighbour", "class", *(h for _, h in NEIGHBOUR_THREAD_COLUMNS)),
+                     rows, left=2, note=note)
+
+
 # -- everything together ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class ScenarioReport:
@@ -755,6 +862,7 @@ class ScenarioReport:
     ondemand: list[OnDemandRow] = field(default_factory=list)
     weights: list[WeightsTable] = field(default_factory=list)
     cov: list[CovRow] = field(default_factory=list)
+    neighbours: list[NeighbourThreads] = field(default_factory=list)
 
 
 def build_scenario_report(rows: Sequence[Row], samples: Sequence[SampleLike] = (),
@@ -766,7 +874,8 @@ def build_scenario_report(rows: Sequence[Row], samples: Sequence[SampleLike] = (
     definitions."""
     known = dict(cells) if cells else {r.cell: (r.platform, r.workload) for r in rows}
     return ScenarioReport(degradation_rows(rows), aggregated_ratios(rows), ondemand_rows(rows),
-                          weights_tables(rows, platforms or {}), cov_rows(samples, known))
+                          weights_tables(rows, platforms or {}), cov_rows(samples, known),
+                          neighbour_threads(rows))
 
 
 def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTable]:
@@ -780,6 +889,7 @@ def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTa
     if report.ondemand:
         tables.append(ondemand_table(report.ondemand))
     tables += [weights_text_table(w) for w in report.weights]
+    tables += [neighbour_threads_table(n) for n in report.neighbours]
     return tables + cov_tables(report) if cov else tables
 
 
@@ -808,7 +918,8 @@ def scenario_json(report: ScenarioReport) -> dict[str, Any]:
              "neighbours": [{"label": n.label, "file_kb": n.file_kb,
                              "replies_per_s": _s(n.rate), "baseline": n.baseline,
                              "ratio": _s(n.ratio)} for n in a.neighbours],
-             "aggregated": _s(a.aggregated), "missing": list(a.missing)}
+             "aggregated": _s(a.aggregated), "missing": list(a.missing),
+             "jain_fairness": _s(a.fairness)}
             for a in report.ratios],
         "ondemand": [
             {"cell": o.cell, "platform": o.platform, "workload": o.workload, "phase": o.phase,
@@ -830,4 +941,12 @@ def scenario_json(report: ScenarioReport) -> dict[str, Any]:
              list(c.per_repetition), "cov_pct": _s(c.summary), "points": c.points,
              "main": is_main_cov(c)}
             for c in report.cov],
+        "neighbour_threads": [
+            {"platform": n.platform, "workload": n.workload, "phase": n.phase,
+             "wakeups_known": n.wakeups_known,
+             "rows": [{"neighbour": nb, "class": cls,
+                       **{key: _s(cell) for (key, _), cell
+                          in zip(NEIGHBOUR_THREAD_COLUMNS, cells, strict=True)}}
+                      for nb, cls, cells in n.rows]}
+            for n in report.neighbours],
     }

@@ -33,6 +33,14 @@ Metrics of a group of threads over an interval of ``T`` seconds (:func:`group_me
   running nor runnable, i.e. waiting for I/O or an event); for a group it is the
   average thread's blocked share
 - ``exec_per_s``: Δtimeslices / T; ``cpu_ms_per_exec``: Δrun / Δtimeslices in ms
+- ``vol_cs_per_s``, ``invol_cs_per_s``: Δ``voluntary_ctxt_switches`` / T (the thread
+  gave up the CPU: it blocked or slept) and Δ``nonvoluntary_ctxt_switches`` / T (it
+  was preempted while runnable) from ``/proc/PID/task/TID/status``; ``cs_per_s`` is
+  their sum
+- ``wakeups_per_s``: Δ``nr_wakeups`` / T from ``/proc/PID/task/TID/sched``, only when
+  the kernel keeps it (CONFIG_SCHEDSTATS and ``kernel.sched_schedstats = 1``; without
+  them the line is absent and the metric is left out rather than reported as 0; the
+  thread sampler's summary says which with ``total.wakeups_known``, 1 or 0)
 
 When the host is itself a VM, time its hypervisor steals from a vCPU is neither run nor
 run-queue wait to the host's scheduler, so it shows up as ``blocked``: read
@@ -66,7 +74,8 @@ from hvbench.host.cgroups import is_vcpu_name
 CLK_TCK: int = os.sysconf("SC_CLK_TCK")
 CLASSES = ("vcpu", "iothread", "worker", "vhost", "main", "other")
 GROUP_METRICS = ("cpu_pct", "run_pct", "wait_pct", "blocked_pct", "exec_per_s",
-                 "cpu_ms_per_exec", "threads")
+                 "cpu_ms_per_exec", "vol_cs_per_s", "invol_cs_per_s", "cs_per_s",
+                 "wakeups_per_s", "threads")
 HOST_CPU_METRICS = ("busy_pct", "user_pct", "system_pct", "irq_pct", "iowait_pct",
                     "steal_pct", "idle_pct")
 
@@ -86,6 +95,11 @@ class TaskSample:
     run_ns: int
     wait_ns: int
     slices: int
+    #: voluntary / nonvoluntary context switches (status), nr_wakeups (sched; None
+    #: when the kernel does not expose it).
+    vol_cs: int = 0
+    invol_cs: int = 0
+    wakeups: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +123,9 @@ class ThreadDelta:
     wait_s: float
     slices: int
     alive_s: float
+    vol_cs: int = 0
+    invol_cs: int = 0
+    wakeups: int | None = None
 
 
 def parse_task_stat(text: str) -> tuple[str, int, int]:
@@ -135,11 +152,40 @@ def parse_schedstat(text: str) -> tuple[int, int, int]:
     return int(fields[0]), int(fields[1]), int(fields[2])
 
 
-def parse_task(tid: int, stat_text: str, schedstat_text: str) -> TaskSample:
-    """One thread's :class:`TaskSample` from its stat and schedstat text (ValueError)."""
+def parse_task_status(text: str) -> tuple[int, int]:
+    """(voluntary, nonvoluntary context switches) of a /proc/.../status text, or of
+    its tail from the ``voluntary_ctxt_switches`` line on. Raises ValueError when
+    either line is missing (the text was cut short: the thread exited)."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+            found[key] = int(value)
+    if len(found) != 2:
+        raise ValueError(f"no context switch lines in status text: {text[:80]!r}")
+    return found["voluntary_ctxt_switches"], found["nonvoluntary_ctxt_switches"]
+
+
+def parse_task_sched(text: str) -> int | None:
+    """``nr_wakeups`` of a /proc/.../sched text; None when the kernel does not keep
+    it (no schedstats). Kernels before 5.19 name it ``se.statistics.nr_wakeups``."""
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip().removeprefix("se.statistics.") == "nr_wakeups":
+            return int(value)
+    return None
+
+
+def parse_task(tid: int, stat_text: str, schedstat_text: str, status_text: str = "",
+               sched_text: str = "") -> TaskSample:
+    """One thread's :class:`TaskSample` from its stat, schedstat and (when given)
+    status and sched text. Raises ValueError when a given text is not what it should
+    be; an empty ``status_text`` leaves the context switches at 0."""
     comm, ticks, start = parse_task_stat(stat_text)
     run, wait, slices = parse_schedstat(schedstat_text)
-    return TaskSample(tid, comm, start, ticks, run, wait, slices)
+    vol, invol = parse_task_status(status_text) if status_text else (0, 0)
+    return TaskSample(tid, comm, start, ticks, run, wait, slices, vol, invol,
+                      parse_task_sched(sched_text))
 
 
 def classify(tid: int, pid: int, comm: str, vcpu_tids: Collection[int] = ()) -> str:
@@ -178,7 +224,8 @@ def _baseline(first: TaskSnapshot, task: TaskSample,
         return before, first.boot_s
     # Start times are truncated to a tick: allow one tick before the snapshot.
     if task.start_ticks >= first.boot_s * clk_tck - 1:
-        zero = TaskSample(task.tid, task.comm, task.start_ticks, 0, 0, 0, 0)
+        zero = TaskSample(task.tid, task.comm, task.start_ticks, 0, 0, 0, 0, 0, 0,
+                          None if task.wakeups is None else 0)
         return zero, max(first.boot_s, task.start_ticks / clk_tck)
     return None
 
@@ -202,7 +249,11 @@ def thread_deltas(first: TaskSnapshot, ends: Iterable[tuple[TaskSample, float]],
             run_s=max(0, task.run_ns - base.run_ns) / 1e9,
             wait_s=max(0, task.wait_ns - base.wait_ns) / 1e9,
             slices=max(0, task.slices - base.slices),
-            alive_s=max(0.0, end_s - born_s)))
+            alive_s=max(0.0, end_s - born_s),
+            vol_cs=max(0, task.vol_cs - base.vol_cs),
+            invol_cs=max(0, task.invol_cs - base.invol_cs),
+            wakeups=(None if task.wakeups is None or base.wakeups is None
+                     else max(0, task.wakeups - base.wakeups))))
     return out
 
 
@@ -212,24 +263,34 @@ def snapshot_ends(snap: TaskSnapshot) -> list[tuple[TaskSample, float]]:
 
 
 def group_metrics(deltas: Iterable[ThreadDelta], seconds: float) -> dict[str, float]:
-    """The metrics of a group of threads over ``seconds`` (zeros if ``seconds`` <= 0)."""
+    """The metrics of a group of threads over ``seconds`` (zeros if ``seconds`` <= 0);
+    ``wakeups_per_s`` only when every thread of the group has its wake-ups."""
     group = list(deltas)
     cpu = sum(d.cpu_s for d in group)
     run = sum(d.run_s for d in group)
     wait = sum(d.wait_s for d in group)
     slices = sum(d.slices for d in group)
     alive = sum(d.alive_s for d in group)
+    vol = sum(d.vol_cs for d in group)
+    invol = sum(d.invol_cs for d in group)
     per_s = 1.0 / seconds if seconds > 0 else 0.0
     blocked = max(0.0, 100.0 - (run + wait) / alive * 100.0) if alive > 0 else 0.0
-    return {
+    out = {
         "cpu_pct": cpu * per_s * 100.0,
         "run_pct": run * per_s * 100.0,
         "wait_pct": wait * per_s * 100.0,
         "blocked_pct": blocked,
         "exec_per_s": slices * per_s,
         "cpu_ms_per_exec": run * 1000.0 / slices if slices else 0.0,
+        "vol_cs_per_s": vol * per_s,
+        "invol_cs_per_s": invol * per_s,
+        "cs_per_s": (vol + invol) * per_s,
         "threads": float(len(group)),
     }
+    wakeups = [d.wakeups for d in group]
+    if group and all(w is not None for w in wakeups):
+        out["wakeups_per_s"] = sum(w or 0 for w in wakeups) * per_s
+    return out
 
 
 def class_metrics(deltas: Sequence[ThreadDelta], seconds: float) -> dict[str, float]:

@@ -187,16 +187,30 @@ class HostCpuSampler(_CounterMonitor[dict[str, tuple[int, ...]]]):
         return host_cpu_metrics(a, b)
 
 
-#: Raw thread sample: (CLOCK_BOOTTIME s, ((tid, stat bytes, schedstat bytes), ...)).
-RawThreads = tuple[float, tuple[tuple[int, bytes, bytes], ...]]
+#: Raw thread sample: (CLOCK_BOOTTIME s, ((tid, stat, schedstat, status tail, sched
+#: nr_wakeups line or b""), ...)), all bytes.
+RawThreads = tuple[float, tuple[tuple[int, bytes, bytes, bytes, bytes], ...]]
+_CTXT_LINE = b"\nvoluntary_ctxt_switches"
+
+
+def _wakeups_line(data: bytes) -> bytes:
+    """The ``nr_wakeups`` line of a /proc sched text (``se.statistics.nr_wakeups``
+    before Linux 5.19), or b"" when the kernel keeps no schedstats."""
+    for line in data.split(b"\n"):
+        key = line.partition(b":")[0].strip()
+        if key in (b"nr_wakeups", b"se.statistics.nr_wakeups"):
+            return line
+    return b""
 
 
 class ThreadCpuSampler:
     """A process's threads by class (see :mod:`hvbench.monitors.cpu`), from
-    ``/proc/PID/task/*/{stat,schedstat}``. Metric names are ``<name>.<class>.<metric>``.
+    ``/proc/PID/task/*/{stat,schedstat,status}`` and, when the kernel keeps
+    ``nr_wakeups`` there, ``sched``. Metric names are ``<name>.<class>.<metric>``;
+    the summary's ``total.wakeups_known`` (1 or 0) says whether wake-ups were read.
 
     ``vcpu_tids`` are the vCPU thread ids from QMP ``query-cpus-fast`` (the comm
-    ``CPU n/...`` is the fallback). Each thread's two files stay open; the task list is
+    ``CPU n/...`` is the fallback). Each thread's files stay open; the task list is
     re-read every ``relist_every`` samples and whenever a thread's read fails, so pool
     threads born in between are found within ``relist_every`` samples.
     """
@@ -207,13 +221,21 @@ class ThreadCpuSampler:
         self.vcpu_tids = frozenset(vcpu_tids)
         self.name = name
         self.relist_every = max(1, relist_every)
-        self._files: dict[int, tuple[_ProcFile, _ProcFile]] = {}
+        self._files: dict[int, tuple[_ProcFile, ...]] = {}
         self._count = 0
+        #: Whether the kernel keeps nr_wakeups in /proc/PID/sched (decided at open():
+        #: it is a kernel-wide setting, and sched is a long text not worth reading
+        #: 10 times a second for nothing).
+        self.wakeups = False
 
     def open(self) -> None:
         """List the threads and open their files. Raises HostError if there is no such
         process."""
         self.close()
+        try:
+            self.wakeups = bool(_wakeups_line(Path(f"/proc/{self.pid}/sched").read_bytes()))
+        except OSError:
+            self.wakeups = False  # no CONFIG_SCHED_DEBUG: no sched file at all
         self._relist()
 
     def _exited(self) -> HostError:
@@ -227,16 +249,20 @@ class ThreadCpuSampler:
             raise self._exited() from exc
         for tid in set(self._files) - tids:
             self._forget(tid)
+        names = [("stat", 1024), ("schedstat", 128), ("status", 2048)]
+        if self.wakeups:
+            names.append(("sched", 4096))
         for tid in tids - set(self._files):
             base = f"/proc/{self.pid}/task/{tid}"
+            opened: list[_ProcFile] = []
             try:
-                stat = _ProcFile(f"{base}/stat", 1024)
+                for name, size in names:
+                    opened.append(_ProcFile(f"{base}/{name}", size))
             except OSError:
-                continue  # the thread exited while we listed
-            try:
-                self._files[tid] = (stat, _ProcFile(f"{base}/schedstat", 128))
-            except OSError:
-                stat.close()
+                for f in opened:
+                    f.close()  # the thread exited while we listed
+                continue
+            self._files[tid] = tuple(opened)
         if set(self._files) <= {self.pid} and self._leader_is_zombie():
             raise self._exited()
 
@@ -251,17 +277,23 @@ class ThreadCpuSampler:
         return state in (b"Z", b"X")
 
     def sample(self) -> RawThreads:
-        """Each live thread's raw stat and schedstat. Raises HostError once the process
-        has exited."""
+        """Each live thread's raw stat, schedstat, the context switch lines of its
+        status and its nr_wakeups line. Raises HostError once the process has
+        exited."""
         self._count += 1
         if self._count % self.relist_every == 0:
             self._relist()
         boot_s = time.clock_gettime(time.CLOCK_BOOTTIME)
-        rows: list[tuple[int, bytes, bytes]] = []
+        rows: list[tuple[int, bytes, bytes, bytes, bytes]] = []
         stale = False
-        for tid, (stat, sched) in self._files.items():
+        for tid, files in self._files.items():
             try:
-                rows.append((tid, stat.read(), sched.read()))
+                status = files[2].read()
+                wakeups = _wakeups_line(files[3].read()) if len(files) > 3 else b""
+                # Keep only the tail of status: the context switches are its last lines.
+                at = status.find(_CTXT_LINE)
+                rows.append((tid, files[0].read(), files[1].read(),
+                             status[at:] if at >= 0 else status, wakeups))
             except OSError:
                 stale = True  # ESRCH: the thread exited
         if stale:
@@ -284,9 +316,10 @@ class ThreadCpuSampler:
         between the two reads) are left out."""
         boot_s, rows = raw
         tasks: dict[int, TaskSample] = {}
-        for tid, stat, sched in rows:
+        for tid, stat, schedstat, status, sched in rows:
             with contextlib.suppress(ValueError):
-                tasks[tid] = parse_task(tid, stat.decode(errors="replace"), sched.decode())
+                tasks[tid] = parse_task(tid, stat.decode(errors="replace"), schedstat.decode(),
+                                        status.decode(errors="replace"), sched.decode())
         return TaskSnapshot(boot_s, tasks)
 
     def _series(self, samples: Sequence[Sample], snaps: Sequence[TaskSnapshot],
@@ -309,6 +342,8 @@ class ThreadCpuSampler:
         seconds = snaps[-1].boot_s - snaps[0].boot_s
         deltas = thread_deltas(snaps[0], latest_per_thread(snaps), self.pid, self.vcpu_tids)
         out.summary = class_metrics(deltas, seconds)
+        # The stored note on wake-ups: 0 means "not measured", not "none happened".
+        out.summary["total.wakeups_known"] = float("total.wakeups_per_s" in out.summary)
         out.threads = [ThreadReport(d.tid, d.comm, d.cls, group_metrics([d], seconds))
                        for d in sorted(deltas, key=lambda d: (d.cls, d.tid))]
         return out
