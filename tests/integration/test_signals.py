@@ -97,10 +97,17 @@ job_file = "{job}"
 """
 
 
+#: Descendants this test process had before the test (a session's PostgreSQL server
+#: started by the store tests, with its workers): not hvbench's, never leftovers.
+_BEFORE: set[int] = set()
+
+
 @pytest.fixture(autouse=True)
 def subreaper() -> Iterator[None]:
     """This test process as a child subreaper: whatever hvbench leaves behind
     re-parents here instead of to init, so the leak check finds it."""
+    _BEFORE.clear()
+    _BEFORE.update(p.pid for p in proctree.descendants(os.getpid()))
     assert proctree.become_subreaper()
     try:
         yield
@@ -134,11 +141,31 @@ def _named(names: set[str], count: int = 1) -> Callable[[list[proctree.ProcInfo]
     return lambda tree: sum(1 for p in tree if p.comm in names) >= count
 
 
+def _new_descendants() -> list[proctree.ProcInfo]:
+    """Descendants of this test process that are neither one it had before the test
+    nor a child of one (a PostgreSQL server forks a worker per connection)."""
+    tree = proctree.descendants(os.getpid())
+    parents = {p.pid: p.ppid for p in tree}
+    old = set(_BEFORE)
+
+    def is_old(pid: int) -> bool:
+        seen: set[int] = set()
+        while pid in parents and pid not in seen:
+            if pid in old:
+                return True
+            seen.add(pid)
+            pid = parents[pid]
+        return pid in old
+
+    return [p for p in tree if not is_old(p.pid)]
+
+
 def _leftovers() -> list[proctree.ProcInfo]:
-    """Live descendants of this test process: what hvbench left (it re-parents here)."""
+    """Live descendants of this test process that the test started: what hvbench left
+    (it re-parents here)."""
     deadline = time.monotonic() + 2.0
     while True:
-        alive = [p for p in proctree.descendants(os.getpid()) if p.state != "Z"]
+        alive = [p for p in _new_descendants() if p.state != "Z"]
         if not alive or time.monotonic() >= deadline:
             return alive
         time.sleep(0.05)
