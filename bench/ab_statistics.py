@@ -3,7 +3,7 @@ slowdown, and what adaptive repetitions save.
 
 Usage: python bench/ab_statistics.py [--part fp|power|cost|all] [--db FILE]
        [--fp-blocks 40] [--fp-pairs 5] [--power-trials 20] [--power-pairs 3]
-       [--power-from RUN,...] [--json]
+       [--power-from RUN,...] [--cost-ci 2] [--json]
 
 - fp: ``hvbench noise`` on bench/studies/ab-aa.toml (platform a, 10 pairs) stores the
   bare host's noise floor; then one run of the same study (a and b identical, ABBA)
@@ -56,6 +56,8 @@ ALPHA = 0.01
 #: A run refused because another study holds the host's run lock is retried.
 LOCK_RETRIES = 60
 RETRY_S = 10.0
+#: The CI target of bench/studies/quick-adaptive.toml, %.
+DEFAULT_CI_PCT = 2.0
 #: Seconds between two chunks of the power runs with the machine lock released.
 PAUSE_S = 5.0
 
@@ -194,8 +196,13 @@ def _seconds(a: str, b: str) -> float:
     return (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
 
 
-def cost(db: Path) -> dict[str, Any]:
-    study = str(STUDIES / "quick-adaptive.toml")
+def cost(db: Path, ci_pct: float) -> dict[str, Any]:
+    text = (STUDIES / "quick-adaptive.toml").read_text()
+    if ci_pct != DEFAULT_CI_PCT:
+        text = text.replace(f"ci_pct = {DEFAULT_CI_PCT:g} ", f"ci_pct = {ci_pct:g} ")
+    scratch = Path(tempfile.mkdtemp(prefix="hvbench-ab-"))
+    study = str(scratch / "quick-adaptive.toml")
+    Path(study).write_text(text)
     started = time.monotonic()
     run_id = _run("run", study, "--only", "guest*", "--db", str(db), guests=True)
     wall = time.monotonic() - started
@@ -218,7 +225,7 @@ def cost(db: Path) -> dict[str, Any]:
     fixed_n = max(counts.values())
     fixed_s = fixed_n * sum(item_s.values())
     adaptive_s = sum(counts[c] * item_s[c] for c in counts)
-    return {"run": run_id, "wall_s": round(wall), "repetitions": counts,
+    return {"run": run_id, "ci_pct": ci_pct, "wall_s": round(wall), "repetitions": counts,
             "rounds": len(order), "per_repetition_s": {c: round(s, 1) for c, s in
                                                        item_s.items()},
             "fixed_count": fixed_n, "fixed_s": round(fixed_s),
@@ -236,6 +243,8 @@ def main() -> int:
     parser.add_argument("--power-pairs", type=int, default=3)
     parser.add_argument("--power-from", default="", metavar="RUN,...",
                         help="earlier ab-power runs in --db to count as trials first")
+    parser.add_argument("--cost-ci", type=float, default=DEFAULT_CI_PCT,
+                        help="the cost part's CI target, %% (default 2, as the study)")
     parser.add_argument("--json", action="store_true", help="print every comparison too")
     args = parser.parse_args()
     db = args.db or Path(tempfile.mkdtemp(prefix="hvbench-ab-")) / "ab.db"
@@ -246,7 +255,7 @@ def main() -> int:
         reuse = [r for r in args.power_from.split(",") if r]
         out["power"] = power(db, args.power_trials, args.power_pairs, reuse)
     if args.part in ("cost", "all"):
-        out["cost"] = cost(db)
+        out["cost"] = cost(db, args.cost_ci)
     if not args.json:
         for part in ("false_positives", "power"):
             if part in out:
