@@ -44,7 +44,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -159,16 +159,22 @@ def definition_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[s
     return sorted(name for name in a.keys() & b.keys() if a[name] != b[name])
 
 
-def side_values(rows: Iterable[Row], platform: str | None = None) -> dict[Key, list[float]]:
-    """Per-repetition values keyed by (cell, phase, metric); with ``platform``, only
-    that platform's rows, keyed by workload instead of cell (so two platforms of one
-    run line up)."""
-    out: dict[Key, list[float]] = defaultdict(list)
+def _keyed(rows: Iterable[Row], platform: str | None) -> Iterator[tuple[Key, Row]]:
+    """Each row with its key: (cell, phase, metric); with ``platform``, only that
+    platform's rows, keyed by workload instead of cell (so two platforms of one run
+    line up)."""
     for row in rows:
         if platform is None:
-            out[(row.cell, row.phase, row.metric)].append(row.value)
+            yield (row.cell, row.phase, row.metric), row
         elif row.platform == platform:
-            out[(row.workload, row.phase, row.metric)].append(row.value)
+            yield (row.workload, row.phase, row.metric), row
+
+
+def side_values(rows: Iterable[Row], platform: str | None = None) -> dict[Key, list[float]]:
+    """Per-repetition values keyed as :func:`_keyed` keys them."""
+    out: dict[Key, list[float]] = defaultdict(list)
+    for key, row in _keyed(rows, platform):
+        out[key].append(row.value)
     return dict(out)
 
 
@@ -177,11 +183,8 @@ def side_repetitions(rows: Iterable[Row], platform: str | None = None
     """The repetition number of each value :func:`side_values` returns for the same
     arguments, in the same order (what pairs two platforms of one run)."""
     out: dict[Key, list[int]] = defaultdict(list)
-    for row in rows:
-        if platform is None:
-            out[(row.cell, row.phase, row.metric)].append(row.repetition)
-        elif row.platform == platform:
-            out[(row.workload, row.phase, row.metric)].append(row.repetition)
+    for key, row in _keyed(rows, platform):
+        out[key].append(row.repetition)
     return dict(out)
 
 

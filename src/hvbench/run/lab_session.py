@@ -105,34 +105,16 @@ class LabSession(StartStop):
     def _stop_repositories(self) -> None:
         """Stop every repository, then remove the propagation directory; the first
         error is raised after everything was tried."""
-        errors: list[OSError | HvbenchError] = []
-        for repo in reversed(list(self.repositories.values())):
-            try:
-                repo.stop()
-            except (OSError, HvbenchError) as exc:  # raised below, after the rest
-                errors.append(exc)
-        self.repositories.clear()
         directory, self._propagation_dir = self._propagation_dir, None
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)
-        if errors:
-            raise errors[0]
+        _stop_all(list(self.repositories.values()), directory)
+        self.repositories.clear()
 
     def _stop_nbd(self) -> None:
         """Stop every NBD server (each removes its image), then the storage directory;
         the first error is raised after everything was tried."""
-        errors: list[OSError | HvbenchError] = []
-        for server in reversed(list(self.nbd_servers.values())):
-            try:
-                server.stop()
-            except (OSError, HvbenchError) as exc:  # raised below, after the rest
-                errors.append(exc)
-        self.nbd_servers.clear()
         directory, self._storage_dir = self._storage_dir, None
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)
-        if errors:
-            raise errors[0]
+        _stop_all(list(self.nbd_servers.values()), directory)
+        self.nbd_servers.clear()
 
     # -- network block storage ---------------------------------------------------------
     def resolve_source(self, source: str | None) -> str | None:
@@ -284,3 +266,19 @@ def free_port(address: str) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((address, 0))
         return int(sock.getsockname()[1])
+
+
+def _stop_all(servers: Sequence[ImageRepository | NbdServer], directory: Path | None
+              ) -> None:
+    """Stop ``servers`` in reverse order, then remove ``directory``; the first error is
+    raised after everything was tried."""
+    errors: list[OSError | HvbenchError] = []
+    for server in reversed(servers):
+        try:
+            server.stop()
+        except (OSError, HvbenchError) as exc:  # raised below, after the rest
+            errors.append(exc)
+    if directory is not None:
+        shutil.rmtree(directory, ignore_errors=True)
+    if errors:
+        raise errors[0]
