@@ -194,6 +194,9 @@ def _rows(guest: list[float], host: list[float]) -> list[MeasurementRow]:
     ("a<b", [10, 11, 10.5], [50, 51, 50.5], "agrees"),
     ("a<b", [10, 40, 25], [30, 45, 20], "agrees (within noise)"),
     ("a<b", [60, 61, 60.5], [50, 51, 50.5], "disagrees"),
+    # Opposite means, overlapping intervals: no evidence against the paper either.
+    ("a<b", [30, 45, 25], [10, 40, 25], "disagrees (within noise)"),
+    ("a>b", [10, 40, 25], [30, 45, 25], "disagrees (within noise)"),
     ("a>b", [60, 61, 60.5], [50, 51, 50.5], "agrees"),
     ("a>b", [10, 11, 10.5], [50, 51, 50.5], "disagrees"),
 ])
@@ -210,6 +213,9 @@ def test_ratio_verdicts() -> None:
     far = evaluate([finding], _CELLS, _rows([50, 51, 49], [100, 100.5, 99.5]))[0]
     assert close.verdict == "agrees"
     assert far.verdict == "disagrees" and far.ours_direction() == "A/B = 0.5"
+    # A ratio outside the range whose interval still reaches into it.
+    loose = evaluate([finding], _CELLS, _rows([60, 100, 80], [100, 100.5, 99.5]))[0]
+    assert loose.verdict == "disagrees (within noise)"
 
 
 def test_missing_side_is_not_measured_and_shown_only_when_asked() -> None:

@@ -51,7 +51,8 @@ Expectation = Literal["a<b", "a>b", "ratio"]
 EXPECTATIONS: tuple[Expectation, ...] = ("a<b", "a>b", "ratio")
 #: The papers' numbers (``paper``) name these seeds (001 and 002 are one paper).
 SEEDS = ("000", "001", "003", "004")
-Verdict = Literal["agrees", "agrees (within noise)", "disagrees", "not measured"]
+Verdict = Literal["agrees", "agrees (within noise)", "disagrees", "disagrees (within noise)",
+                  "not measured"]
 _SIDE_KEYS = frozenset({"label", "value", "platform", "workload"})
 _FINDING_KEYS = frozenset({"id", "seed", "source", "statement", "unit", "metric", "phase",
                            "expect", "ratio", "tcg_distorted", "same_workload", "workload",
@@ -397,6 +398,20 @@ def _separated(finding: Finding, a: Summary, b: Summary) -> bool:
             and _holds(finding, a.ci95_high, b.ci95_low))
 
 
+def _contradicted(finding: Finding, a: Summary, b: Summary) -> bool:
+    """True when the 95 % intervals, not only the means, show the opposite of the paper
+    (for a ratio: the whole interval of A/B lies outside the range). Opposite means with
+    overlapping intervals are no evidence against the paper, only no evidence for it."""
+    if finding.expect == "a<b":
+        return a.ci95_low > b.ci95_high
+    if finding.expect == "a>b":
+        return a.ci95_high < b.ci95_low
+    if b.ci95_low <= 0 or b.ci95_high <= 0:
+        return False
+    low, high = finding.ratio or (0.0, 0.0)
+    return a.ci95_high / b.ci95_low < low or a.ci95_low / b.ci95_high > high
+
+
 def _ratio_text(a: float, b: float) -> str:
     return "-" if b == 0 else fmt_value(a / b)
 
@@ -453,9 +468,12 @@ def _evaluate_one(finding: Finding, facts: Mapping[str, Mapping[str, Any]],
     if not a_values or not b_values:
         return FindingResult(finding, a_cells, b_cells, None, None, "not measured", caveat)
     a, b = summarize(a_values), summarize(b_values)
-    verdict: Verdict = "disagrees"
     if _holds(finding, a.mean, b.mean):
-        verdict = "agrees" if _separated(finding, a, b) else "agrees (within noise)"
+        verdict: Verdict = ("agrees" if _separated(finding, a, b)
+                            else "agrees (within noise)")
+    else:
+        verdict = ("disagrees" if _contradicted(finding, a, b)
+                   else "disagrees (within noise)")
     return FindingResult(finding, a_cells, b_cells, a, b, verdict, caveat)
 
 
@@ -506,8 +524,8 @@ def findings_table(results: Sequence[FindingResult], *, include_unmeasured: bool
         return None
     note = ("paper A | B: the paper's numbers in its units (what it compared: "
             "docs/seeds.md, --format json); ours: mean ± 95 % CI over the repetitions of "
-            "the matching cells, in the metric's unit; 'within noise': the means agree, "
-            "the 95 % intervals overlap.")
+            "the matching cells, in the metric's unit; 'within noise': the 95 % intervals "
+            "overlap, so the means' direction is not settled.")
     return TextTable(title="Findings: the seed papers next to this run",
                      headers=FINDINGS_HEADERS, rows=tuple(_row(r) for r in shown), left=3,
                      note=note)
