@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from hvbench.analysis.shares import phase_shares
+from hvbench.analysis.trends import propagation_workloads
 from hvbench.errors import CommandError
 from hvbench.image.builder import GuestImage
 from hvbench.model.lab import LabHostSpec, LabSpec
@@ -253,6 +255,12 @@ def test_a_propagation_study_through_the_runner(image: GuestImage, no_leaks: Pat
     hits = [value[("propagation.overlay", rep, "transfer", "cache_hit")] for rep in (0, 1)]
     assert hits == [0, 1]
     assert value[("propagation.overlay", 1, "transfer", "size_bytes")] == 0
+    # Seed 000 Fig. 4: each fetch's phases share its propagation time (100 % together).
+    shares = phase_shares(rows, propagation_workloads(rows))
+    assert {s.method for s in shares} == {*METHODS, "overlay (cache hit)"}
+    for share in shares:
+        assert sum(v.mean for v in share.shares.values()) == pytest.approx(100.0)
+        assert share.cache_hit or share.shares["transfer"].mean > 0, share
     # One raw document per repetition, next to the rows.
     assert sorted((r.cell, r.repetition) for r in raws) == sorted(
         (f"vm/propagation.{m}", rep) for m in METHODS for rep in (0, 1))

@@ -173,8 +173,9 @@ def test_after_the_phase_tables_come_the_fits_then_the_scenario_tables() -> None
              for r in range(3)]
     busy = [MeasurementRow(0, "vm@idle1/w", "vm@idle1", "w", r, 0, "tx", "mbit_s", 90.0 + r, "",
                            "vm", "idle1") for r in range(3)]
+    # the fits, then each phase's share of the propagation time, then the scenarios
     assert extra_titles([*propagation_fixture(), *alone, *busy]) == \
-        ["propagation", "Degradation against alone"]
+        ["propagation", "propagation", "Degradation against alone"]
 
 
 def test_cli_report_prints_the_propagation_fits(tmp_path: Path,

@@ -20,8 +20,10 @@ from hvbench.analysis.trends import (
     lifecycle_workloads,
     link_rates,
     nic_lines,
+    propagation_fit_rows,
     propagation_series,
     propagation_workloads,
+    transfer_series,
 )
 from hvbench.errors import SpecError
 from hvbench.model.study import LIFECYCLE_PHASES
@@ -395,7 +397,33 @@ def test_nic_line_and_fit_rows() -> None:
     cells = table_rows(text, "intercept: the manager")
     assert [r[:3] for r in cells] == [["vm", "scp", "linear"], ["vm", "overlay", "linear"],
                                       ["vm", "overlay (cache hit)", "linear"],
+                                      ["vm", "scp (transfer only)", "linear"],
+                                      ["vm", "overlay (transfer only)", "linear"],
                                       ["theoretical NIC 1000 Mbit/s", "-", "line rate"]]
+
+
+def test_transfer_only_series_and_fits() -> None:
+    """Seed 000 Fig. 3(b): the transfer phase alone against the bytes moved, without the
+    cache hits, fitted next to the NIC line; the HTML draws it in its own figure."""
+    rows = method_rows()
+    workloads = propagation_workloads(rows)
+    series = {(s.platform, s.method): sorted(s.points) for s in transfer_series(rows, workloads)}
+    assert set(series) == {("vm", "scp (transfer only)"), ("vm", "overlay (transfer only)")}
+    # scp moved 1 and 2 GiB in 8 and 16 s; the overlay's hits (nothing moved) are left out
+    assert series[("vm", "scp (transfer only)")] == [
+        (float(1 << 30), 8.0), (float(1 << 30), 8.0), (float(1 << 30), 8.0),
+        (float(2 << 30), 16.0), (float(2 << 30), 16.0), (float(2 << 30), 16.0)]
+    assert series[("vm", "overlay (transfer only)")] == [(float(1 << 30), 4.0),
+                                                         (float(2 << 30), 8.0)]
+    fits = {r[1]: r for r in propagation_fit_rows(rows)}
+    # no fixed cost in the transfer alone: intercept 0 (to rounding), slope 8 s per GiB
+    scp = fits["scp (transfer only)"]
+    assert scp[2] == "linear" and scp[4] == "1.0000" and abs(float(scp[5])) < 1e-9
+    assert scp[3].endswith(f"{8 / (1 << 30):.4g}·x")
+    # the total's intercept is the overhead: initial + terminal = 1.5 s
+    assert fits["scp"][5] == "1.5"
+    text = render_html(report(rows=rows, natives={}))
+    assert "transfer time alone against bytes moved, with the theoretical NIC" in text
 
 
 # -- lifecycle -------------------------------------------------------------------------------

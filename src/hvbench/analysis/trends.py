@@ -13,7 +13,10 @@ that is 0 or missing (a cache hit moves nothing) the cell's ``image_size``. One 
 per (platform, method): the method is the cell's ``method`` identity field (the
 transfer method, ``scp``); repetitions with ``cache_hit`` = 1 form their own series
 (``overlay (cache hit)``). Each stored ``link_rate_bits`` gives the line of
-a NIC at that rate, y = x·8 / rate (seed 000 Fig. 3b's theoretical NIC).
+a NIC at that rate, y = x·8 / rate (seed 000 Fig. 3b's theoretical NIC). Fig. 3(b)'s
+own series are the ``transfer`` phase alone against the bytes moved
+(:func:`transfer_series`, labelled ``<method> (transfer only)``); cache hits move
+nothing and are left out of them.
 
 Lifecycle convention (seed 003 Fig. 13). A workload with at least two of ``create``
 ... ``exit`` carrying a duration; x is the cell's ``image_size`` (an overlay's own file
@@ -40,6 +43,7 @@ __all__ = [
     "DURATION_METRICS",
     "FIT_HEADERS",
     "PROPAGATION_STEPS",
+    "TRANSFER_ONLY",
     "ReferenceLine",
     "SizeSeries",
     "fit_equation",
@@ -53,6 +57,7 @@ __all__ = [
     "propagation_fit_rows",
     "propagation_series",
     "propagation_workloads",
+    "transfer_series",
 ]
 
 #: The phases whose durations add up to a propagation (``shutdown`` is not part of it).
@@ -193,6 +198,27 @@ def propagation_series(rows: Sequence[Row], workloads: Sequence[str]) -> list[Si
     return _size_series(points)
 
 
+#: The suffix of a transfer-only series' method (seed 000 Fig. 3b).
+TRANSFER_ONLY = " (transfer only)"
+
+
+def transfer_series(rows: Sequence[Row], workloads: Sequence[str]) -> list[SizeSeries]:
+    """Per (platform, method): (bytes moved, ``transfer`` seconds) of every repetition
+    that moved bytes (seed 000 Fig. 3b, next to the theoretical NIC); the method is
+    labelled ``<method> (transfer only)``. Cache hits (nothing moved) and repetitions
+    without a transfer duration or ``size_bytes`` are left out."""
+    points: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    facts = _facts(rows)
+    for (platform, workload, _), values in _per_repetition(rows, workloads).items():
+        moved = values.get(("transfer", "size_bytes"))
+        seconds = _duration(values, "transfer")
+        hit = values.get(("transfer", "cache_hit"), 0.0) >= 1
+        if moved and seconds is not None and not hit:
+            method = facts[(platform, workload)][0] + TRANSFER_ONLY
+            points[(platform, method)].append((moved, seconds))
+    return _size_series(points)
+
+
 def lifecycle_series(rows: Sequence[Row], workloads: Sequence[str]) -> list[SizeSeries]:
     """Per (platform, method): (image size, ``create`` seconds) of every repetition
     (seed 003 Fig. 13). The size is the cell's ``image_size`` (an overlay's file is a
@@ -236,10 +262,12 @@ def fit_rows(series: Sequence[SizeSeries], references: Sequence[ReferenceLine] =
 
 
 def propagation_fit_rows(rows: Sequence[Row]) -> list[list[str]]:
-    """:func:`fit_rows` of every propagation series of the run, then its NIC lines, as
-    the HTML report's table (empty when the run has no propagation point)."""
+    """:func:`fit_rows` of every propagation series of the run (total time), then of its
+    transfer-only series (:func:`transfer_series`), then its NIC lines, as the HTML
+    report's table (empty when the run has no propagation point)."""
     workloads = propagation_workloads(rows)
     series = propagation_series(rows, workloads)
     if not any(s.points for s in series):
         return []
-    return fit_rows(series, nic_lines(link_rates(rows, workloads)))
+    return fit_rows([*series, *transfer_series(rows, workloads)],
+                    nic_lines(link_rates(rows, workloads)))

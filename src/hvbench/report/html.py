@@ -56,6 +56,7 @@ from hvbench.analysis.scenarios import (
     ondemand_series,
     scenario_tables,
 )
+from hvbench.analysis.shares import SHARE_HEADERS, PhaseShare, phase_shares, share_rows
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
     PhaseStats,
@@ -71,6 +72,7 @@ from hvbench.analysis.summaries import (
 from hvbench.analysis.trends import (
     FIT_HEADERS,
     PROPAGATION_STEPS,
+    ReferenceLine,
     SizeSeries,
     duration_metric,
     fit_rows,
@@ -79,8 +81,10 @@ from hvbench.analysis.trends import (
     lifecycle_workloads,
     link_rates,
     nic_lines,
+    propagation_fit_rows,
     propagation_series,
     propagation_workloads,
+    transfer_series,
 )
 from hvbench.errors import SpecError
 from hvbench.model.study import LIFECYCLE_PHASES
@@ -98,7 +102,12 @@ from hvbench.report.plots import (
     time_series_grid,
     trend_lines,
 )
-from hvbench.report.tables import MAX_COLUMNS, TCG_BANNER
+from hvbench.report.tables import (
+    MAX_COLUMNS,
+    PROPAGATION_SHARE_NOTE,
+    PROPAGATION_SHARE_TITLE,
+    TCG_BANNER,
+)
 
 __all__ = [
     "AUTO_SERIES",
@@ -714,18 +723,50 @@ def _propagation_section(rows: Sequence[Row]) -> str:
     title = "time per propagation phase (mean over repetitions)"
     parts.append(figure(stacked_bars(title, "s", bars, segments, values), title,
                          "One bar per cell, stacked from its phases' durations."))
+    parts += _share_parts(phase_shares(rows, workloads))
     series = propagation_series(rows, workloads)
     if any(s.points for s in series):
         references = nic_lines(link_rates(rows, workloads))
-        title = "total propagation time against size, with least-squares trends"
-        parts.append(figure(
-            trend_lines(title, "image size (bytes)", "s", [_trend(s) for s in series],
-                        references), title,
+        parts.append(_trend_figure(
+            "total propagation time against size, with least-squares trends",
+            "image size (bytes)", series, references,
             "One series per platform and method; points: repetitions; solid: linear fit; "
             "dashed: quadratic fit; grey dashes: the NIC at its line rate (size x 8 / "
             "link_rate_bits)."))
-        parts.append(_table(FIT_HEADERS, fit_rows(series, references), left=3))
+        transfer = transfer_series(rows, workloads)
+        if any(s.points for s in transfer):
+            parts.append(_trend_figure(
+                "transfer time alone against bytes moved, with the theoretical NIC",
+                "bytes moved", transfer, references,
+                "Seed 000 Fig. 3(b): the transfer phase only, one series per platform and "
+                "method (cache hits move nothing and are left out); solid: linear fit; "
+                "dashed: quadratic fit; grey dashes: the NIC at its line rate."))
+        parts.append(_table(FIT_HEADERS, propagation_fit_rows(rows), left=3))
     return "\n".join(parts)
+
+
+def _trend_figure(title: str, xlabel: str, series: Sequence[SizeSeries],
+                  references: Sequence[ReferenceLine], caption: str) -> str:
+    """Seconds against bytes with the series' fits and the reference lines."""
+    return figure(trend_lines(title, xlabel, "s", [_trend(s) for s in series], references),
+                  title, caption)
+
+
+def _share_parts(shares: Sequence[PhaseShare]) -> list[str]:
+    """Seed 000 Fig. 4: a 100 %-stacked bar per cell (mean shares) and the share table."""
+    if not shares:
+        return []
+    values = {(s.label, step): summary.mean for s in shares
+              for step, summary in s.shares.items()}
+    segments = [p for p in PROPAGATION_STEPS if any(p in s.shares for s in shares)]
+    title = "share of each propagation phase (mean % over repetitions)"
+    return [figure(stacked_bars(title, "% of propagation time", [s.label for s in shares],
+                                segments, values), title,
+                   "One bar per cell (its cache hits apart), stacked from each phase's "
+                   "mean share of initial + transfer + terminal; shutdown is not counted."),
+            f"<h3>{_e(PROPAGATION_SHARE_TITLE)}</h3>",
+            _table(SHARE_HEADERS, share_rows(shares), left=2),
+            f"<p><small>{_e(PROPAGATION_SHARE_NOTE)}</small></p>"]
 
 
 def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[

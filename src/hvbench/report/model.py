@@ -21,9 +21,10 @@ from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_h
 from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
+from hvbench.analysis.shares import phase_shares, share_rows
 from hvbench.analysis.steady import SteadyState, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
-from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
+from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows, propagation_workloads
 from hvbench.errors import SpecError
 from hvbench.model.lab import parse_rate
 from hvbench.model.libvirt_xml import (
@@ -68,6 +69,9 @@ class RunReport:
     #: platform -> the I/O settings of its libvirt domain, one line each (from the
     #: domain XML stored with the run); empty without libvirt platforms.
     domain_io: dict[str, list[str]] = field(default_factory=dict)
+    #: :data:`~hvbench.analysis.shares.SHARE_HEADERS` rows: each propagation phase's
+    #: share of the propagation time per cell (seed 000 Fig. 4; empty without one).
+    propagation_shares: list[list[str]] = field(default_factory=list)
     #: The diagnosis of every (phase, platform) (``hvbench explain``), phase order.
     verdicts: list[Verdict] = field(default_factory=list)
     #: The steady-state test of every (phase, platform) with a throughput series.
@@ -194,7 +198,9 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
     report = RunReport(run=run, cells=list(cells), rows=list(rows),
                        natives=natives_of(cells), phases=stats, warnings=warnings_for(stats),
                        failures=list(failures), propagation_fits=propagation_fit_rows(rows),
-                       scenarios=scenarios, samples=list(samples))
+                       scenarios=scenarios, samples=list(samples),
+                       propagation_shares=share_rows(
+                           phase_shares(rows, propagation_workloads(rows))))
     report.verdicts.extend(diagnose_all(run_models(report)))
     return report
 

@@ -16,6 +16,7 @@ from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
 from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
+from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.summaries import TextTable
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
@@ -23,9 +24,11 @@ from hvbench.report.findings import is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.tables import (
+    PROPAGATION_SHARE_TITLE,
     TCG_BANNER,
     phase_table,
     propagation_fit_table_of,
+    propagation_share_table_of,
     rich_table,
     summary_json,
 )
@@ -79,6 +82,9 @@ def terminal_tables(report: RunReport) -> list[Table]:
     fits = propagation_fit_table_of(report.propagation_fits)
     if fits is not None:
         tables.append(fits)
+    shares = propagation_share_table_of(report.propagation_shares)
+    if shares is not None:
+        tables.append(shares)
     tables += [rich_table(t) for t in scenario_tables(report.scenarios)]
     if shown(report.verdicts):
         tables.append(rich_table(diagnosis_table(report.verdicts)))
@@ -103,6 +109,16 @@ def _propagation_json(fits: Sequence[Sequence[str]]) -> list[dict[str, str]]:
     return [dict(zip(keys, row, strict=True)) for row in fits]
 
 
+def _propagation_section(report: RunReport) -> dict[str, Any]:
+    out: dict[str, Any] = {"headers": list(FIT_HEADERS),
+                           "fits": _propagation_json(report.propagation_fits)}
+    if report.propagation_shares:
+        out["share_headers"] = list(SHARE_HEADERS)
+        out["shares"] = [dict(zip(SHARE_HEADERS, row, strict=True))
+                         for row in report.propagation_shares]
+    return out
+
+
 def export_bytes(report: RunReport, fmt: str) -> bytes:
     """The run's measurements, one row each with its cell's definition, as ``csv``,
     ``json-rows`` or ``parquet`` (needs pyarrow: :class:`ExportError` otherwise)."""
@@ -116,13 +132,14 @@ def report_json(report: RunReport, findings: str | None = None,
                 fleet: Mapping[str, Any] | None = None) -> str:
     """``--format json``: every summary with its % of native, the run's environment,
     ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
-    equation, R², intercept; empty without propagation), ``diagnosis`` (every cell's
-    verdict), with libvirt platforms ``libvirt_domains``, and with ``findings``
-    (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours; with
-    ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's host run) ``fleet``."""
+    equation, R², intercept; empty without propagation; with propagation cells also
+    ``share_headers`` and ``shares``, each phase's share of the propagation time),
+    ``diagnosis`` (every cell's verdict), with libvirt platforms ``libvirt_domains``, and
+    with ``findings`` (:func:`findings_choice`) ``findings``: the seed papers' findings
+    next to ours; with ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's
+    host run) ``fleet``."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
-                             "propagation": {"headers": list(FIT_HEADERS),
-                                             "fits": _propagation_json(report.propagation_fits)},
+                             "propagation": _propagation_section(report),
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
@@ -170,6 +187,7 @@ def section_titles(report: RunReport) -> dict[str, list[str]]:
     ``workload / phase``, then the propagation fits and the scenario tables."""
     phases = [f"{p.workload} / {p.phase}" for p in report.phases]
     extra: list[str] = ["propagation fits"] if report.propagation_fits else []
+    extra += [PROPAGATION_SHARE_TITLE] if report.propagation_shares else []
     extra += [t.title for t in scenario_tables(report.scenarios)]
     if shown(report.verdicts):
         extra.append(diagnosis_table(report.verdicts).title)

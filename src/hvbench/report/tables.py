@@ -18,6 +18,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stats import Summary, percent_of_summary
 from hvbench.analysis.summaries import (
     PhaseStats,
@@ -36,6 +37,8 @@ from hvbench.analysis.trends import propagation_fit_rows
 __all__ = [
     "COMPACT_ROWS",
     "MAX_COLUMNS",
+    "PROPAGATION_SHARE_NOTE",
+    "PROPAGATION_SHARE_TITLE",
     "TCG_BANNER",
     "PhaseStats",
     "Row",
@@ -46,6 +49,7 @@ __all__ = [
     "phase_table",
     "propagation_fit_table",
     "propagation_fit_table_of",
+    "propagation_share_table_of",
     "rich_table",
     "rows_csv",
     "summary_json",
@@ -100,7 +104,8 @@ PROPAGATION_FIT_NOTE = ("y = initial + transfer + terminal seconds of a repetiti
                         "image size in bytes (size_bytes moved, else the variant's size); "
                         "overhead = the intercept, the time at size 0: what the manager "
                         "spends besides moving bytes; the theoretical NIC needs "
-                        "x·8 / link_rate_bits seconds.")
+                        "x·8 / link_rate_bits seconds. Rows labelled (transfer only) fit the "
+                        "transfer phase alone against the bytes moved (seed 000 Fig. 3b).")
 
 
 def propagation_fit_table(rows: Sequence[Row]) -> Table | None:
@@ -123,6 +128,28 @@ def propagation_fit_table_of(found: Sequence[Sequence[str]]) -> Table | None:
     for index, header in enumerate(PROPAGATION_FIT_HEADERS):
         table.add_column(header, justify="left" if index < 4 else "right", overflow="fold",
                          min_width=width if index == 3 else None)
+    for texts in found:
+        table.add_row(*texts)
+    return table
+
+
+PROPAGATION_SHARE_TITLE = ("propagation: share of each phase in the propagation time "
+                           "(seed 000 Fig. 4)")
+PROPAGATION_SHARE_NOTE = ("% of initial + transfer + terminal per repetition, mean ± 95% CI "
+                          "over the n repetitions; shutdown is not counted (propagation "
+                          "ends with a running guest); propagation s = that sum.")
+
+
+def propagation_share_table_of(found: Sequence[Sequence[str]]) -> Table | None:
+    """The :data:`~hvbench.analysis.shares.SHARE_HEADERS` rows for the terminal (None
+    for none)."""
+    if not found:
+        return None
+    table = Table(title=PROPAGATION_SHARE_TITLE, title_justify="left",
+                  caption=PROPAGATION_SHARE_NOTE, caption_justify="left",
+                  box=box.SIMPLE_HEAD)
+    for index, header in enumerate(SHARE_HEADERS):
+        table.add_column(header, justify="left" if index < 2 else "right", overflow="fold")
     for texts in found:
         table.add_row(*texts)
     return table
