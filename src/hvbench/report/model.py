@@ -21,6 +21,7 @@ from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_h
 from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
+from hvbench.analysis.stages import StageRow, stage_rows, stage_windows
 from hvbench.analysis.steady import SteadyState, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
@@ -72,6 +73,8 @@ class RunReport:
     verdicts: list[Verdict] = field(default_factory=list)
     #: The steady-state test of every (phase, platform) with a throughput series.
     steady: list[SteadyState] = field(default_factory=list)
+    #: CPU per stage of the windows with staged cpu neighbours (seed 004 Figs. 1-4).
+    stages: list[StageRow] = field(default_factory=list)
 
     @property
     def has_scenarios(self) -> bool:
@@ -194,7 +197,8 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
     report = RunReport(run=run, cells=list(cells), rows=list(rows),
                        natives=natives_of(cells), phases=stats, warnings=warnings_for(stats),
                        failures=list(failures), propagation_fits=propagation_fit_rows(rows),
-                       scenarios=scenarios, samples=list(samples))
+                       scenarios=scenarios, samples=list(samples),
+                       stages=stage_rows(stage_windows(rows, samples, dimensions)))
     report.verdicts.extend(diagnose_all(run_models(report)))
     return report
 

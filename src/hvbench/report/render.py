@@ -16,6 +16,7 @@ from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
 from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
+from hvbench.analysis.stages import stage_json, stage_tables
 from hvbench.analysis.summaries import TextTable
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
@@ -80,6 +81,7 @@ def terminal_tables(report: RunReport) -> list[Table]:
     if fits is not None:
         tables.append(fits)
     tables += [rich_table(t) for t in scenario_tables(report.scenarios)]
+    tables += [rich_table(t) for t in stage_tables(report.stages)]
     if shown(report.verdicts):
         tables.append(rich_table(diagnosis_table(report.verdicts)))
     return tables + domain_io_tables(report)
@@ -117,13 +119,16 @@ def report_json(report: RunReport, findings: str | None = None,
     """``--format json``: every summary with its % of native, the run's environment,
     ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
     equation, R², intercept; empty without propagation), ``diagnosis`` (every cell's
-    verdict), with libvirt platforms ``libvirt_domains``, and with ``findings``
+    verdict), with staged cpu neighbours ``stages`` (CPU per stage), with libvirt
+    platforms ``libvirt_domains``, and with ``findings``
     (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours; with
     ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's host run) ``fleet``."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
                              "propagation": {"headers": list(FIT_HEADERS),
                                              "fits": _propagation_json(report.propagation_fits)},
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
+    if report.stages:
+        extra["stages"] = stage_json(report.stages)
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
     if any(s.tested for s in report.steady):
@@ -171,6 +176,7 @@ def section_titles(report: RunReport) -> dict[str, list[str]]:
     phases = [f"{p.workload} / {p.phase}" for p in report.phases]
     extra: list[str] = ["propagation fits"] if report.propagation_fits else []
     extra += [t.title for t in scenario_tables(report.scenarios)]
+    extra += [t.title for t in stage_tables(report.stages)]
     if shown(report.verdicts):
         extra.append(diagnosis_table(report.verdicts).title)
     out: dict[str, Any] = {"phases": phases, "extra": extra}
