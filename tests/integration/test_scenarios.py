@@ -229,14 +229,15 @@ def test_guests_started_on_demand_are_timed_and_the_dip_measured(
 
 def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Path) -> None:
     """Seed 004 Figs. 1-4 in one window: the neighbours' stress-ng starts are stored
-    where they were asked for, and the report's stages (cut at those marks) see the host
-    and the first neighbour busier once the neighbours run than while they are idle."""
+    where they were asked for, and the report's stages (cut at those marks) see each
+    neighbour's vCPUs busy from its own stage on, carried by the host's cores."""
     rows, db, run_id = _run(STAGES, tmp_path)
     values = _values(rows)
-    assert values[("vm@stages", "nb0.cpu.started_at_s")] == pytest.approx(3.0, abs=1.5)
-    assert values[("vm@stages", "nb1.cpu.started_at_s")] == pytest.approx(6.0, abs=1.5)
-    assert values[("vm@stages", "nb0.cpu.started_at_s")] < values[
-        ("vm@stages", "nb1.cpu.started_at_s")]
+    # A mark is taken once the guest agent confirmed the start: never before it was due,
+    # later by the agent's latency (seconds on this loaded machine), inside the window.
+    first, second = (values[("vm@stages", f"nb{i}.cpu.started_at_s")] for i in (0, 1))
+    assert 3.0 <= first < second < values[("vm@stages", "phase_wall_s")]
+    assert second >= 6.0
     assert ("vm", "nb0.cpu.started_at_s") not in values
     done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db), "--format", "json"],
                           capture_output=True, text=True, timeout=120, check=True)
@@ -249,9 +250,17 @@ def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Pa
         return float(stages[stage]["means"][column]["mean"])
     assert {"cpu0 busy %", "host busy %", "target vCPU %", "nb1 vCPU %"} <= set(
         stages["idle"]["means"])
-    assert mean("nb0+nb1", "host busy %") > mean("idle", "host busy %")
+    # The stages are real: each neighbour's vCPUs run once its stage began.
     assert mean("nb0", "nb0 vCPU %") > max(50.0, mean("idle", "nb0 vCPU %"))
-    assert mean("nb0+nb1", "nb1 vCPU %") > mean("nb0", "nb1 vCPU %")
+    assert mean("nb0+nb1", "nb1 vCPU %") > max(50.0, mean("nb0", "nb1 vCPU %"))
+    # The host's cores (/proc/stat) carry at least the busy guests' vCPU threads
+    # (/proc/PID/task): two sources agree on the both-busy stage. (Whether the host is
+    # busier than while idle depends on what else this shared machine runs: other
+    # studies can hold it at 100 % throughout.)
+    cores = [c for c in stages["idle"]["means"] if c.startswith("cpu")]
+    assert len(cores) == os.cpu_count()
+    assert mean("nb0+nb1", "host busy %") * len(cores) >= 0.8 * (
+        mean("nb0+nb1", "nb0 vCPU %") + mean("nb0+nb1", "nb1 vCPU %"))
     html = subprocess.run([HVBENCH, "report", run_id, "--db", str(db), "--format", "html"],
                           capture_output=True, text=True, timeout=120, check=True)
     assert "trickle / 1kB: host CPU busy % per core per stage" in html.stdout

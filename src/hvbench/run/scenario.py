@@ -455,9 +455,11 @@ class StagedLoads:
         self._thread.join()
 
     def add_to(self, result: MonitorResult) -> None:
-        """The stage marks of the window."""
+        """The stage marks of the window; a start the agent confirmed only after the
+        window's last sample began no stage in it and is left out."""
         for nb, at, _ in self.started:
-            result.summary[f"{nb.label}.cpu.started_at_s"] = at
+            if at < result.seconds:
+                result.summary[f"{nb.label}.cpu.started_at_s"] = at
         if self.error:
             result.errors["stages"] = self.error
 
