@@ -446,6 +446,8 @@ class StagedLoads:
                     return
                 pid = _background(nb.guest, stress_argv(nb.spec))
                 self.started.append((nb, time.monotonic() - self.t0, pid))
+                if pid is None:  # then it runs on into the group's next windows
+                    self.error = f"{nb.label}: no pid of stress-ng, it cannot be stopped"
         except HvbenchError as exc:
             self.error = str(exc).splitlines()[0]
 
