@@ -26,9 +26,11 @@ from hvbench.analysis.stats import Summary, summarize
 from hvbench.analysis.summaries import Row, TextTable, mean_ci_text, phase_key
 
 __all__ = [
+    "STAGE_MONITORS",
     "Stage",
     "StageRow",
     "StageWindow",
+    "is_stage_mark",
     "stage_json",
     "stage_rows",
     "stage_tables",
@@ -41,6 +43,13 @@ _CORE = re.compile(r"^cpu(\d+)\.busy_pct$")
 _GUEST = re.compile(r"^(qemu|nb\d+)$")
 #: The stage before the first staged start.
 IDLE = "idle"
+#: The sample monitors (fnmatch patterns) the stages read.
+STAGE_MONITORS = ("host.cpu", "qemu", "nb[0-9]*")
+
+
+def is_stage_mark(metric: str) -> bool:
+    """True for a stored stage start (``nb<i>.cpu.started_at_s``)."""
+    return _MARK.match(metric) is not None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,13 @@ from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_h
 from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
-from hvbench.analysis.stages import StageRow, stage_rows, stage_windows
+from hvbench.analysis.stages import (
+    STAGE_MONITORS,
+    StageRow,
+    is_stage_mark,
+    stage_rows,
+    stage_windows,
+)
 from hvbench.analysis.steady import SteadyState, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
@@ -239,6 +245,13 @@ def load_run_report(store: Store, run_id: str, *,
               if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
     report = build_run_report(run, cells, rows, store.failures(run_id),
                               ok_samples(store, run_id, rows, wanted))
+    stage_series = [m for m in wanted if any(fnmatch.fnmatchcase(m, p) for p in STAGE_MONITORS)]
+    if any(is_stage_mark(r.metric) for r in rows) and not stage_series:
+        # The stage table needs its series whatever else is loaded (few: staged runs only).
+        staged = [m for m in store.sample_monitors(run_id)
+                  if any(fnmatch.fnmatchcase(m, p) for p in STAGE_MONITORS)]
+        report.stages[:] = stage_rows(stage_windows(
+            rows, ok_samples(store, run_id, rows, staged), report.cell_dimensions()))
     report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
     if not steady:
         return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
