@@ -250,9 +250,11 @@ def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Pa
         return float(stages[stage]["means"][column]["mean"])
     assert {"cpu0 busy %", "host busy %", "target vCPU %", "nb1 vCPU %"} <= set(
         stages["idle"]["means"])
-    # The stages are real: each neighbour's vCPUs run once its stage began.
-    assert mean("nb0", "nb0 vCPU %") > max(50.0, mean("idle", "nb0 vCPU %"))
-    assert mean("nb0+nb1", "nb1 vCPU %") > max(50.0, mean("nb0", "nb1 vCPU %"))
+    # The stages are real: each neighbour's vCPUs run once its stage began (an idle
+    # guest's sit at a few %; how much a busy one gets depends on what else this shared
+    # machine runs: 40-65 % of a core with other studies running).
+    assert mean("nb0", "nb0 vCPU %") > max(20.0, 3 * mean("idle", "nb0 vCPU %"))
+    assert mean("nb0+nb1", "nb1 vCPU %") > max(20.0, 3 * mean("nb0", "nb1 vCPU %"))
     # The host's cores (/proc/stat) carry at least the busy guests' vCPU threads
     # (/proc/PID/task): two sources agree on the both-busy stage. (Whether the host is
     # busier than while idle depends on what else this shared machine runs: other
