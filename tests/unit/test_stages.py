@@ -5,6 +5,7 @@ JSON and HTML figures that show them."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -18,12 +19,20 @@ from hvbench.analysis.stages import (
     stage_windows,
     window_stages,
 )
+from hvbench.cli.main import main
 from hvbench.errors import SpecError
 from hvbench.model.scenario import NeighbourSpec
 from hvbench.model.study import parse_study
 from hvbench.report.html import stage_figures
 from hvbench.run.scenario import stress_argv
-from hvbench.store.records import MeasurementRow, SampleRow
+from hvbench.store.database import Store
+from hvbench.store.records import (
+    CellRecord,
+    MeasurementRecord,
+    MeasurementRow,
+    SampleRecord,
+    SampleRow,
+)
 
 HOST_RAM = 24 << 30
 CELL = "vm@stages/trickle"
@@ -162,3 +171,38 @@ def test_stage_figures_mark_the_stage_starts() -> None:
     assert [line.label for line in guests[0].lines] == ["target vCPU", "nb0 vCPU",
                                                         "nb1 vCPU"]
     assert [v.x for v in host[0].vlines] == [5.0, 10.0]
+
+
+# -- the stored run through the CLI -------------------------------------------------------------
+def _stored_run(path: Path) -> str:
+    rows = _marks(0, {"nb0": 5.0, "nb1": 10.0})
+    with Store(path) as store:
+        run = store.create_run(run_id="r1", study_name="stages", study_path="s.toml",
+                               study_text="", seed=1, env={"accelerator": "tcg"},
+                               hvbench_version="0", git_commit=None)
+        definition = {"kind": "qemu", "name": "vm@stages",
+                      "scenario": {"neighbours": [{"role": "cpu"}, {"role": "cpu"}]}}
+        ids = store.add_cells(run, [CellRecord(CELL, "vm@stages", definition, "trickle",
+                                               {"kind": "web"})])
+        store.record_repetition(
+            run_id=run, cell_id=ids[CELL], repetition=0, position=0, status="ok",
+            measurements=[MeasurementRecord(r.phase, r.metric, r.value, r.unit) for r in rows],
+            samples=[SampleRecord(s.phase, s.monitor, s.t, s.values) for s in _samples(0)],
+            started_at="t0", finished_at="t1")
+    return run
+
+
+def test_terminal_and_json_reports_read_the_stage_series(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The terminal report loads no series otherwise: the stage table loads its own."""
+    monkeypatch.setenv("COLUMNS", "200")
+    db = tmp_path / "s.db"
+    run = _stored_run(db)
+    assert main(["report", run, "--db", str(db)]) == 0
+    text = capsys.readouterr().out
+    assert "CPU per stage, vm@stages trickle/1kB" in text and "cpu1 busy %" in text
+    assert main(["report", run, "--db", str(db), "--format", "json"]) == 0
+    stages = json.loads(capsys.readouterr().out)["stages"]
+    assert [s["stage"] for s in stages] == [IDLE, "nb0", "nb0+nb1"]
+    assert stages[1]["means"]["cpu0 busy %"]["mean"] == pytest.approx(90.0)
