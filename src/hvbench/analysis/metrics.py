@@ -456,6 +456,7 @@ def _scenario_metrics() -> list[MetricSpec]:
         _m("nb<i>.load.replies_per_s", "replies/s", "load replies/s", "neutral", "scenario"),
         _m("nb<i>.load.goodput_mbit_s", "Mbit/s", "load goodput Mbit/s", "neutral", "scenario"),
         _m("nb<i>.load.file_kb", "kB", "load file size kB", "neutral", "scenario"),
+        _m("nb<i>.cpu.started_at_s", "s", "load started at s", "neutral", "scenario"),
         _m("ondemand.<k>.asked_at_s", "s", "asked for at s", "neutral", "scenario"),
         _m("ondemand.<k>.startup_s", "s", "start-up s", "neutral", "scenario"),
         _m("dip.baseline", "", "dip baseline", "neutral", "scenario"),

@@ -57,6 +57,7 @@ from hvbench.analysis.scenarios import (
     scenario_tables,
 )
 from hvbench.analysis.shares import SHARE_HEADERS, PhaseShare, phase_shares, share_rows
+from hvbench.analysis.stages import StageWindow, stage_rows, stage_tables, stage_windows
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
     PhaseStats,
@@ -131,6 +132,7 @@ __all__ = [
     "render_html",
     "scenario_charts",
     "series_figures",
+    "stage_figures",
 ]
 
 #: The only sources the page may use: inline styles and data: images.
@@ -554,6 +556,43 @@ def ondemand_figures(series: Sequence[OnDemandSeries]
     return out
 
 
+def stage_figures(windows: Sequence[StageWindow]
+                  ) -> list[tuple[str, str, list[Panel], list[Panel]]]:
+    """(workload, phase, host panels, guest panels): one panel per cell and repetition,
+    the host's per-core busy % (and the whole host's) in the first, each guest's vCPU %
+    in the second; dashed: a stage began (a neighbour's load started)."""
+    grouped: dict[tuple[str, str], tuple[list[Panel], list[Panel]]] = defaultdict(
+        lambda: ([], []))
+    for w in windows:
+        marks = [VLine(stage.start) for stage in w.stages[1:]]
+        title = f"{w.platform} rep {w.repetition + 1}"
+        host, guests = grouped[(w.workload, w.phase)]
+        for panels, vcpu in ((host, False), (guests, True)):
+            lines = [Line(column.removesuffix(" %"), [t for t, _ in points],
+                          [v for _, v in points])
+                     for column, points in w.series.items()
+                     if column.endswith("vCPU %") == vcpu]
+            panels.append(Panel(title, lines, marks))
+    return [(workload, phase, host, guests) for (workload, phase), (host, guests)
+            in sorted(grouped.items(), key=lambda kv: (kv[0][0], phase_key(kv[0][1])))]
+
+
+_STAGE_CAPTION = ("Dashed: a stage began (a neighbour's stress-ng started, the stored "
+                  "nb<i>.cpu.started_at_s); before the first: idle.")
+
+
+def _stage_parts(windows: Sequence[StageWindow]) -> list[str]:
+    parts = []
+    for workload, phase, host, guests in stage_figures(windows):
+        for panels, what, ylabel in ((host, "host CPU busy % per core", "busy %"),
+                                     (guests, "each guest's vCPU %", "vCPU %")):
+            title = f"{workload} / {phase}: {what} per stage"
+            parts.append(figure(time_series_grid(
+                title, ylabel, panels, 2, xlabel="seconds since the window started",
+                panel_size=(6.0, 2.6)), title, _STAGE_CAPTION))
+    return parts + [_text_table(t) for t in stage_tables(stage_rows(windows))]
+
+
 # -- HTML ----------------------------------------------------------------------------------
 _STYLE = """
 body{font-family:DejaVu Sans,Verdana,sans-serif;margin:1.5em auto;max-width:1400px;
@@ -832,7 +871,8 @@ _ONDEMAND_CAPTION = ("Normalized throughput: the target's traffic per 1 s bucket
 
 def _scenario_section(data: ReportInput, report: ScenarioReport,
                       cells: Mapping[str, tuple[str, str]]) -> str:
-    if not report.degradation and not report.ondemand and not report.weights:
+    windows = stage_windows(data.rows, data.samples, cells)
+    if not report.degradation and not report.ondemand and not report.weights and not windows:
         return ""
     parts = ['<h2 id="scenarios">Scenarios</h2>',
              "<p>Each qemu platform measured alone and in each scenario "
@@ -848,6 +888,7 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
         parts.append(figure(time_series_grid(
             title, "throughput / baseline", panels, 2, xlabel="seconds since the window "
             "started", reference=1.0, panel_size=(6.0, 2.8)), title, _ONDEMAND_CAPTION))
+    parts += _stage_parts(windows)
     parts += [_text_table(t) for t in cov_tables(report)]
     return "\n".join(parts)
 

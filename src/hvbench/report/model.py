@@ -22,6 +22,13 @@ from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.shares import phase_shares, share_rows
+from hvbench.analysis.stages import (
+    STAGE_MONITORS,
+    StageRow,
+    is_stage_mark,
+    stage_rows,
+    stage_windows,
+)
 from hvbench.analysis.steady import SteadyState, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows, propagation_workloads
@@ -76,6 +83,8 @@ class RunReport:
     verdicts: list[Verdict] = field(default_factory=list)
     #: The steady-state test of every (phase, platform) with a throughput series.
     steady: list[SteadyState] = field(default_factory=list)
+    #: CPU per stage of the windows with staged cpu neighbours (seed 004 Figs. 1-4).
+    stages: list[StageRow] = field(default_factory=list)
 
     @property
     def has_scenarios(self) -> bool:
@@ -200,7 +209,8 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
                        failures=list(failures), propagation_fits=propagation_fit_rows(rows),
                        scenarios=scenarios, samples=list(samples),
                        propagation_shares=share_rows(
-                           phase_shares(rows, propagation_workloads(rows))))
+                           phase_shares(rows, propagation_workloads(rows))),
+                       stages=stage_rows(stage_windows(rows, samples, dimensions)))
     report.verdicts.extend(diagnose_all(run_models(report)))
     return report
 
@@ -241,6 +251,13 @@ def load_run_report(store: Store, run_id: str, *,
               if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
     report = build_run_report(run, cells, rows, store.failures(run_id),
                               ok_samples(store, run_id, rows, wanted))
+    stage_series = [m for m in wanted if any(fnmatch.fnmatchcase(m, p) for p in STAGE_MONITORS)]
+    if any(is_stage_mark(r.metric) for r in rows) and not stage_series:
+        # The stage table needs its series whatever else is loaded (few: staged runs only).
+        staged = [m for m in store.sample_monitors(run_id)
+                  if any(fnmatch.fnmatchcase(m, p) for p in STAGE_MONITORS)]
+        report.stages[:] = stage_rows(stage_windows(
+            rows, ok_samples(store, run_id, rows, staged), report.cell_dimensions()))
     report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
     if not steady:
         return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))

@@ -17,6 +17,7 @@ from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
 from hvbench.analysis.shares import SHARE_HEADERS
+from hvbench.analysis.stages import stage_json, stage_tables
 from hvbench.analysis.summaries import TextTable
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
@@ -86,6 +87,7 @@ def terminal_tables(report: RunReport) -> list[Table]:
     if shares is not None:
         tables.append(shares)
     tables += [rich_table(t) for t in scenario_tables(report.scenarios)]
+    tables += [rich_table(t) for t in stage_tables(report.stages)]
     if shown(report.verdicts):
         tables.append(rich_table(diagnosis_table(report.verdicts)))
     return tables + domain_io_tables(report)
@@ -134,13 +136,15 @@ def report_json(report: RunReport, findings: str | None = None,
     ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
     equation, R², intercept; empty without propagation; with propagation cells also
     ``share_headers`` and ``shares``, each phase's share of the propagation time),
-    ``diagnosis`` (every cell's verdict), with libvirt platforms ``libvirt_domains``, and
-    with ``findings`` (:func:`findings_choice`) ``findings``: the seed papers' findings
-    next to ours; with ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's
-    host run) ``fleet``."""
+    ``diagnosis`` (every cell's verdict), with staged cpu neighbours ``stages`` (CPU per
+    stage), with libvirt platforms ``libvirt_domains``, and with ``findings``
+    (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours; with
+    ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's host run) ``fleet``."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
                              "propagation": _propagation_section(report),
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
+    if report.stages:
+        extra["stages"] = stage_json(report.stages)
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
     if any(s.tested for s in report.steady):
@@ -189,6 +193,7 @@ def section_titles(report: RunReport) -> dict[str, list[str]]:
     extra: list[str] = ["propagation fits"] if report.propagation_fits else []
     extra += [PROPAGATION_SHARE_TITLE] if report.propagation_shares else []
     extra += [t.title for t in scenario_tables(report.scenarios)]
+    extra += [t.title for t in stage_tables(report.stages)]
     if shown(report.verdicts):
         extra.append(diagnosis_table(report.verdicts).title)
     out: dict[str, Any] = {"phases": phases, "extra": extra}

@@ -11,6 +11,7 @@ so that every measured window also
   sampler, its tap (``nb<i>-tap0``);
 - counts what each network neighbour's load generator achieved in the window;
 - starts the scenario's on-demand guests and times their start-up;
+- starts staged cpu neighbours' load (``start_after_s``) and records when;
 - turns the target's NIC (or disk) traffic into 1 s buckets, and reports the dip.
 """
 
@@ -168,9 +169,8 @@ class ScenarioRun(StartStop):
     # -- roles ---------------------------------------------------------------------
     def _start_role(self, nb: Neighbour) -> None:
         if nb.spec.role == "cpu":
-            workers = nb.spec.vcpus
-            _background(nb.guest, ["stress-ng", "--cpu", str(workers), "--cpu-load",
-                                   str(nb.spec.cpu_load_pct), "--timeout", "0", "--quiet"])
+            if nb.spec.start_after_s is None:  # staged: started in each window instead
+                _background(nb.guest, stress_argv(nb.spec))
         elif nb.spec.role == "disk":
             device = nb.guest.disk_device(0)
             _background(nb.guest, ["fio", "--name=neighbour", f"--filename={device}",
@@ -296,15 +296,24 @@ def cgroup_tag(key: str) -> str:
     return f"{safe}-{os.getpid()}"
 
 
-def _background(guest: QemuPlatform, argv: list[str]) -> None:
-    """Start ``argv`` in the guest, detached (the guest is stopped with the scenario).
-    Raises :class:`CommandError` (argv, exit code, stderr) if the shell cannot start it,
-    :class:`GuestError` if the guest fails."""
-    script = '"$@" </dev/null >/dev/null 2>&1 &'
+def stress_argv(spec: NeighbourSpec) -> list[str]:
+    """stress-ng for a cpu neighbour: one worker per vCPU at ``cpu_load_pct``."""
+    return ["stress-ng", "--cpu", str(spec.vcpus), "--cpu-load", str(spec.cpu_load_pct),
+            "--timeout", "0", "--quiet"]
+
+
+def _background(guest: QemuPlatform, argv: list[str]) -> int | None:
+    """Start ``argv`` in the guest, detached (the guest is stopped with the scenario);
+    its pid in the guest (None if the shell printed none). Raises
+    :class:`CommandError` (argv, exit code, stderr) if the shell cannot start it,
+    :class:`GuestError` if the guest fails (30 s timeout)."""
+    script = '"$@" </dev/null >/dev/null 2>&1 & echo $!'
     result = guest.exec(["sh", "-c", script, "sh", *argv], timeout=30)
     if not result.ok:
         raise CommandError(argv, result.exit_code, result.stderr.decode(errors="replace"),
                            f"starting a neighbour's load in {guest.name}")
+    text = result.stdout.decode(errors="replace").strip()
+    return int(text) if text.isdigit() else None
 
 
 def _web_chunk(site: WebWorkloadSpec, client: Endpoint, server: Endpoint
@@ -347,6 +356,7 @@ class ScenarioMonitors(PhaseMonitors):
         self.run = run
         self._t0 = 0.0
         self._ondemand: OnDemandStarts | None = None
+        self._stages: StagedLoads | None = None
 
     def start(self) -> None:
         super().start()
@@ -355,27 +365,45 @@ class ScenarioMonitors(PhaseMonitors):
         if spec is not None:
             self._ondemand = OnDemandStarts(self.run, spec, self._t0)
             self._ondemand.start()
+        staged = [nb for nb in self.run.neighbours
+                  if nb.spec.role == "cpu" and nb.spec.start_after_s is not None]
+        if staged:
+            # The samplers' own t0: the marks share the stored series' time axis.
+            origin = self._set.t0 if self._set is not None else self._t0
+            self._stages = StagedLoads(staged, origin)
+            self._stages.start()
 
     def stop(self) -> MonitorResult:
         t1 = time.monotonic()
         ondemand, self._ondemand = self._ondemand, None
+        stages, self._stages = self._stages, None
         if ondemand is not None:
             ondemand.join()
+        if stages is not None:
+            stages.join()
         result = super().stop()
         try:
             self._add_loads(result, self._t0, t1)
             if ondemand is not None:
                 ondemand.add_to(result)
+            if stages is not None:
+                stages.add_to(result)
         finally:
             if ondemand is not None:
                 ondemand.stop_guests()
+            if stages is not None:
+                stages.stop_loads()
         return result
 
     def abort(self) -> None:
         ondemand, self._ondemand = self._ondemand, None
+        stages, self._stages = self._stages, None
         if ondemand is not None:
             ondemand.join()
             ondemand.stop_guests()
+        if stages is not None:
+            stages.join()
+            stages.stop_loads()
         super().abort()
 
     def _add_loads(self, result: MonitorResult, t0: float, t1: float) -> None:
@@ -390,6 +418,61 @@ class ScenarioMonitors(PhaseMonitors):
                     result.summary[f"{nb.label}.load.file_kb"] = float(nb.spec.file_kb)
             if nb.load.error:
                 result.errors[f"{nb.label}.load"] = nb.load.error
+
+
+class StagedLoads:
+    """Starts the stress-ng of cpu neighbours with ``start_after_s`` during one window,
+    each that many seconds after ``t0`` (the samplers' start), in a thread; records
+    when each really ran (``nb<i>.cpu.started_at_s``: after the guest agent confirmed
+    the start, seconds since ``t0``) and stops them when the window ends, so that the
+    next window starts idle again."""
+
+    def __init__(self, neighbours: list[Neighbour], t0: float) -> None:
+        self.neighbours = sorted(neighbours, key=lambda nb: nb.spec.start_after_s or 0.0)
+        self.t0 = t0
+        self.started: list[tuple[Neighbour, float, int | None]] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="stages", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _loop(self) -> None:
+        try:
+            for nb in self.neighbours:
+                due = self.t0 + (nb.spec.start_after_s or 0.0)
+                if self._stop.wait(max(0.0, due - time.monotonic())):
+                    return
+                pid = _background(nb.guest, stress_argv(nb.spec))
+                self.started.append((nb, time.monotonic() - self.t0, pid))
+                if pid is None:  # then it runs on into the group's next windows
+                    self.error = f"{nb.label}: no pid of stress-ng, it cannot be stopped"
+        except HvbenchError as exc:
+            self.error = str(exc).splitlines()[0]
+
+    def join(self) -> None:
+        """End the waiting for stages the window did not reach (they are left out)."""
+        self._stop.set()
+        self._thread.join()
+
+    def add_to(self, result: MonitorResult) -> None:
+        """The stage marks of the window; a start the agent confirmed only after the
+        window's last sample began no stage in it and is left out."""
+        for nb, at, _ in self.started:
+            if at < result.seconds:
+                result.summary[f"{nb.label}.cpu.started_at_s"] = at
+        if self.error:
+            result.errors["stages"] = self.error
+
+    def stop_loads(self) -> None:
+        """SIGTERM each started stress-ng (it stops its workers); a guest that does not
+        answer is stopped with the scenario anyway."""
+        for nb, _, pid in self.started:
+            if pid is not None:
+                with contextlib.suppress(HvbenchError):
+                    nb.guest.exec(["sh", "-c", 'kill "$1"', "sh", str(pid)], timeout=30)
+        self.started.clear()
 
 
 class OnDemandStarts:

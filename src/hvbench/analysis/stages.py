@@ -1,0 +1,218 @@
+"""Stages of one measured window (seed 004 Figs. 1-4): host per-core CPU while the CPU
+test goes idle -> one guest busy -> both busy.
+
+A scenario's cpu neighbours with ``start_after_s`` start their load that many seconds
+into every measured window; the run stores when each really started
+(``nb<i>.cpu.started_at_s``, seconds on the window's sample axis). Those marks, not the
+series, cut the window into stages: ``idle`` (before the first start), then one stage
+per start named by the neighbours busy in it (``nb0``, ``nb0+nb1``). Each stage's mean
+of the host CPU series (``host.cpu``: ``busy_pct`` and ``cpu<n>.busy_pct``) and of
+each guest's vCPU threads (monitor ``qemu`` for the target, ``nb<i>`` for a neighbour:
+``vcpu.cpu_pct``) is computed per repetition, then summarized over the repetitions.
+A series row covers the interval since the previous row; rows whose interval spans a
+mark are left out, so a stage mean never mixes two stages. Pure.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hvbench.analysis.scenarios import SampleLike
+from hvbench.analysis.stats import Summary, summarize
+from hvbench.analysis.summaries import Row, TextTable, mean_ci_text, phase_key
+
+__all__ = [
+    "STAGE_MONITORS",
+    "Stage",
+    "StageRow",
+    "StageWindow",
+    "is_stage_mark",
+    "stage_json",
+    "stage_rows",
+    "stage_tables",
+    "stage_windows",
+    "window_stages",
+]
+
+_MARK = re.compile(r"^(nb\d+)\.cpu\.started_at_s$")
+_CORE = re.compile(r"^cpu(\d+)\.busy_pct$")
+_GUEST = re.compile(r"^(qemu|nb\d+)$")
+#: The stage before the first staged start.
+IDLE = "idle"
+#: The sample monitors (fnmatch patterns) the stages read.
+STAGE_MONITORS = ("host.cpu", "qemu", "nb[0-9]*")
+
+
+def is_stage_mark(metric: str) -> bool:
+    """True for a stored stage start (``nb<i>.cpu.started_at_s``)."""
+    return _MARK.match(metric) is not None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a window: its name and [start, end) in seconds on the sample axis."""
+
+    name: str
+    start: float
+    end: float
+
+
+def window_stages(marks: Mapping[str, float], end: float) -> list[Stage]:
+    """The stages of a window from its marks (neighbour label -> started at s) and its
+    last sample time: ``idle`` up to the first mark, then one stage per mark named by
+    every neighbour started so far, in start order."""
+    order = sorted(marks.items(), key=lambda kv: (kv[1], _label_key(kv[0])))
+    bounds = [0.0, *(at for _, at in order), max(end, *(at for _, at in order), 0.0)]
+    names = [IDLE] + ["+".join(label for label, _ in order[:k + 1]) for k in range(len(order))]
+    return [Stage(name, bounds[k], bounds[k + 1]) for k, name in enumerate(names)]
+
+
+def _label_key(label: str) -> int:
+    return int(label[2:]) if label[2:].isdigit() else 0
+
+
+def _column(monitor: str, key: str) -> str | None:
+    """The table column a sampled value belongs to, or None."""
+    if monitor == "host.cpu":
+        if key == "busy_pct":
+            return "host busy %"
+        core = _CORE.match(key)
+        return f"cpu{core.group(1)} busy %" if core else None
+    if _GUEST.match(monitor) and key == "vcpu.cpu_pct":
+        return f"{'target' if monitor == 'qemu' else monitor} vCPU %"
+    return None
+
+
+def _column_key(column: str) -> tuple[int, int, str]:
+    if column == "host busy %":
+        return (0, 0, column)
+    core = re.match(r"^cpu(\d+) ", column)
+    if core:
+        return (1, int(core.group(1)), column)
+    who = column.split(maxsplit=1)[0]
+    return (2, 0 if who == "target" else 1 + _label_key(who), column)
+
+
+@dataclass(frozen=True)
+class StageWindow:
+    """One repetition's window with stages: its stages and its series per column
+    (``(t, value)`` rows, time-ordered)."""
+
+    cell: str
+    platform: str
+    workload: str
+    phase: str
+    repetition: int
+    stages: tuple[Stage, ...]
+    series: Mapping[str, tuple[tuple[float, float], ...]]
+
+    def stage_means(self) -> dict[str, dict[str, float]]:
+        """stage -> column -> mean of the rows whose whole interval lies in the stage."""
+        out: dict[str, dict[str, float]] = {}
+        for stage in self.stages:
+            means: dict[str, float] = {}
+            for column, points in self.series.items():
+                inside = [v for (t0, _), (t1, v) in zip(((0.0, 0.0), *points), points,
+                                                        strict=False)
+                          if t0 >= stage.start and t1 <= stage.end]
+                if inside:
+                    means[column] = sum(inside) / len(inside)
+            out[stage.name] = means
+        return out
+
+
+def stage_windows(rows: Sequence[Row], samples: Iterable[SampleLike],
+                  cells: Mapping[str, tuple[str, str]]) -> list[StageWindow]:
+    """Every (cell, repetition, phase) window that has stage marks, with its host CPU
+    and vCPU series; windows without marks are left out."""
+    marks: dict[tuple[str, int, str], dict[str, float]] = defaultdict(dict)
+    for row in rows:
+        found = _MARK.match(row.metric)
+        if found and row.cell in cells:
+            marks[(row.cell, row.repetition, row.phase)][found.group(1)] = row.value
+    series: dict[tuple[str, int, str], dict[str, list[tuple[float, float]]]] = defaultdict(
+        lambda: defaultdict(list))
+    for s in samples:
+        key = (s.cell, s.repetition, s.phase)
+        if key not in marks:
+            continue
+        for name, value in s.values.items():
+            column = _column(s.monitor, name)
+            if column is not None and isinstance(value, int | float):
+                series[key][column].append((s.t, float(value)))
+    out = []
+    for key in sorted(marks, key=lambda k: (k[0], phase_key(k[2]), k[1])):
+        cell, rep, phase = key
+        columns = {c: tuple(sorted(p)) for c, p in sorted(
+            series.get(key, {}).items(), key=lambda kv: _column_key(kv[0]))}
+        end = max((p[-1][0] for p in columns.values() if p), default=0.0)
+        out.append(StageWindow(cell, *cells[cell], phase, rep,
+                               tuple(window_stages(marks[key], end)), columns))
+    return out
+
+
+@dataclass(frozen=True)
+class StageRow:
+    """One stage of a cell's phase over the repetitions: its length and each column's
+    stage mean (mean ± CI over the repetitions)."""
+
+    cell: str
+    platform: str
+    workload: str
+    phase: str
+    stage: str
+    seconds: Summary
+    means: Mapping[str, Summary]
+
+
+def stage_rows(windows: Sequence[StageWindow]) -> list[StageRow]:
+    """Per (cell, phase, stage) in stage order: the repetitions' stage means summarized."""
+    grouped: dict[tuple[str, str], list[StageWindow]] = defaultdict(list)
+    for w in windows:
+        grouped[(w.cell, w.phase)].append(w)
+    out = []
+    for (cell, phase), reps in grouped.items():
+        names = list(dict.fromkeys(s.name for w in reps for s in w.stages))
+        columns = list(dict.fromkeys(c for w in reps for c in w.series))
+        per_rep = [w.stage_means() for w in reps]
+        for name in names:
+            lengths = [s.end - s.start for w in reps for s in w.stages if s.name == name]
+            means = {c: summarize(values) for c in columns if (values := [
+                m[name][c] for m in per_rep if c in m.get(name, {})])}
+            out.append(StageRow(cell, reps[0].platform, reps[0].workload, phase, name,
+                                summarize(lengths), means))
+    return out
+
+
+def stage_tables(rows: Sequence[StageRow]) -> list[TextTable]:
+    """One table per (cell, phase): a row per stage, the mean per-core host busy %, the
+    host's busy % and each guest's vCPU % (mean ± 95 % CI over the repetitions)."""
+    grouped: dict[tuple[str, str, str, str], list[StageRow]] = defaultdict(list)
+    for r in rows:
+        grouped[(r.platform, r.workload, r.phase, r.cell)].append(r)
+    tables = []
+    for (platform, workload, phase, _), items in grouped.items():
+        columns = sorted({c for r in items for c in r.means}, key=_column_key)
+        body = tuple((r.stage, mean_ci_text(r.seconds),
+                      *(mean_ci_text(r.means[c]) if c in r.means else "-" for c in columns),
+                      str(r.seconds.n)) for r in items)
+        tables.append(TextTable(
+            f"CPU per stage, {platform} {workload}/{phase} (seed 004 Figs. 1-4)",
+            ("stage", "seconds", *columns, "n"), body,
+            note="stages start at the stored nb<i>.cpu.started_at_s marks; busy %: of one "
+                 "host core (host busy %: of all cores); vCPU %: of one core, summed over "
+                 "the guest's vCPU threads."))
+    return tables
+
+
+def stage_json(rows: Sequence[StageRow]) -> list[dict[str, Any]]:
+    """The stage rows for ``--format json``."""
+    def summary(s: Summary) -> dict[str, float | int]:
+        return {"mean": s.mean, "ci95_half_width": s.ci95_half_width, "n": s.n}
+    return [{"cell": r.cell, "platform": r.platform, "workload": r.workload,
+             "phase": r.phase, "stage": r.stage, "seconds": summary(r.seconds),
+             "means": {c: summary(s) for c, s in r.means.items()}} for r in rows]
