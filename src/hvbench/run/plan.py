@@ -164,7 +164,7 @@ def group_guests(group: Sequence[PlannedItem]) -> int:
     total = booted
     scenario = group[0].cell.scenario if group else None
     if scenario is not None and booted:
-        total += sum(n.count for n in scenario.spec.neighbours)
+        total += scenario.spec.guest_count()
     for item in group:
         kind, spec = cell_kind(item.cell), item.cell.workload.spec
         total += kind.guests(spec)
