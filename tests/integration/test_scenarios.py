@@ -307,6 +307,11 @@ duration_s = 2
 name = "sweep"
 workloads = ["fixed"]
 neighbours = [{ role = "net", load = "web", file_kb = 1, rate = ["20%", "40%"] }]
+
+[[scenario]]
+name = "pair"
+workloads = ["fixed"]
+identical = 2
 """
 
 
@@ -327,10 +332,21 @@ def test_relative_rates_follow_their_reference_and_sweep_a_neighbour(
         assert values[(platform, "nb0.load.offered_rps")] == pytest.approx(pct / 100 * maximum)
         assert values[(platform, "nb0.load.rate_ref_rps")] == maximum
         assert values[(platform, "nb0.load.replies_per_s")] > 0
+    # Two identical guests: the copy serves the target's file at the same share.
+    assert values[("vm@pair", "nb0.load.offered_rps")] == pytest.approx(0.5 * maximum)
+    assert values[("vm@pair", "nb0.load.file_kb")] == 1.0
     with Store(db) as store:
         assert store.order(run_id)[0][0] == "vm/max"
     done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db), "--format", "json"],
                           capture_output=True, text=True, timeout=120, check=True)
-    (sweep,) = json.loads(done.stdout)["scenarios"]["rate_sweeps"]
+    scenarios = json.loads(done.stdout)["scenarios"]
+    (sweep,) = scenarios["rate_sweeps"]
     assert [r["neighbour_rates"] for r in sweep["rows"]] == [["20%"], ["40%"]]
     assert all(r["aggregated"] is not None for r in sweep["rows"])
+    pair = next(a for a in scenarios["aggregated_ratio"] if a["platform"] == "vm@pair")
+    assert 0.5 <= pair["jain_fairness"]["mean"] <= 1.0
+    text = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)], capture_output=True,
+                          text=True, timeout=120, check=True,
+                          env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "Aggregated throughput ratio over neighbour rate" in text
+    print(text[text.index("Aggregated throughput ratio"):])

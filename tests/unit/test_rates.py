@@ -260,7 +260,9 @@ def test_the_runner_resolves_from_the_same_round_and_from_the_store(tmp_path: Pa
             qemu_argv=None, accel=None, started_at="t", finished_at="t")
         resumed = StudyRunner(study, store, run_id=run_id)
         assert resumed.rate_refs(_item(study, "vm/fixed", 0)) == {"max": {1: 640.0, 70: 90.0}}
-        # An adaptive round without its own reference takes the latest earlier one.
+        # A base round whose reference failed has no maximum (no silent fallback); an
+        # adaptive round above the base ones takes the latest earlier round's.
+        assert resumed.rate_refs(_item(study, "vm/fixed", 1)) == {}
         assert resumed.rate_refs(_item(study, "vm/fixed", 3)) == {"max": {1: 640.0, 70: 90.0}}
 
 

@@ -370,13 +370,13 @@ class StudyRunner:
     def rate_refs(self, item: PlannedItem) -> dict[str, dict[int, float]]:
         """The maxima the item's relative rates take a share of, by reference workload:
         its reference cells' in the same round (a resumed run reads them from the
-        store), else the latest earlier round's (an adaptive round need not rerun the
-        reference). Empty without relative rates; a reference without a result is left
-        out (the consumer names it)."""
+        store); in an adaptive round above the base ones, which need not rerun the
+        reference, the latest earlier round's. Empty without relative rates; a reference
+        without a result is left out (the consumer names it)."""
         out: dict[str, dict[int, float]] = {}
+        adaptive = item.repetition >= base_rounds(self.study)
         for name, ref in cell_references(self.study, item.cell).items():
-            rounds = [item.repetition] if item.repetition < 0 else \
-                range(item.repetition, -1, -1)
+            rounds = range(item.repetition, -1, -1) if adaptive else [item.repetition]
             for rep in rounds:
                 found = self._maximum(ref, rep)
                 if found:
