@@ -344,3 +344,75 @@ def test_the_hyperconverged_example_runs_and_is_explained(image: GuestImage,
     assert {c.split("/")[0] for c in measured} == {"vm1", "vm1@cpu3", "vm1@net3"}, verdicts
     (tx,) = [v for v in verdicts.values() if v["platform"] == "vm1" and v["phase"] == "tx"]
     assert tx["dominant"] is not None and tx["dominant"]["rule"] == "link-saturated", tx
+
+
+RATES = """
+[study]
+name = "rates"
+repetitions = 1
+seed = 2
+""" + TARGET + """
+[[workload]]
+kind = "web"
+name = "max"
+mode = "max-rate"
+file_kb = [1]
+duration_s = 1
+start_rate = 20
+rate_factor = 2.0
+max_rate = 160
+
+[[workload]]
+kind = "web"
+name = "fixed"
+file_kb = [1]
+rate = "50%"
+duration_s = 2
+
+[[scenario]]
+name = "sweep"
+workloads = ["fixed"]
+neighbours = [{ role = "net", load = "web", file_kb = 1, rate = ["20%", "40%"] }]
+
+[[scenario]]
+name = "pair"
+workloads = ["fixed"]
+identical = 2
+"""
+
+
+def test_relative_rates_follow_their_reference_and_sweep_a_neighbour(
+        image: GuestImage, tmp_path: Path) -> None:
+    """Seed 003's "% of the maximum": the max-rate reference runs first in the round,
+    the fixed phase and the neighbours offer their share of its measured maximum, and
+    the Fig. 20 table has a row per neighbour rate."""
+    rows, db, run_id = _run(RATES, tmp_path)
+    values = _values(rows)
+    maximum = values[("vm", "max_rate_rps")]
+    assert maximum > 0
+    assert values[("vm", "offered_rps")] == pytest.approx(0.5 * maximum)
+    assert values[("vm", "rate_ref_rps")] == maximum
+    for pct in (20, 40):
+        platform = f"vm@sweep.r{pct}pct"
+        assert values[(platform, "offered_rps")] == pytest.approx(0.5 * maximum)
+        assert values[(platform, "nb0.load.offered_rps")] == pytest.approx(pct / 100 * maximum)
+        assert values[(platform, "nb0.load.rate_ref_rps")] == maximum
+        assert values[(platform, "nb0.load.replies_per_s")] > 0
+    # Two identical guests: the copy serves the target's file at the same share.
+    assert values[("vm@pair", "nb0.load.offered_rps")] == pytest.approx(0.5 * maximum)
+    assert values[("vm@pair", "nb0.load.file_kb")] == 1.0
+    with Store(db) as store:
+        assert store.order(run_id)[0][0] == "vm/max"
+    done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db), "--format", "json"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    scenarios = json.loads(done.stdout)["scenarios"]
+    (sweep,) = scenarios["rate_sweeps"]
+    assert [r["neighbour_rates"] for r in sweep["rows"]] == [["20%"], ["40%"]]
+    assert all(r["aggregated"] is not None for r in sweep["rows"])
+    pair = next(a for a in scenarios["aggregated_ratio"] if a["platform"] == "vm@pair")
+    assert 0.5 <= pair["jain_fairness"]["mean"] <= 1.0
+    text = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)], capture_output=True,
+                          text=True, timeout=120, check=True,
+                          env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "Aggregated throughput ratio over neighbour rate" in text
+    print(text[text.index("Aggregated throughput ratio"):])

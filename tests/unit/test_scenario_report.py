@@ -397,7 +397,7 @@ def test_tables_json_and_terminal() -> None:
     assert scenario_tables(report, cov=True)[-1].title.startswith("CoV")
     doc = json.loads(json.dumps(scenario_json(report)))
     assert set(doc) == {"degradation", "aggregated_ratio", "ondemand", "weights", "cov",
-                        "neighbour_threads"}
+                        "neighbour_threads", "rate_sweeps"}
     assert doc["aggregated_ratio"][0]["aggregated"]["n"] == 3
     assert {c["monitor"] for c in doc["cov"]} >= {"throughput", "qemu", "net"}
     assert any(not c["main"] for c in doc["cov"])  # the full set, not only the main ones

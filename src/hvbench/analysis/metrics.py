@@ -243,6 +243,8 @@ def _workload_metrics() -> list[MetricSpec]:
         ),
         _m("replies_s", "replies/s", "replies/s", "higher", "httperf", vs_native=True, main=4),
         _m("offered_rps", "req/s", "offered req/s", "neutral", "httperf"),
+        _m("rate_ref_rps", "req/s", "max req/s a relative rate is a share of", "neutral",
+           "httperf"),
         _m("achieved_ratio", "ratio", "achieved / offered rate", "neutral", "httperf"),
         _latency(
             "reply_ms",
@@ -457,6 +459,9 @@ def _scenario_metrics() -> list[MetricSpec]:
         _m("nb<i>.load.goodput_mbit_s", "Mbit/s", "load goodput Mbit/s", "neutral", "scenario"),
         _m("nb<i>.load.file_kb", "kB", "load file size kB", "neutral", "scenario"),
         _m("nb<i>.cpu.started_at_s", "s", "load started at s", "neutral", "scenario"),
+        _m("nb<i>.load.offered_rps", "req/s", "load offered req/s", "neutral", "scenario"),
+        _m("nb<i>.load.rate_ref_rps", "req/s", "load max req/s its rate is a share of",
+           "neutral", "scenario"),
         _m("ondemand.<k>.asked_at_s", "s", "asked for at s", "neutral", "scenario"),
         _m("ondemand.<k>.startup_s", "s", "start-up s", "neutral", "scenario"),
         _m("dip.baseline", "", "dip baseline", "neutral", "scenario"),

@@ -25,6 +25,7 @@ Conventions of a scenario run (see docs/reports.md):
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import defaultdict
@@ -41,6 +42,7 @@ from hvbench.analysis.metrics import (
 )
 from hvbench.analysis.stats import Summary, percent_of_summary, series_cov_pct, summarize
 from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text, phase_key
+from hvbench.model.rates import relative_pct
 
 __all__ = [
     "LATENCY_METRICS",
@@ -53,6 +55,8 @@ __all__ = [
     "OnDemandRow",
     "OnDemandSeries",
     "OnDemandStart",
+    "RateSweep",
+    "RateSweepRow",
     "ScenarioReport",
     "TextTable",
     "WeightsTable",
@@ -74,6 +78,8 @@ __all__ = [
     "ondemand_rows",
     "ondemand_series",
     "ondemand_table",
+    "rate_sweep_table",
+    "rate_sweeps",
     "scenario_json",
     "scenario_tables",
     "weights_label",
@@ -431,6 +437,104 @@ def aggregated_ratios(rows: Sequence[Row]) -> list[AggregatedRatio]:
             cell = cells.get(key[:2], f"{key[0]}/{key[1]}")
             out.append(_aggregate(cell, key, who[key[0]][0], metrics, baselines))
     return sorted(out, key=lambda a: (a.workload, phase_key(a.phase), a.platform))
+
+
+# -- (b') the aggregated ratio over a neighbour's rate (seed 003 Fig. 20) ---------------------
+@dataclass(frozen=True)
+class RateSweepRow:
+    """One neighbour rate of a sweep: the rates as declared (``30%``, ``120``; one per
+    web neighbour), the scenario cell's platform and its aggregated ratio."""
+
+    rates: tuple[str, ...]
+    platform: str
+    ratio: AggregatedRatio
+
+
+@dataclass(frozen=True)
+class RateSweep:
+    """The scenarios that differ only in their web neighbours' rates, for one (base
+    platform, workload, phase), ordered by rate."""
+
+    platform: str
+    workload: str
+    phase: str
+    rows: tuple[RateSweepRow, ...]
+
+
+def _declared_rate(value: Any) -> str:
+    pct = relative_pct(value) if isinstance(value, str) else None
+    return f"{pct:g}%" if pct is not None else f"{float(value):g}"
+
+
+def _rate_key(text: str) -> tuple[bool, float]:
+    """Relative rates first, then requests/s, each ascending."""
+    pct = relative_pct(text)
+    return (pct is None, pct if pct is not None else float(text))
+
+
+def _sweep_point(definition: Mapping[str, Any]) -> tuple[str, tuple[str, ...]] | None:
+    """(the scenario without its name and web neighbours' rates, as JSON; those rates)
+    of a stored platform definition, or None without web neighbours."""
+    scenario = definition.get("scenario")
+    if not isinstance(scenario, Mapping):
+        return None
+    rates: list[str] = []
+    neighbours = []
+    for nb in scenario.get("neighbours") or ():
+        web = isinstance(nb, Mapping) and nb.get("role") == "net" and nb.get("load") == "web"
+        if web:
+            rates.append(_declared_rate(nb.get("rate")))
+        neighbours.append({k: v for k, v in nb.items() if k != "rate"} if web else nb)
+    if not rates:
+        return None
+    rest = {k: v for k, v in scenario.items() if k not in ("name", "neighbours")}
+    return json.dumps({**rest, "neighbours": neighbours}, sort_keys=True), tuple(rates)
+
+
+def rate_sweeps(ratios: Sequence[AggregatedRatio], rows: Sequence[Row],
+                platforms: Mapping[str, Mapping[str, Any]]) -> list[RateSweep]:
+    """The aggregated ratios grouped into sweeps: scenario cells of one base platform,
+    workload and phase whose stored scenario definitions are the same but for their web
+    neighbours' rates (a ``rate = [...]`` axis), when at least two rates were measured.
+    Identity comes from the stored definitions, never from scenario names."""
+    who = identities(rows)
+    grouped: dict[tuple[str, str, str, str], list[RateSweepRow]] = defaultdict(list)
+    for ratio in ratios:
+        point = _sweep_point(platforms.get(ratio.platform, {}))
+        if point is None:
+            continue
+        base = who.get(ratio.platform, (ratio.platform, None))[0]
+        grouped[(base, ratio.workload, ratio.phase, point[0])].append(
+            RateSweepRow(point[1], ratio.platform, ratio))
+    out = []
+    for (base, workload, phase, _), found in grouped.items():
+        if len({r.rates for r in found}) < 2:
+            continue
+        found.sort(key=lambda r: ([_rate_key(t) for t in r.rates], r.platform))
+        out.append(RateSweep(base, workload, phase, tuple(found)))
+    return sorted(out, key=lambda w: (w.platform, w.workload, phase_key(w.phase)))
+
+
+def rate_sweep_table(sweep: RateSweep) -> TextTable:
+    """Seed 003 Fig. 20: one row per neighbour rate."""
+    rows = tuple(
+        ("; ".join(r.rates), r.platform,
+         MISSING_BASELINE if r.ratio.target_ratio is None else mean_ci_text(r.ratio.target_ratio),
+         "; ".join(f"{nb.label}: {_ratio_text(nb.ratio)}" for nb in r.ratio.neighbours),
+         ("; ".join(r.ratio.missing) if r.ratio.aggregated is None
+          else mean_ci_text(r.ratio.aggregated)),
+         _ratio_text(r.ratio.fairness),
+         str(r.ratio.aggregated.n if r.ratio.aggregated else 0))
+        for r in sweep.rows)
+    return TextTable(
+        f"Aggregated throughput ratio over neighbour rate (seed 003 Fig. 20): "
+        f"{sweep.platform} {sweep.workload}/{sweep.phase}",
+        ("neighbour rate", "platform", "target / alone max", "neighbours / alone max",
+         "aggregated ratio ± 95% CI", "Jain fairness", "n"), rows, left=2,
+        note="neighbour rate as declared (a % is of the maximum the platform sustained "
+             "alone for the neighbour's file size, in the same round; the offered req/s "
+             "is stored as nb<i>.load.offered_rps); each side's replies/s / the alone best "
+             "for its file size, summed per repetition (see the aggregated ratio table).")
 
 
 def _ratio_text(summary: Summary | None) -> str:
@@ -863,6 +967,7 @@ class ScenarioReport:
     weights: list[WeightsTable] = field(default_factory=list)
     cov: list[CovRow] = field(default_factory=list)
     neighbours: list[NeighbourThreads] = field(default_factory=list)
+    sweeps: list[RateSweep] = field(default_factory=list)
 
 
 def build_scenario_report(rows: Sequence[Row], samples: Sequence[SampleLike] = (),
@@ -873,9 +978,10 @@ def build_scenario_report(rows: Sequence[Row], samples: Sequence[SampleLike] = (
     (platform, workload); default: from the rows), the weights the stored platform
     definitions."""
     known = dict(cells) if cells else {r.cell: (r.platform, r.workload) for r in rows}
-    return ScenarioReport(degradation_rows(rows), aggregated_ratios(rows), ondemand_rows(rows),
+    ratios = aggregated_ratios(rows)
+    return ScenarioReport(degradation_rows(rows), ratios, ondemand_rows(rows),
                           weights_tables(rows, platforms or {}), cov_rows(samples, known),
-                          neighbour_threads(rows))
+                          neighbour_threads(rows), rate_sweeps(ratios, rows, platforms or {}))
 
 
 def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTable]:
@@ -886,6 +992,7 @@ def scenario_tables(report: ScenarioReport, *, cov: bool = False) -> list[TextTa
         tables.append(degradation_table(report.degradation))
     if report.ratios:
         tables.append(aggregated_ratio_table(report.ratios))
+    tables += [rate_sweep_table(s) for s in report.sweeps]
     if report.ondemand:
         tables.append(ondemand_table(report.ondemand))
     tables += [weights_text_table(w) for w in report.weights]
@@ -921,6 +1028,16 @@ def scenario_json(report: ScenarioReport) -> dict[str, Any]:
              "aggregated": _s(a.aggregated), "missing": list(a.missing),
              "jain_fairness": _s(a.fairness)}
             for a in report.ratios],
+        "rate_sweeps": [
+            {"platform": w.platform, "workload": w.workload, "phase": w.phase,
+             "rows": [{"neighbour_rates": list(r.rates), "platform": r.platform,
+                       "cell": r.ratio.cell, "target_ratio": _s(r.ratio.target_ratio),
+                       "neighbour_ratios": [{"label": n.label, "file_kb": n.file_kb,
+                                             "ratio": _s(n.ratio)}
+                                            for n in r.ratio.neighbours],
+                       "aggregated": _s(r.ratio.aggregated),
+                       "jain_fairness": _s(r.ratio.fairness)} for r in w.rows]}
+            for w in report.sweeps],
         "ondemand": [
             {"cell": o.cell, "platform": o.platform, "workload": o.workload, "phase": o.phase,
              "starts": [{"index": s.index, "asked_at_s": _s(s.asked_at),

@@ -20,10 +20,18 @@ degradation against alone. Pure: validation only.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
+from hvbench.model.rates import Rate, check_rate, is_relative
 from hvbench.model.spec import ByteSize, DiskSpec, NicSpec, VmSpec
 
 NeighbourRole = Literal["idle", "cpu", "net", "disk"]
@@ -59,9 +67,14 @@ class NeighbourSpec(_Strict):
     direction: Literal["to-guest", "from-guest"] = "to-guest"
     #: net, iperf3: offered rate such as "100M"; None: as fast as TCP goes.
     bitrate: str | None = Field(default=None, pattern=r"^\d+(\.\d+)?[KMG]?$")
-    #: net, web: the served file's size (kB) and the offered request rate (1/s).
+    #: net, web: the served file's size (kB) and the offered request rate: requests/s,
+    #: or ``"90%"`` of the maximum the target's platform sustained alone for that size
+    #: (:mod:`hvbench.model.rates`). A list of rates in the study file is an axis: one
+    #: scenario per rate.
     file_kb: int = Field(default=70, ge=1, le=1 << 16)
-    rate: float = Field(default=100.0, gt=0, le=1e6)
+    rate: Annotated[Rate, BeforeValidator(check_rate)] = 100.0
+    #: net, web, relative rate: the max-rate web workload whose maximum it takes.
+    rate_of: str | None = Field(default=None, min_length=1)
     #: disk: fio's pattern, block size and queue depth on the neighbour's own disk.
     rw: Literal["randrw", "randread", "randwrite", "read", "write"] = "randrw"
     block_size: ByteSize = 4096
@@ -77,6 +90,8 @@ class NeighbourSpec(_Strict):
             raise ValueError(f"{extra[0]} does not apply to role = \"{self.role}\"")
         if self.bitrate is not None and self.load != "iperf3":
             raise ValueError("bitrate applies to load = \"iperf3\" only")
+        if self.rate_of is not None and not is_relative(self.rate):
+            raise ValueError("rate_of applies to a relative rate such as \"90%\"")
         return self
 
     def vm(self) -> VmSpec:
@@ -89,7 +104,7 @@ class NeighbourSpec(_Strict):
 _ROLE_FIELDS: dict[str, set[str]] = {
     "idle": set(),
     "cpu": {"cpu_load_pct", "start_after_s"},
-    "net": {"load", "client", "direction", "bitrate", "file_kb", "rate"},
+    "net": {"load", "client", "direction", "bitrate", "file_kb", "rate", "rate_of"},
     "disk": {"rw", "block_size", "iodepth", "disk"},
 }
 
@@ -144,15 +159,20 @@ class ScenarioSpec(_Strict):
     start: StartOnDemandSpec | None = None
     weights: WeightsSpec | None = None
     workloads: tuple[str, ...] = ()
+    #: N identical guests (seed 003 Figs 15-17): N - 1 neighbours with the target
+    #: platform's vCPUs, memory and NIC, each serving the target's own web workload
+    #: (its file size and rate) while the target is measured.
+    identical: int | None = Field(default=None, ge=2, le=16)
 
     @model_validator(mode="after")
     def _check(self) -> ScenarioSpec:
-        if not self.neighbours and self.start is None and self.weights is None:
-            raise ValueError("a scenario needs neighbours, start or weights")
+        if (not self.neighbours and self.start is None and self.weights is None
+                and self.identical is None):
+            raise ValueError("a scenario needs neighbours, start or weights (or identical)")
         return self
 
     def guest_count(self) -> int:
-        return sum(n.count for n in self.neighbours)
+        return sum(n.count for n in self.neighbours) + (self.identical or 1) - 1
 
     def lab_clients(self) -> set[str]:
         """The lab hosts that drive the neighbours' network load."""

@@ -34,6 +34,7 @@ from pydantic import (
 from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
 from hvbench.model.names import check_name, name_problem
+from hvbench.model.rates import Rate, check_rate, is_relative, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import (
     ByteSize,
@@ -359,7 +360,12 @@ class WebWorkloadSpec(_Strict):
     client: str = Field(default="client", min_length=1)
     file_kb: tuple[int, ...] = Field(default=(1, 10, 30, 50, 70, 100, 200), min_length=1)
     mode: Literal["fixed", "max-rate"] = "fixed"
-    rate: float = Field(default=50.0, gt=0, le=1e6)
+    #: fixed: requests/s, or ``"90%"``: that share of the maximum the platform sustained
+    #: alone for each file size, measured in the same run (:mod:`hvbench.model.rates`).
+    rate: Annotated[Rate, BeforeValidator(check_rate)] = 50.0
+    #: With a relative rate: the max-rate web workload (variant name) whose maximum it
+    #: is taken from; None: the study's only max-rate web workload.
+    rate_of: str | None = Field(default=None, min_length=1)
     duration_s: float = Field(default=10.0, gt=0, le=3600)
     calls_per_conn: int = Field(default=1, ge=1, le=1000)
     reply_timeout_s: float = Field(default=5.0, gt=0, le=600)
@@ -385,6 +391,11 @@ class WebWorkloadSpec(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> WebWorkloadSpec:
+        if self.mode == "max-rate" and is_relative(self.rate):
+            raise ValueError("a relative rate applies to mode = \"fixed\" (a max-rate "
+                             "search measures the maximum itself)")
+        if self.rate_of is not None and not is_relative(self.rate):
+            raise ValueError("rate_of applies to a relative rate such as \"90%\"")
         if self.start_rate > self.max_rate:
             raise ValueError(f"start_rate ({self.start_rate:g}) is above max_rate "
                              f"({self.max_rate:g})")
@@ -839,6 +850,8 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
                         "and propagation workloads have no native counterpart; add a qemu "
                         "platform)")
     check_storage_sources(platforms, lab, path)
+    check_rates(workloads, scenarios, path)
+    check_identical(cells, path)
     for cell in cells:
         check_cache_rule(cell, host_memory_bytes)
         check_native_source_cell(cell, path)
@@ -890,7 +903,7 @@ def _scenarios(raw: Any, path: str, workloads: Sequence[Variant]) -> list[Varian
                 or name == ALONE:
             raise SpecError(f"{where}: name: expected a name of lowercase letters, digits, "
                             f"- and _ (not {ALONE!r}), got {name!r}")
-        for full, concrete, values in expand_entry(entry, name):
+        for full, concrete, values in _rate_expanded(entry, name, where):
             try:
                 spec = ScenarioSpec.model_validate(concrete)
             except ValidationError as exc:
@@ -902,6 +915,38 @@ def _scenarios(raw: Any, path: str, workloads: Sequence[Variant]) -> list[Varian
     if duplicate:
         raise SpecError(f"{path}: scenario: two scenarios are both named {duplicate!r}")
     return out
+
+
+def _rate_expanded(entry: dict[str, Any], name: str, where: str
+                   ) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """:func:`expand_entry` after the neighbour rate axis: a web neighbour's list of
+    rates (``rate = ["30%", "60%"]``) gives one scenario per rate, named with a suffix
+    (``colo.r30pct``) for reading; the rate itself stays in the definition."""
+    neighbours = entry.get("neighbours") or []
+    swept = [(i, nb["rate"]) for i, nb in enumerate(neighbours)
+             if isinstance(nb, dict) and isinstance(nb.get("rate"), list)]
+    if not swept:
+        yield from expand_entry(entry, name)
+        return
+    for i, rates in swept:
+        if not rates:
+            raise SpecError(f"{where}: neighbours[{i}]: rate: expected a rate or a "
+                            "non-empty list of rates")
+    for combo in itertools.product(*(rates for _, rates in swept)):
+        concrete_nbs = [dict(nb) if isinstance(nb, dict) else nb for nb in neighbours]
+        suffix = []
+        for (i, _), rate in zip(swept, combo, strict=True):
+            try:
+                checked = check_rate(rate)
+            except ValueError as exc:
+                raise SpecError(f"{where}: neighbours[{i}]: rate: {exc}") from exc
+            concrete_nbs[i]["rate"] = rate
+            suffix.append(rate_suffix(checked))
+        variant = {**entry, "neighbours": concrete_nbs}
+        axis = {f"neighbours[{i}].rate": rate for (i, _), rate in
+                zip(swept, combo, strict=True)}
+        for full, concrete, values in expand_entry(variant, f"{name}.{'-'.join(suffix)}"):
+            yield full, concrete, {**axis, **values}
 
 
 def _check_scenario_workloads(spec: ScenarioSpec, workloads: Sequence[Variant],
@@ -1157,3 +1202,93 @@ def with_repetitions(study: Study, repetitions: int) -> Study:
     except ValidationError as exc:
         raise spec_error(exc, f"{study.path}: study") from exc
     return dataclasses.replace(study, study=section, workload_repetitions={})
+
+
+# -- relative rates and identical guests ---------------------------------------------------
+def rate_reference(workloads: Sequence[Variant], rate_of: str | None, where: str) -> Variant:
+    """The max-rate web workload a relative rate is a share of: ``rate_of`` when given,
+    else the study's only one. Raises :class:`SpecError` (``where`` names the file and
+    entry) when there is none, several without ``rate_of``, or ``rate_of`` names none."""
+    found = [w for w in workloads
+             if isinstance(w.spec, WebWorkloadSpec) and w.spec.mode == "max-rate"]
+    names = ", ".join(w.name for w in found) or "none"
+    if rate_of is not None:
+        for workload in found:
+            if workload.name == rate_of:
+                return workload
+        raise SpecError(f"{where}: rate_of: {rate_of!r} is not a max-rate web workload of "
+                        f"the study (max-rate web workloads: {names})")
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise SpecError(f"{where}: rate: a relative rate needs a [[workload]] of kind = "
+                        "\"web\" and mode = \"max-rate\" in the study to measure the maximum "
+                        "it is a share of; none is declared")
+    raise SpecError(f"{where}: rate_of: several max-rate web workloads ({names}); name "
+                    "the one the relative rate is a share of")
+
+
+def _check_sizes(reference: Variant, sizes: Sequence[int], where: str) -> None:
+    missing = [kb for kb in sizes if kb not in reference.spec.file_kb]
+    if missing:
+        raise SpecError(f"{where}: file_kb: {missing[0]} kB is not measured by the "
+                        f"reference max-rate workload {reference.name!r} (its file_kb: "
+                        f"{', '.join(map(str, reference.spec.file_kb))})")
+
+
+def check_rates(workloads: Sequence[Variant], scenarios: Sequence[Variant], path: str) -> None:
+    """Every relative rate has a reference that measures its file sizes."""
+    for w in workloads:
+        spec = w.spec
+        if isinstance(spec, WebWorkloadSpec) and is_relative(spec.rate):
+            where = f"{path}: workload {w.name}"
+            _check_sizes(rate_reference(workloads, spec.rate_of, where), spec.file_kb, where)
+    for sc in scenarios:
+        for index, nb in enumerate(sc.spec.neighbours):
+            if nb.role == "net" and nb.load == "web" and is_relative(nb.rate):
+                where = f"{path}: scenario {sc.name}: neighbours[{index}]"
+                _check_sizes(rate_reference(workloads, nb.rate_of, where), (nb.file_kb,),
+                             where)
+
+
+def check_identical(cells: Sequence[Cell], path: str) -> None:
+    """A scenario with ``identical`` applies to one fixed-rate web workload with one
+    file size: its neighbours serve that workload's file at its rate."""
+    seen: dict[str, str] = {}
+    for cell in cells:
+        if cell.scenario is None or cell.scenario.spec.identical is None:
+            continue
+        where = f"{path}: scenario {cell.scenario.name}: identical"
+        spec = cell.workload.spec
+        if not isinstance(spec, WebWorkloadSpec) or spec.mode != "fixed" \
+                or len(spec.file_kb) != 1:
+            raise SpecError(f"{where}: applies to a web workload with mode = \"fixed\" and "
+                            f"one file size; workload {cell.workload.name} is not one (set "
+                            "the scenario's workloads)")
+        first = seen.setdefault(cell.scenario.name, cell.workload.name)
+        if first != cell.workload.name:
+            raise SpecError(f"{where}: applies to one workload, got {first} and "
+                            f"{cell.workload.name} (set the scenario's workloads)")
+
+
+def cell_references(study: Study, cell: Cell) -> dict[str, Cell]:
+    """The alone max-rate cells (on the cell's platform) whose measured maxima the cell's
+    relative rates are shares of, by reference workload name: its own rate's, its
+    scenario's web neighbours' and identical guests'. Empty without relative rates."""
+    rates: list[tuple[Rate, str | None]] = []
+    spec = cell.workload.spec
+    if isinstance(spec, WebWorkloadSpec):
+        rates.append((spec.rate, spec.rate_of))
+    if cell.scenario is not None:
+        rates += [(nb.rate, nb.rate_of) for nb in cell.scenario.spec.neighbours
+                  if nb.role == "net" and nb.load == "web"]
+    out: dict[str, Cell] = {}
+    for rate, rate_of in rates:
+        if not is_relative(rate):
+            continue
+        ref = rate_reference(study.workloads, rate_of, f"{study.path}: cell {cell.name}")
+        for other in study.cells:
+            if other.scenario is None and other.platform.name == cell.platform.name \
+                    and other.workload.name == ref.name:
+                out[ref.name] = other
+    return out

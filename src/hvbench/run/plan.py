@@ -14,7 +14,14 @@ import statistics
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from hvbench.model.study import Cell, Study, base_rounds, cell_order, repetition_rule
+from hvbench.model.study import (
+    Cell,
+    Study,
+    base_rounds,
+    cell_order,
+    cell_references,
+    repetition_rule,
+)
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.registry import cell_kind
 from hvbench.store.database import Store
@@ -60,8 +67,39 @@ class StudyPlan:
 
 def repetition_order(study: Study, repetition: int) -> list[Cell]:
     """The cells of one repetition in run order (warm-up round ``r`` is repetition
-    ``-1 - r``): see :func:`~hvbench.model.study.cell_order`."""
-    return cell_order(study.cells, study.study.seed, repetition, study.study.ab)
+    ``-1 - r``): see :func:`~hvbench.model.study.cell_order`, then
+    :func:`references_first`."""
+    order = cell_order(study.cells, study.study.seed, repetition, study.study.ab)
+    return references_first(order, reference_names(study))
+
+
+def reference_names(study: Study) -> set[str]:
+    """The cells whose measured maxima some relative rate of the study takes."""
+    return {ref.name for cell in study.cells for ref in cell_references(study, cell).values()}
+
+
+def references_first(order: Sequence[Cell], references: Collection[str]) -> list[Cell]:
+    """``order`` with the platform groups holding a reference cell (a max-rate web cell
+    alone that a relative rate takes its maximum from) moved to the front, and each
+    reference first in its group, so every round measures the maxima before any cell
+    that offers a share of them. Otherwise the shuffled order is kept."""
+    if not references:
+        return list(order)
+    grouped: list[list[Cell]] = []
+    for cell in order:
+        if grouped and grouped[-1][0].platform_name == cell.platform_name:
+            grouped[-1].append(cell)
+        else:
+            grouped.append([cell])
+
+    def refs_in(group: list[Cell]) -> bool:
+        return any(c.name in references for c in group)
+
+    out: list[Cell] = []
+    for group in [g for g in grouped if refs_in(g)] + [g for g in grouped if not refs_in(g)]:
+        out += [c for c in group if c.name in references]
+        out += [c for c in group if c.name not in references]
+    return out
 
 
 def round_cells(study: Study, repetition: int) -> list[Cell]:
@@ -126,7 +164,7 @@ def group_guests(group: Sequence[PlannedItem]) -> int:
     total = booted
     scenario = group[0].cell.scenario if group else None
     if scenario is not None and booted:
-        total += sum(n.count for n in scenario.spec.neighbours)
+        total += scenario.spec.guest_count()
     for item in group:
         kind, spec = cell_kind(item.cell), item.cell.workload.spec
         total += kind.guests(spec)

@@ -23,7 +23,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,17 @@ from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.started import StartStop
 from hvbench.image.builder import find_image
 from hvbench.image.system_image import write_raw_image
+from hvbench.model.rates import absolute, is_relative, offered_rate
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec, StartOnDemandSpec
-from hvbench.model.study import NetworkWorkloadSpec, WebWorkloadSpec
+from hvbench.model.spec import NicSpec, VmSpec
+from hvbench.model.study import (
+    Cell,
+    NetworkWorkloadSpec,
+    Variant,
+    WebWorkloadSpec,
+    guest_vm,
+    rate_reference,
+)
 from hvbench.monitors.sampler import Monitor, MonitorResult, ThreadCpuSampler
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.accel import choose_accel
@@ -118,6 +127,10 @@ class Neighbour:
     guest: QemuPlatform
     servers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     load: ChainedLoad | None = None
+    #: A web neighbour's offered requests/s, and the measured maximum it is a share of
+    #: (None for an absolute rate).
+    offered: float | None = None
+    rate_ref: float | None = None
 
 
 class ScenarioRun(StartStop):
@@ -131,12 +144,20 @@ class ScenarioRun(StartStop):
     """
 
     def __init__(self, spec: ScenarioSpec, name: str, target: Platform, *,
-                 session: LabSession | None, key: str) -> None:
+                 session: LabSession | None, key: str, cell: Cell | None = None,
+                 workloads: Sequence[Variant] = ()) -> None:
         self.spec = spec
         self.name = name
         self.target = target
         self.session = session
         self.key = key
+        #: The group's first cell: what identical guests copy (platform and workload).
+        self.cell = cell
+        #: The study's workloads: where a relative rate's reference is found.
+        self.workloads = workloads
+        #: The measured maxima relative neighbour rates take a share of (set by the
+        #: runner before :meth:`start`; see :class:`~hvbench.run.cells.base.CellContext`).
+        self.rate_refs: Mapping[str, Mapping[int, float]] = {}
         self.neighbours: list[Neighbour] = []
         self.cgroups: CpuCgroups | None = None
         self._scratch: Path | None = None
@@ -149,6 +170,9 @@ class ScenarioRun(StartStop):
                 for _ in range(spec.count):
                     self.neighbours.append(self._boot_neighbour(spec, index))
                     index += 1
+            for spec, vm in self._identical():
+                self.neighbours.append(self._boot_neighbour(spec, index, vm))
+                index += 1
             for neighbour in self.neighbours:
                 self._start_role(neighbour)
             if self.spec.weights is not None:
@@ -157,8 +181,31 @@ class ScenarioRun(StartStop):
             self.stop()
             raise
 
-    def _boot_neighbour(self, spec: NeighbourSpec, index: int) -> Neighbour:
-        vm = spec.vm()
+    def _identical(self) -> list[tuple[NeighbourSpec, VmSpec]]:
+        """``identical - 1`` copies of the target: its platform's vCPUs, memory, machine
+        and NIC model, serving the target's web workload (file size, rate, client)."""
+        count = self.spec.identical
+        if count is None:
+            return []
+        cell = self.cell
+        vm = guest_vm(cell.platform.spec) if cell is not None else None
+        if cell is None or vm is None:
+            raise HvbenchError(f"internal: scenario {self.name}: identical guests copy "
+                               "the group's qemu platform")
+        # A fixed-rate web workload with one file size (checked when parsed).
+        site = cell.workload.spec
+        model = vm.nics[0].model if vm.nics else "virtio-net"
+        copy = VmSpec(machine=vm.machine, vcpus=vm.vcpus, memory_mib=vm.memory_mib,
+                      cpu=vm.cpu, mitigations=vm.mitigations, kernel_args=vm.kernel_args,
+                      nics=(NicSpec(model=model, backend="tap"),))
+        spec = NeighbourSpec(role="net", load="web", client=site.client,
+                             file_kb=site.file_kb[0], rate=site.rate, rate_of=site.rate_of,
+                             vcpus=vm.vcpus, memory_mib=vm.memory_mib)
+        return [(spec, copy)] * (count - 1)
+
+    def _boot_neighbour(self, spec: NeighbourSpec, index: int,
+                        vm: VmSpec | None = None) -> Neighbour:
+        vm = vm or spec.vm()
         if self.session is not None and vm.nics:
             vm = self.session.guest_spec(vm, f"{self.key}-nb{index}")
         guest = QemuPlatform(vm, name=f"{self.target.name[:20]}-nb{index}",
@@ -186,8 +233,10 @@ class ScenarioRun(StartStop):
         server = lab_guest_endpoint(nb.guest, self.session.lab.host_address)
         client = self.session.lab_endpoint(nb.spec.client)
         if nb.spec.load == "web":
+            rate, nb.rate_ref = self._offered(nb)
+            nb.offered = rate
             site = WebWorkloadSpec(file_kb=(nb.spec.file_kb,), port=NEIGHBOUR_WEB_PORT,
-                                   mode="fixed", rate=nb.spec.rate, duration_s=LOAD_CHUNK_S)
+                                   mode="fixed", rate=rate, duration_s=LOAD_CHUNK_S)
             nb.servers.enter_context(web.serve_web(site, server))
             nb.load = ChainedLoad(nb.label, _web_chunk(site, client, server))
         else:
@@ -197,6 +246,15 @@ class ScenarioRun(StartStop):
             nb.servers.callback(handle.stop)
             nb.load = ChainedLoad(nb.label, _iperf3_chunk(nb.spec, client, server))
         nb.load.start()
+
+    def _offered(self, nb: Neighbour) -> tuple[float, float | None]:
+        """A web neighbour's requests/s and the maximum a relative rate takes a share of.
+        Raises :class:`HvbenchError` when that maximum was not measured."""
+        if not is_relative(nb.spec.rate):
+            return float(nb.spec.rate), None
+        ref = rate_reference(self.workloads, nb.spec.rate_of, f"scenario {self.name}")
+        return offered_rate(nb.spec.rate, ref.name, nb.spec.file_kb, self.rate_refs,
+                            f"scenario {self.name}: {nb.label}")
 
     # -- weights -------------------------------------------------------------------
     def _apply_weights(self) -> None:
@@ -320,10 +378,11 @@ def _web_chunk(site: WebWorkloadSpec, client: Endpoint, server: Endpoint
                ) -> Callable[[], float]:
     address, port = server.reach(site.port)
     kb = site.file_kb[0]
+    rate = absolute(site.rate)
 
     def once() -> float:
         argv = web.httperf_argv(server=address, port=port, uri=web.file_uri(kb),
-                                rate=site.rate, num_conns=max(1, round(site.rate * LOAD_CHUNK_S)))
+                                rate=rate, num_conns=max(1, round(rate * LOAD_CHUNK_S)))
         done = client.executor.exec(argv, timeout=LOAD_CHUNK_S + 30)
         result = web.parse_httperf(done.text())
         return result.ok_replies / result.duration_s if result.duration_s > 0 else 0.0
@@ -416,6 +475,10 @@ class ScenarioMonitors(PhaseMonitors):
                 result.summary[f"{nb.label}.load.{unit}"] = rate
                 if nb.spec.load == "web":
                     result.summary[f"{nb.label}.load.file_kb"] = float(nb.spec.file_kb)
+            if nb.offered is not None:
+                result.summary[f"{nb.label}.load.offered_rps"] = nb.offered
+            if nb.rate_ref is not None:
+                result.summary[f"{nb.label}.load.rate_ref_rps"] = nb.rate_ref
             if nb.load.error:
                 result.errors[f"{nb.label}.load"] = nb.load.error
 

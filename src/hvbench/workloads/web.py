@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 
 from hvbench.errors import CommandError, GuestError, GuestTimeoutError, HvbenchError
 from hvbench.host.paths import make_owned_dir
+from hvbench.model.rates import absolute
 from hvbench.model.study import WebWorkloadSpec
 from hvbench.workloads.endpoints import (
     Endpoint,
@@ -643,7 +644,8 @@ def run_web_phase(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
     """
     run = _Httperf(spec, file_kb, client, server)
     if spec.mode == "fixed":
-        metrics = web_metrics(run(spec.rate), spec.rate)
+        rate = absolute(spec.rate)
+        metrics = web_metrics(run(rate), rate)
     else:
         outcome = max_rate_search(
             run, start=spec.start_rate, factor=spec.rate_factor, limit=spec.max_rate,

@@ -62,6 +62,9 @@ class CellContext:
     monitors: MonitorsFactory
     lifecycle_cache: lifecycle.RepositoryCache
     guest_name: str
+    #: The measured maxima relative rates take a share of: reference workload name ->
+    #: file size (kB) -> max_rate_rps of the platform alone in this round.
+    rate_refs: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
 
     def started(self) -> Platform:
         """The started platform. Raises :class:`HvbenchError` for a kind that boots

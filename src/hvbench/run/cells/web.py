@@ -9,7 +9,8 @@ import contextlib
 from typing import Any
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import Cell, WebWorkloadSpec
+from hvbench.model.rates import is_relative, offered_rate
+from hvbench.model.study import Cell, WebWorkloadSpec, rate_reference
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.run.cells.base import (
     CellContext,
@@ -31,6 +32,8 @@ OVERHEAD_S = 3.0
 MAX_RATE_STEPS = 6
 #: Seconds a wrk pass takes besides its own ``seconds`` (staging its script, start-up).
 WRK_OVERHEAD_S = 0.5
+#: The measured maximum a relative rate took its share of, per phase.
+RATE_REF_METRIC = "rate_ref_rps"
 
 
 class WebCell(Simple):
@@ -76,9 +79,12 @@ class WebCell(Simple):
         client, server = self._ends
         windows = []
         for kb in spec.file_kb:
+            phase_spec, reference = self._resolved(ctx, spec, kb)
             window = MonitorWindow(self._monitors)
             with window:
-                outcome = run_web_phase(spec, kb, client, server)
+                outcome = run_web_phase(phase_spec, kb, client, server)
+            if reference is not None:
+                outcome.metrics[RATE_REF_METRIC] = (reference, "req/s")
             if spec.latency is not None:
                 latency = run_wrk_pass(spec, kb, client, server)
                 outcome.metrics.update(latency.metrics)
@@ -87,6 +93,21 @@ class WebCell(Simple):
         result = cell_result(windows)
         result.measurements += vhost_records(ctx.started(), spec.phase_list())
         return result
+
+    @staticmethod
+    def _resolved(ctx: CellContext, spec: WebWorkloadSpec, kb: int
+                  ) -> tuple[WebWorkloadSpec, float | None]:
+        """``spec`` with a relative rate turned into requests/s for file size ``kb``,
+        and the measured maximum it took (None: the rate was absolute). Raises
+        :class:`HvbenchError` when the round has no maximum for it."""
+        if not is_relative(spec.rate):
+            return spec, None
+        ref = rate_reference(ctx.study.workloads, spec.rate_of, f"cell {ctx.cell.name}")
+        rate, reference = offered_rate(spec.rate, ref.name, kb, ctx.rate_refs,
+                                       f"cell {ctx.cell.name}")
+        # The maximum is in requests/s; httperf's rate is connections/s.
+        conns = rate / spec.calls_per_conn
+        return spec.model_copy(update={"rate": conns, "rate_of": None}), reference
 
     def release(self, ctx: CellContext) -> None:
         self._ends = self._monitors = None
