@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.image.builder import GuestImage, build_image
+from hvbench.netlab.names import VETH_PREFIX, bridge_name
 from hvbench.platforms.qemu import TAP_PREFIX
 from hvbench.platforms.registry import REGISTRY
 
@@ -80,16 +81,36 @@ def _foreign_taps(names: set[str]) -> set[str]:
     return foreign
 
 
+def _foreign_lab_objects(links: set[str], netns: set[str]) -> set[str]:
+    """The links and namespaces among ``links`` and ``netns`` of labs that another
+    hvbench runs (a background study on a shared machine): those whose tag names a
+    namespace with a process this test session did not start. A namespace of this
+    session's own (even leaked, empty) is never among them."""
+    me = os.getpid()
+    tags: set[str] = set()
+    for name in netns:
+        done = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True,
+                              check=False)
+        pids = [int(p) for p in done.stdout.split() if p.isdigit()]
+        if pids and not any(me in _ancestors(pid) for pid in pids):
+            tags.add(name.removeprefix(NET_PREFIX).split("-")[0])
+    return {n for n in links | netns for tag in tags
+            if n == bridge_name(tag) or n.startswith((f"{VETH_PREFIX}{tag}",
+                                                      f"{NET_PREFIX}{tag}-"))}
+
+
 def new_network_objects(links_before: set[str], netns_before: set[str]) -> list[str]:
     """hvb- links and namespaces that did not exist before the test, waiting up to
     :data:`LEAK_GRACE_S` for them to go (devices of other work on a shared machine come
-    and go; this session's own are removed synchronously), minus taps of QEMUs that this
-    session did not start."""
+    and go; this session's own are removed synchronously), minus taps of QEMUs and labs
+    that this session did not start."""
     deadline = time.monotonic() + LEAK_GRACE_S
     while True:
         links = set(hvbench_links()) - links_before
         links -= _foreign_taps({n for n in links if n.startswith(TAP_PREFIX)})
-        found = sorted(links) + [f"netns {n}" for n in set(hvbench_netns()) - netns_before]
+        netns = set(hvbench_netns()) - netns_before
+        foreign = _foreign_lab_objects(links, netns)
+        found = sorted(links - foreign) + [f"netns {n}" for n in sorted(netns - foreign)]
         if not found or time.monotonic() >= deadline:
             return found
         time.sleep(0.1)

@@ -9,7 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -56,34 +56,12 @@ duration_s = 2
 omit_s = 0.5
 """
 
-USER_MODE = """
-[study]
-name = "user-mode"
-repetitions = 1
-seed = 12
-
-[lab]
-[[lab.host]]
-name = "client"
-
-[[platform]]
-kind = "native"
-
-[[platform]]
-kind = "qemu"
-name = "slirp"
-machine = "pc"
-memory_mib = 256
-nic = { model = "virtio-net", backend = "user" }
-
-[[workload]]
-kind = "network"
-name = "iperf3"
-peer = ["host", "client"]
-direction = ["tx", "rx"]
-duration_s = 2
-omit_s = 0.5
-"""
+#: examples/network.toml reduced to its user-mode guest (`--set`).
+NETWORK_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "network.toml"
+USER_MODE = ["study.repetitions=1", "platform.guest.nic.model=virtio-net",
+             "platform.guest.nic.backend=user", "platform.guest.exclude=[]",
+             'workload.iperf3.peer=["host", "ext"]', "workload.iperf3.duration_s=2",
+             "workload.iperf3.omit_s=0.5"]
 
 WEB = """
 [study]
@@ -124,8 +102,10 @@ max_rate = 160
 """
 
 
-def _run(text: str, tmp_path: Path) -> list[MeasurementRow]:
-    study = parse_study(text, str(tmp_path / "study.toml"), HOST_RAM)
+def _run(text: str, tmp_path: Path, path: Path | None = None,
+         changes: Sequence[str] = ()) -> list[MeasurementRow]:
+    """Run the study ``text`` (of file ``path``, with the ``--set`` ``changes``)."""
+    study = parse_study(text, str(path or tmp_path / "study.toml"), HOST_RAM, changes)
     with Store(tmp_path / "r.db") as store:
         outcome = run_study(study, store)
         failures = store.failures(outcome.run_id)
@@ -162,9 +142,10 @@ def test_every_tap_nic_model_to_host_external_host_and_guest(
 
 
 def test_user_mode_guest_transmits_and_receives(image: GuestImage, tmp_path: Path) -> None:
-    values = _values(_run(USER_MODE, tmp_path))
-    for platform in ("native", "slirp"):
-        for peer in ("host", "client"):
+    values = _values(_run(NETWORK_EXAMPLE.read_text(), tmp_path, NETWORK_EXAMPLE,
+                          USER_MODE))
+    for platform in ("native", "guest"):
+        for peer in ("host", "ext"):
             for direction in ("tx", "rx"):
                 key = (platform, f"iperf3.{peer}-{direction}", direction, "mbit_s")
                 assert values[key] > 1, key

@@ -1,8 +1,8 @@
 """Image propagation with the real programs: a net lab whose ``headnode`` (on a 1 Gbit/s
 link) runs the repository's dropbear, rsync daemon and lighttpd; the root namespace
 fetches a 120 MiB image with scp, rsync, curl, curl | zstd, or boots an overlay over
-its cached base, and boots it under TCG. Then a propagation study through the runner,
-into a store."""
+its cached base, and boots it under TCG. Then examples/propagation.toml, reduced with
+``--set`` (every method, a 120 MiB image, twice), through the runner into a store."""
 
 from __future__ import annotations
 
@@ -21,7 +21,12 @@ from hvbench.errors import CommandError
 from hvbench.image.builder import GuestImage
 from hvbench.model.lab import LabHostSpec, LabSpec
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import PROPAGATION_PHASES, PropagationWorkloadSpec, parse_study
+from hvbench.model.study import (
+    PROPAGATION_PHASES,
+    PropagationWorkloadSpec,
+    Study,
+    parse_study,
+)
 from hvbench.netlab.lab import NetLab
 from hvbench.platforms.registry import REGISTRY
 from hvbench.run.runner import run_study
@@ -185,24 +190,16 @@ def test_a_failed_fetch_leaves_nothing_behind(image: GuestImage, no_leaks: Path)
     assert my_processes() == []
 
 
-STUDY = """
-[study]
-name = "propagation-it"
-repetitions = 2
-seed = 5
+#: examples/propagation.toml reduced with `--set`: every method, one small image, twice.
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "propagation.toml"
+REDUCED = ["study.repetitions=2", "study.seed=5", "platform.vm.accel=tcg",
+           f"workload.0.image_size={SIZE}", "workload.0.timeout_s=300"]
 
-[[platform]]
-name = "vm"
-accel = "tcg"
-memory_mib = 256
 
-[[workload]]
-kind = "propagation"
-method = ["scp", "http", "rsync", "http-zstd", "overlay"]
-image_size = "120M"
-verify = true
-timeout_s = 300
-"""
+def reduced_example(*more: str) -> Study:
+    return parse_study(EXAMPLE.read_text(), str(EXAMPLE), 24 << 30, [*REDUCED, *more])
+
+
 METHODS = ("scp", "http", "rsync", "http-zstd", "overlay")
 
 
@@ -218,7 +215,8 @@ def test_a_propagation_study_through_the_runner(image: GuestImage, no_leaks: Pat
     the headnode's link close to the image for the uncompressed methods, the headnode's
     NIC samples with the transfer, a cache hit on the second overlay; nothing left."""
     netns_before = ip_netns()
-    study = parse_study(STUDY, str(tmp_path / "propagation.toml"), 24 << 30)
+    study = reduced_example()
+    assert {c.workload.name for c in study.cells} == {f"propagation.{m}" for m in METHODS}
     assert study.lab is not None and [h.name for h in study.lab.hosts] == ["headnode"]
     with Store(tmp_path / "r.db") as store:
         outcome = run_study(study, store)
@@ -294,8 +292,7 @@ def test_ctrl_c_during_a_propagation_study_leaves_nothing(
         raise KeyboardInterrupt
 
     monkeypatch.setattr("hvbench.run.cells.propagation.run_propagation", interrupted)
-    text = STUDY.replace("repetitions = 2", "repetitions = 1")
-    study = parse_study(text, str(tmp_path / "propagation.toml"), 24 << 30)
+    study = reduced_example("study.repetitions=1")
     with Store(tmp_path / "r.db") as store:
         with pytest.raises(KeyboardInterrupt):
             run_study(study, store)

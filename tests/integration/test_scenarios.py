@@ -17,7 +17,7 @@ import pytest
 
 from hvbench.host.cgroups import detect_cpu_cgroups
 from hvbench.image.builder import GuestImage
-from hvbench.model.study import parse_study, with_repetitions
+from hvbench.model.study import Study, parse_study
 from hvbench.run.runner import run_study
 from hvbench.store.database import MeasurementRow, Store
 
@@ -114,18 +114,6 @@ neighbours = [{ role = "cpu" }]
 weights = { io = [0.5, 2], target = 1, neighbours = 1, cpus = "0" }
 """
 
-THREADS = _iperf3_study("threads", duration_s=3, omit_s=0.5) + """
-
-[[scenario]]
-name = "idle"
-neighbours = [{ role = "idle" }]
-
-[[scenario]]
-name = "cpu"
-neighbours = [{ role = "cpu" }]
-"""
-
-
 STAGES = """
 [study]
 name = "stages"
@@ -150,7 +138,10 @@ neighbours = [
 
 
 def _run(text: str, tmp_path: Path) -> tuple[list[MeasurementRow], Path, str]:
-    study = parse_study(text, str(tmp_path / "study.toml"), HOST_RAM)
+    return _run_study(parse_study(text, str(tmp_path / "study.toml"), HOST_RAM), tmp_path)
+
+
+def _run_study(study: Study, tmp_path: Path) -> tuple[list[MeasurementRow], Path, str]:
     db = tmp_path / "r.db"
     with Store(db) as store:
         outcome = run_study(study, store)
@@ -165,7 +156,9 @@ def _values(rows: list[MeasurementRow]) -> dict[tuple[str, str], float]:
 
 def test_every_neighbour_role_runs_next_to_the_target(image: GuestImage,
                                                       tmp_path: Path) -> None:
-    rows, db, _ = _run(ROLES, tmp_path)
+    """One run serves two checks: every role next to the target, and the context
+    switches of the idle and CPU-bound neighbours."""
+    rows, db, run_id = _run(ROLES, tmp_path)
     values = _values(rows)
     for platform in ("vm", "vm@idle", "vm@cpu", "vm@disk", "vm@netperf", "vm@netweb"):
         assert values[(platform, "mbit_s")] > 1.0, platform
@@ -184,14 +177,14 @@ def test_every_neighbour_role_runs_next_to_the_target(image: GuestImage,
     assert {"nb0", "net", "qemu"} <= monitors
     assert {r["scenario"] for r in raw} == {"idle", "cpu", "disk", "netperf", "netweb"}
     assert all(len(r["neighbours"]) == 1 and r["neighbours"][0]["qemu_argv"] for r in raw)
+    # The same run (its idle and cpu scenarios) shows the neighbours' threads.
+    check_context_switches(values, db, run_id)
 
 
-def test_neighbours_context_switches_are_stored_and_reported(image: GuestImage,
-                                                             tmp_path: Path) -> None:
+def check_context_switches(values: dict[tuple[str, str], float], db: Path,
+                           run_id: str) -> None:
     """A CPU-bound neighbour's vCPU is preempted (involuntary switches) where an idle
     one mostly sleeps (voluntary); the terminal report shows both neighbours' threads."""
-    rows, db, run_id = _run(THREADS, tmp_path)
-    values = _values(rows)
     for scenario in ("idle", "cpu"):
         platform = f"vm@{scenario}"
         assert values[(platform, "nb0.total.cs_per_s")] > 0.0
@@ -282,7 +275,11 @@ def test_weights_go_into_cgroups_that_are_removed_afterwards(
     if support.version is None:
         pytest.skip(f"no CPU cgroups here: {support.reason}")
     before = _cgroup_dirs()
-    rows, db, _ = _run(WEIGHTS, tmp_path)
+    # examples/weights.toml reduced: two of its three weights, a short phase.
+    path = Path(__file__).resolve().parents[2] / "examples" / "weights.toml"
+    study = parse_study(path.read_text(), str(path), HOST_RAM, [
+        "study.repetitions=1", "workload.web1k.duration_s=2", "scenario.w.weights.io=[0.5, 2]"])
+    rows, db, _ = _run_study(study, tmp_path)
     with sqlite3.connect(db) as conn:
         raw = [json.loads(c) for (c,) in conn.execute(
             "SELECT content FROM raw_outputs WHERE kind = 'scenario-json'")]
@@ -291,7 +288,7 @@ def test_weights_go_into_cgroups_that_are_removed_afterwards(
     assert all(d is not None and d["version"] == support.version for d in described.values())
     assert _cgroup_dirs() == before
     values = _values(rows)
-    assert values[("vm@w.0.5", "mbit_s")] > 0 and values[("vm@w.2", "mbit_s")] > 0
+    assert values[("guest@w.0.5", "replies_s")] > 0 and values[("guest@w.2", "replies_s")] > 0
 
 
 def _qemu_pids() -> set[str]:
@@ -331,7 +328,7 @@ def test_the_hyperconverged_example_runs_and_is_explained(image: GuestImage,
     gets a verdict from `hvbench explain`, and the guest alone on the 100 Mbit/s link
     is named as held by the link."""
     path = Path(__file__).resolve().parents[2] / "examples" / "hyperconverged.toml"
-    study = with_repetitions(parse_study(path.read_text(), str(path), HOST_RAM), 1)
+    study = parse_study(path.read_text(), str(path), HOST_RAM, ["study.repetitions=1"])
     db = tmp_path / "hc.db"
     with Store(db) as store:
         outcome = run_study(study, store)

@@ -25,22 +25,13 @@ SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"
 HOST_RAM = 24 << 30
 
 
-def _reduced(name: str, changes: list[tuple[str, str]]) -> str:
-    """The example ``name`` with each (old, new) replaced once; fails if the example no
-    longer has ``old`` (the test must follow the file)."""
-    text = (SEEDS / name).read_text()
-    for old, new in changes:
-        assert old in text, f"examples/seeds/{name} changed: {old!r} not found"
-        text = text.replace(old, new)
-    return text
-
-
-def _run(text: str, tmp_path: Path) -> tuple[dict[tuple[str, str, str], float], str]:
-    """Run the study; every repetition must succeed. ((platform, phase, metric) ->
-    value of the one repetition, the run id)."""
-    path = tmp_path / "study.toml"
-    path.write_text(text)
-    study = parse_study(text, str(path), HOST_RAM)
+def _run(name: str, changes: list[str], tmp_path: Path
+         ) -> tuple[dict[tuple[str, str, str], float], str]:
+    """Run the example ``name`` with the ``--set`` ``changes`` (its reduced form);
+    every repetition must succeed. ((platform, phase, metric) -> value of the one
+    repetition, the run id)."""
+    study = parse_study((SEEDS / name).read_text(), str(SEEDS / name), HOST_RAM, changes)
+    assert study.study.repetitions == 1
     store = Store(tmp_path / "r.db")
     try:
         outcome = run_study(study, store)
@@ -81,30 +72,26 @@ def mounted(device: str, where: Path) -> Iterator[None]:
 def test_phy_loop_device_natively_and_in_a_tcg_guest(image: GuestImage, tmp_path: Path,
                                                      ) -> None:
     with loop_device(tmp_path / "phy.img") as device:
-        text = _reduced("001-phy.toml", [
-            ("repetitions = 3", "repetitions = 1"),
-            ('file_size = "64M"', 'file_size = "16M"'),
-            ('bus = ["lsi-scsi", "virtio-blk"], cache = "none", source',
-             'bus = "lsi-scsi", cache = "none", source'),
-            ('bus = ["lsi-scsi", "virtio-blk"], cache = "none", format',
-             'bus = "lsi-scsi", cache = "none", format'),
-        ]).replace("/dev/loop0", device)
+        changes = ["study.repetitions=1", "workload.dd.file_size=16M",
+                   "platform.phy.disk.bus=lsi-scsi", "platform.file.disk.bus=lsi-scsi",
+                   f"platform.native-phy.disk.source={device}",
+                   f"platform.phy.disk.source={device}"]
         # Mounted, the device is refused before anything starts: one line naming the
         # file, the field and the device.
-        study = tmp_path / "study.toml"
+        study = SEEDS / "001-phy.toml"
         with mounted(device, tmp_path / "mnt"):
-            study.write_text(text)
             store = Store(tmp_path / "refused.db")
             try:
                 with pytest.raises(HostError) as refused:
-                    run_study(parse_study(text, str(study), HOST_RAM), store)
+                    run_study(parse_study(study.read_text(), str(study), HOST_RAM, changes),
+                              store)
             finally:
                 store.close()
         message = str(refused.value)
         assert "\n" not in message
         assert message.startswith(f"{study}: platform native-phy: disk.source: {device} is "
                                   "mounted")
-        values, _ = _run(text, tmp_path)
+        values, _ = _run("001-phy.toml", changes, tmp_path)
     for platform in ("native-phy", "phy", "file"):
         for phase in ("write", "read"):
             assert values[(platform, phase, "mb_s")] > 0
@@ -112,15 +99,10 @@ def test_phy_loop_device_natively_and_in_a_tcg_guest(image: GuestImage, tmp_path
 
 def test_nbd_export_of_a_lab_host_host_and_guest_initiator(image: GuestImage,
                                                            tmp_path: Path) -> None:
-    text = _reduced("001-nbd.toml", [
-        ("repetitions = 3", "repetitions = 1"),
-        ('file_size = "64M"', 'file_size = "16M"'),
-        ('size = "96M"', 'size = "32M"'),
-        ('exclude = [{ initiator = "guest", bus = "lsi-scsi" }]',
-         'exclude = [{ initiator = "guest", bus = "lsi-scsi" }, '
-         '{ initiator = "host", bus = "virtio-blk" }]'),
-    ])
-    values, _ = _run(text, tmp_path)
+    values, _ = _run("001-nbd.toml", [
+        "study.repetitions=1", "workload.dd.file_size=16M", "platform.nbd.disk.size=32M",
+        'platform.nbd.exclude=[{ initiator = "guest", bus = "lsi-scsi" }, '
+        '{ initiator = "host", bus = "virtio-blk" }]'], tmp_path)
     for platform in ("native-nbd", "nbd.lsi-scsi-host", "nbd.virtio-blk-guest"):
         for phase in ("write", "read"):
             assert values[(platform, phase, "mb_s")] > 0
@@ -132,11 +114,8 @@ def test_buffered_dd_over_2x_ram_native_in_a_memory_cgroup(image: GuestImage,
                                                           tmp_path: Path) -> None:
     # The example's sizes (256 MiB of RAM, 512 MiB files): a 128 MiB guest cannot map
     # fio's shared libraries next to a full page cache.
-    text = _reduced("001-buffered.toml", [
-        ("repetitions = 3", "repetitions = 1"),
-        ('bus = ["lsi-scsi", "virtio-blk"]', 'bus = "lsi-scsi"'),
-    ])
-    values, run_id = _run(text, tmp_path)
+    values, run_id = _run("001-buffered.toml", [
+        "study.repetitions=1", "platform.vm.disk.bus=lsi-scsi"], tmp_path)
     for platform in ("native", "vm"):
         for phase in ("write", "read"):
             assert values[(platform, phase, "mb_s")] > 0

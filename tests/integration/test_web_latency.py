@@ -1,18 +1,19 @@
 """The web workload's wrk latency pass end to end: a real lab, lighttpd in the lab host
-``native`` (and in a TCG guest on the lab bridge), httperf then wrk from the lab host
-``client``, through the runner into the store. The staged Lua script is removed (the
-leak check finds nothing left in TMPDIR)."""
+``native`` (and in a TCG guest on the lab bridge: examples/web.toml reduced), httperf
+then wrk from the lab host ``client``, through the runner into the store. The staged
+Lua script is removed (the leak check finds nothing left in TMPDIR)."""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from hvbench.image.builder import GuestImage
-from hvbench.model.study import parse_study
+from hvbench.model.study import parse_study, select_cells
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
 from hvbench.workloads.wrk import RAW_KIND, parse_wrk
@@ -36,7 +37,7 @@ name = "client"
 
 [[platform]]
 kind = "native"
-{guest}
+
 [[workload]]
 kind = "web"
 name = "fixed"
@@ -46,20 +47,21 @@ duration_s = 1
 latency = {{ tool = "wrk", seconds = 2, connections = 2 }}
 """
 
-GUEST = """
-[[platform]]
-kind = "qemu"
-name = "vm"
-machine = "pc"
-memory_mib = 256
-nic = { model = "virtio-net", backend = "tap" }
-"""
+#: examples/web.toml's fixed-rate workload (native and a TCG guest), reduced.
+WEB_EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "web.toml"
+WEB_REDUCED = ["study.repetitions=1", "workload.fixed.file_kb=[10]", "workload.fixed.rate=20",
+               "workload.fixed.duration_s=1",
+               'workload.fixed.latency={ tool = "wrk", seconds = 2, connections = 2 }']
 
 
-def _run(text: str, tmp_path: Path) -> tuple[dict[tuple[str, str, str], float],
-                                             dict[tuple[str, str], str]]:
-    """(platform, phase, metric) -> value, and (cell, phase) -> the stored wrk JSON."""
-    study = parse_study(text, str(tmp_path / "study.toml"), HOST_RAM)
+def _run(text: str, tmp_path: Path, path: Path | None = None, changes: Sequence[str] = (),
+         only: Sequence[str] = ()) -> tuple[dict[tuple[str, str, str], float],
+                                           dict[tuple[str, str], str]]:
+    """Run the study ``text`` (of file ``path``, with the ``--set`` ``changes`` and
+    ``--only`` patterns ``only``): (platform, phase, metric) -> value, and (cell, phase)
+    -> the stored wrk JSON."""
+    study = parse_study(text, str(path or tmp_path / "study.toml"), HOST_RAM, changes)
+    study = select_cells(study, only, []) if only else study
     with Store(tmp_path / "r.db") as store:
         outcome = run_study(study, store)
         failures = store.failures(outcome.run_id)
@@ -84,7 +86,7 @@ def _check_phase(values: dict[tuple[str, str, str], float], platform: str,
 
 
 def test_native_web_cell_stores_wrk_percentiles(tmp_path: Path) -> None:
-    values, raws = _run(NATIVE.format(guest="", sizes="[1, 30]"), tmp_path)
+    values, raws = _run(NATIVE.format(sizes="[1, 30]"), tmp_path)
     for phase in ("1kB", "30kB"):
         _check_phase(values, "native", phase)
     assert len(raws) == 2
@@ -96,9 +98,11 @@ def test_native_web_cell_stores_wrk_percentiles(tmp_path: Path) -> None:
 
 
 def test_guest_and_native_wrk_percentiles(image: GuestImage, tmp_path: Path) -> None:
-    values, raws = _run(NATIVE.format(guest=GUEST, sizes="[10]"), tmp_path)
+    """examples/web.toml reduced to its fixed-rate workload at 10 kB."""
+    values, raws = _run(WEB_EXAMPLE.read_text(), tmp_path, WEB_EXAMPLE, WEB_REDUCED,
+                        ["*/fixed"])
     native = _check_phase(values, "native", "10kB")
-    guest = _check_phase(values, "vm", "10kB")
+    guest = _check_phase(values, "guest", "10kB")
     assert len(raws) == 2
     # TCG emulates the guest's CPU: its lighttpd answers far slower than native's.
     assert guest[0] > native[0]

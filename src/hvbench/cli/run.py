@@ -43,6 +43,12 @@ def register(sub: Any) -> None:
                           "'vm-*/dd' or '*@idle*/*'; repeatable)")
     run.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
                      help="leave out the cells whose name matches (repeatable)")
+    run.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                     dest="overrides",
+                     help="change the study file's PATH (dotted, e.g. study.repetitions=1, "
+                          "workload.dd.file_size=16M, workload.*.duration_s=1; array "
+                          "entries by name, index or *) to the TOML VALUE before it is "
+                          "checked; recorded with the run (repeatable; docs/studies.md)")
     run.add_argument("--repetitions", type=int, metavar="N",
                      help="measured repetitions of each cell instead of the study's")
     run.add_argument("--scheduler", metavar="ADDR",
@@ -73,9 +79,14 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.run.plan import done_in, plan_study
     from hvbench.run.runner import resume_study
 
-    if args.resume and (args.only or args.exclude or args.repetitions is not None):
-        raise SpecError("--resume completes a run with the cells and repetitions it was "
-                        "started with: drop --only, --exclude and --repetitions")
+    if args.resume and (args.only or args.exclude or args.repetitions is not None
+                        or args.overrides):
+        raise SpecError("--resume completes a run with the cells, repetitions and --set "
+                        "changes it was started with: drop --only, --exclude, "
+                        "--repetitions and --set")
+    if args.overrides and (args.scheduler or args.hosts):
+        raise SpecError("--set is not supported with --scheduler or --hosts yet: write "
+                        "the changes into a copy of the study file")
     if args.dry_run:
         # A dry run reads earlier runs for its estimate but never creates a database.
         db = db_of(args)
@@ -222,7 +233,8 @@ def _study(args: argparse.Namespace) -> Study:
     command line's selection and repetition count applied."""
     from hvbench.run.runner import load_study
 
-    study = load_study(Path(args.study) if args.study else bundled_quick_study())
+    study = load_study(Path(args.study) if args.study else bundled_quick_study(),
+                       args.overrides)
     if args.only or args.exclude:
         study = select_cells(study, args.only, args.exclude)
     if args.repetitions is not None:

@@ -34,6 +34,7 @@ from pydantic import (
 from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
 from hvbench.model.names import check_name, name_problem
+from hvbench.model.overrides import apply_overrides, blame, parse_override
 from hvbench.model.rates import Rate, check_rate, is_relative, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import (
@@ -541,6 +542,9 @@ class Study:
     #: replaces the study's for that workload's cells (:func:`repetition_rule`).
     workload_repetitions: Mapping[str, RepetitionRule] = dataclasses.field(
         default_factory=dict)
+    #: The ``--set PATH=VALUE`` changes applied to ``text`` (which is the file as
+    #: written); stored with the run and applied again on resume.
+    overrides: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -812,13 +816,29 @@ def check_cache_rule(cell: Cell, host_memory_bytes: int) -> None:
         )
 
 
-def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
-    """Parse and expand a study. Raises :class:`SpecError` naming the file, the field
-    and what was expected (never a traceback for bad input)."""
+def parse_study(text: str, path: str, host_memory_bytes: int,
+                overrides: Sequence[str] = ()) -> Study:
+    """Parse and expand a study, after applying ``overrides`` (``PATH=VALUE`` of
+    ``--set``, :mod:`hvbench.model.overrides`) to its parsed TOML. Raises
+    :class:`SpecError` naming the file, the field and what was expected (never a
+    traceback for bad input), and the ``--set`` a bad value came from."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from exc
+    changes = [parse_override(o) for o in overrides]
+    raw = apply_overrides(raw, changes, path)
+    try:
+        return _parse_raw(raw, text, path, host_memory_bytes, tuple(overrides))
+    except SpecError as exc:
+        if not changes:
+            raise
+        raise SpecError(blame(str(exc), changes)) from exc
+
+
+def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int,
+               overrides: tuple[str, ...]) -> Study:
+    """:func:`parse_study` after TOML parsing and the overrides."""
     # [tune] is the search of `hvbench tune` (hvbench.model.tune validates it); a run of
     # the study itself measures the platforms as declared and leaves it aside.
     unknown = sorted(set(raw) - {"study", "platform", "workload", "lab", "scenario", "tune"})
@@ -858,7 +878,7 @@ def parse_study(text: str, path: str, host_memory_bytes: int) -> Study:
         check_network_cell(cell, lab, path)
         check_scenario_cell(cell, lab, path)
     return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
-                 tuple(scenarios), workload_rules)
+                 tuple(scenarios), workload_rules, overrides)
 
 
 def _check_ab(section: StudySection, platforms: Sequence[Variant], path: str) -> None:

@@ -88,6 +88,7 @@ from hvbench.analysis.trends import (
     transfer_series,
 )
 from hvbench.errors import SpecError
+from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.study import LIFECYCLE_PHASES
 from hvbench.report.plots import (
     BarChart,
@@ -212,6 +213,15 @@ class ReportInput:
     #: A fleet run's host run: the fleet's tables (:func:`hvbench.report.fleet.
     #: fleet_tables`); empty otherwise.
     fleet: Sequence[TextTable] = ()
+
+
+def _overrides_note(env: Mapping[str, Any]) -> str:
+    """The ``--set`` changes the run applied to the study file shown above, if any."""
+    changes = env.get(STUDY_OVERRIDES) or []
+    if not changes:
+        return ""
+    return ("<p>Run with these changes to the file (<code>--set</code>): "
+            + ", ".join(f"<code>{_e(str(c))}</code>" for c in changes) + "</p>")
 
 
 def parse_series_choice(text: str) -> SeriesChoice:
@@ -978,6 +988,7 @@ def render_html(data: ReportInput) -> str:
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
             _problems(stats, data.failures), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",
+            _overrides_note(data.env),
             f"<p><small>hvbench {_e(data.env.get('hvbench_version', '?'))}, run "
             f"{_e(data.run_id)}</small></p>"]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"

@@ -20,7 +20,7 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,6 +35,7 @@ from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
+from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.spec import source_kind
 from hvbench.model.study import (
     Cell,
@@ -79,16 +80,17 @@ MAX_RATE_METRIC = "max_rate_rps"
 MEMORY_CGROUP_KIND = "memory-cgroup"
 
 
-def load_study(path: Path) -> Study:
-    """Read, parse and expand a study file, then run every cell kind's checks of the
-    files it names (a fio job file is read, parsed by fio and fitted to each cell's
-    target) before anything starts.
+def load_study(path: Path, overrides: Sequence[str] = ()) -> Study:
+    """Read, parse and expand a study file with the ``--set`` ``overrides``
+    (``PATH=VALUE``, :mod:`hvbench.model.overrides`), then run every cell kind's checks
+    of the files it names (a fio job file is read, parsed by fio and fitted to each
+    cell's target) before anything starts.
 
     Raises :class:`SpecError` (exit code 2), one line naming the file, field and
     expectation, for any bytes: a directory, a FIFO, an oversized or non-UTF-8 file.
     """
     text = read_text_input(path, "a study")
-    study = parse_study_text(text, str(path), facts.memory_bytes() or 0)
+    study = parse_study_text(text, str(path), facts.memory_bytes() or 0, overrides)
     for cell in study.cells:
         kind_of(cell.workload.spec.kind).check(cell, str(path))
     return study
@@ -195,6 +197,11 @@ def make_platform(cell: Cell, session: LabSession | None = None,
                       wire=wire, resolve=None if session is None else session.resolve_source)
 
 
+def stored_overrides(env: Mapping[str, Any]) -> tuple[str, ...]:
+    """The ``--set`` overrides a run was started with (none for runs before them)."""
+    return tuple(str(o) for o in env.get(STUDY_OVERRIDES) or ())
+
+
 def environment(study: Study) -> dict[str, Any]:
     """The environment every run carries: host, QEMU, accelerator, versions. With a
     guest platform it asks the KVM probe (up to 20 s when no verdict is cached)."""
@@ -208,6 +215,8 @@ def environment(study: Study) -> dict[str, Any]:
         "work_dir": facts.free_disk(work_dir()),
         # Whether guests' tap NICs could use vhost-net (in-kernel virtio-net backend).
         "vhost_net": facts.vhost_net_available() if study.lab else None,
+        # The study text is stored as written; these `--set` changes were applied to it.
+        STUDY_OVERRIDES: list(study.overrides),
     }
 
 
@@ -585,7 +594,8 @@ def resume_study(store: Store, run_id: str) -> Study:
     Raises :class:`StoreError` (no such run) and :class:`SpecError` (the stored text no
     longer parses, or none of its cells remains)."""
     record = store.get_run(run_id)
-    study = parse_study_text(record.study_text, record.study_path, facts.memory_bytes() or 0)
+    study = parse_study_text(record.study_text, record.study_path, facts.memory_bytes() or 0,
+                             stored_overrides(record.env))
     study = keep_cells(study, {c.name for c in store.cells(run_id)})
     if any(repetition_rule(study, c).adaptive for c in study.cells):
         # The base rounds come from the rules; the rounds recorded above them are
