@@ -108,6 +108,11 @@ def test_offered_rate_takes_the_reference_of_its_file_size() -> None:
         offered_rate("30%", "max", 10, refs, "cell c")
 
 
+def test_a_reference_that_sustained_nothing_says_so() -> None:
+    with pytest.raises(HvbenchError, match="sustained no rate in this round"):
+        offered_rate("90%", "max", 1, {"max": {1: 0.0}}, "cell c")
+
+
 # -- parsing ---------------------------------------------------------------------------------
 def test_a_relative_fixed_rate_keeps_its_declaration_in_the_stored_definition() -> None:
     study = parse(BASE + FIXED)

@@ -91,10 +91,16 @@ def offered_rate(rate: Rate, rate_of: str, file_kb: int,
     if not is_relative(rate):
         return float(rate), None
     reference = refs.get(rate_of, {}).get(file_kb)
-    if reference is None or reference <= 0:
+    if reference is None:
         raise HvbenchError(f"{who}: rate {rate_text(rate)} of {rate_of}'s maximum for "
                            f"{file_kb} kB: no maximum was measured in this round (the "
                            f"reference cell failed or is not part of the run)")
+    if reference <= 0:
+        # A search that sustained not even its start rate leaves nothing to take a
+        # share of; offering a made-up rate would measure something else.
+        raise HvbenchError(f"{who}: rate {rate_text(rate)} of {rate_of}'s maximum for "
+                           f"{file_kb} kB: the reference sustained no rate in this round "
+                           f"(its maximum is 0: lower its start_rate)")
     return resolve_rate(rate, reference), reference
 
 
