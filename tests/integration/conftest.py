@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from hvbench.image.builder import GuestImage, build_image
-from hvbench.netlab.names import VETH_PREFIX, bridge_name
+from hvbench.netlab.lab import OWNER_ALIAS_PREFIX
+from hvbench.netlab.names import BRIDGE_PREFIX, TAG_LEN, VETH_PREFIX, bridge_name
 from hvbench.platforms.qemu import TAP_PREFIX
 from hvbench.platforms.registry import REGISTRY
 
@@ -81,13 +82,37 @@ def _foreign_taps(names: set[str]) -> set[str]:
     return foreign
 
 
+def _lab_tags(links: set[str], netns: set[str]) -> set[str]:
+    """The tags of the labs that ``links`` and ``netns`` belong to."""
+    tags = {n.removeprefix(NET_PREFIX).split("-")[0] for n in netns}
+    for tag_source in links:
+        for prefix in (BRIDGE_PREFIX, VETH_PREFIX):
+            if tag_source.startswith(prefix):
+                tags.add(tag_source.removeprefix(prefix)[:TAG_LEN])
+    return tags
+
+
+def _bridge_owned_elsewhere(tag: str, me: int) -> bool:
+    """True when the lab's bridge names (in its alias) a live creator that this test
+    session did not start: a lab that another hvbench has just created, before any
+    process runs in its namespaces."""
+    try:
+        alias = Path(f"/sys/class/net/{bridge_name(tag)}/ifalias").read_text().strip()
+    except OSError:
+        return False
+    if not alias.startswith(OWNER_ALIAS_PREFIX):
+        return False
+    pid = int(alias.removeprefix(OWNER_ALIAS_PREFIX))
+    return Path(f"/proc/{pid}").exists() and me not in _ancestors(pid)
+
+
 def _foreign_lab_objects(links: set[str], netns: set[str]) -> set[str]:
     """The links and namespaces among ``links`` and ``netns`` of labs that another
     hvbench runs (a background study on a shared machine): those whose tag names a
     namespace with a process this test session did not start. A namespace of this
     session's own (even leaked, empty) is never among them."""
     me = os.getpid()
-    tags: set[str] = set()
+    tags = {tag for tag in _lab_tags(links, netns) if _bridge_owned_elsewhere(tag, me)}
     for name in netns:
         done = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True,
                               check=False)

@@ -102,7 +102,8 @@ def test_rates_are_requests_per_second_or_a_percentage() -> None:
 
 def test_offered_rate_takes_the_reference_of_its_file_size() -> None:
     refs = {"max": {1: 1000.0, 70: 150.0}}
-    assert offered_rate("30%", "max", 70, refs, "x") == (pytest.approx(45.0), 150.0)
+    offered, reference = offered_rate("30%", "max", 70, refs, "x")
+    assert offered == pytest.approx(45.0) and reference == 150.0
     assert offered_rate(80.0, "max", 70, {}, "x") == (80.0, None)
     with pytest.raises(HvbenchError, match="cell c: rate 30% of max's maximum for 10 kB"):
         offered_rate("30%", "max", 10, refs, "cell c")

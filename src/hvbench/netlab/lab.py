@@ -41,6 +41,8 @@ from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
 LAB_DIR_PREFIX = "lab-"
 RECORD_FILE = "lab.json"
+#: A lab bridge's alias (``ip link ... alias``): this prefix, then the creating pid.
+OWNER_ALIAS_PREFIX = "hvbench pid="
 #: Timeout of each ``ip`` / ``tc`` command, seconds.
 COMMAND_TIMEOUT_S = 10.0
 SYS_NET = Path("/sys/class/net")
@@ -431,6 +433,10 @@ class NetLab(StartStop):
         bridge = names.bridge_name(self._tag)
         self._create("links", bridge, ["ip", "link", "add", bridge, "type", "bridge"])
         _ip("link", "set", "dev", bridge, "addrgenmode", "none", what="configuring the bridge")
+        # The owner's pid in the bridge's alias: on a shared machine, whoever meets a
+        # hvb- bridge (a test's leak check, an operator) can tell whose lab it is.
+        _ip("link", "set", "dev", bridge, "alias", f"{OWNER_ALIAS_PREFIX}{os.getpid()}",
+            what="labelling the lab bridge with its owner")
         _ip("addr", "add", self._plan.with_prefix(self._plan.bridge_address), "dev", bridge,
             what="addressing the lab bridge")
         _ip("link", "set", "dev", bridge, "up", what="bringing the lab bridge up")
