@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.host import proctree
 from hvbench.image.builder import GuestImage
 
 pytestmark = pytest.mark.integration
@@ -68,25 +69,13 @@ def _qemu_children(name_prefix: str = "hvbench-") -> list[int]:
     return [int(p) for p in out.split()]
 
 
-def _parents(pid: int) -> set[int]:
-    """The parent, grandparent, ... of ``pid`` (from /proc/PID/stat; empty once gone)."""
-    chain: set[int] = set()
-    while pid > 1 and pid not in chain:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            break
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-        chain.add(pid)
-    return chain
-
-
 def _wait_for_qemu(proc: subprocess.Popen[str] | subprocess.Popen[bytes], before: set[int]) -> int:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         # Only a QEMU that ``proc`` started: another hvbench on a shared machine boots
         # guests of the same name prefix at any time.
-        fresh = [q for q in set(_qemu_children()) - before if proc.pid in _parents(q)]
+        mine = {p.pid for p in proctree.descendants(proc.pid)}
+        fresh = [q for q in set(_qemu_children()) - before if q in mine]
         if fresh:
             return fresh[0]
         assert proc.poll() is None, proc.communicate()
