@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.analysis.diagnosis import explain_lines
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
+from hvbench.report.diagnosis import explain_lines
 from hvbench.report.model import load_run_report
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store

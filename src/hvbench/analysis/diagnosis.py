@@ -13,26 +13,30 @@ fires on a setting alone.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 from hvbench.analysis.resources import CellModel, derive, disk_device, flat_definition
-from hvbench.analysis.summaries import TextTable, fmt_value
+from hvbench.analysis.summaries import fmt_value
+from hvbench.errors import SpecError
+from hvbench.model.spec import vm_spec_from_mapping
 
 __all__ = [
-    "DIAGNOSIS_HEADERS",
-    "DIAGNOSIS_TITLE",
+    "OUTCOMES",
     "RULES",
+    "Change",
     "Finding",
     "Rule",
     "Verdict",
+    "apply_changes",
+    "change_text",
     "diagnose",
     "diagnose_all",
-    "diagnosis_table",
-    "explain_lines",
-    "shown",
-    "verdict_json",
+    "needs_flatness",
 ]
 
 # -- thresholds (docs/diagnosis.md says why each is what it is) -------------------------
@@ -68,9 +72,6 @@ NATIVE_FLUSH_PER_WRITE = 0.1
 DEVICE_SHARE_CACHED = 0.5
 #: A guest this much faster than native (%) was served by a cache.
 CACHED_FASTER_PCT = 120.0
-#: Or at least this % of native with the device moving under DEVICE_SHARE_CACHED of
-#: native's bytes per workload byte.
-CACHED_NEAR_NATIVE_PCT = 90.0
 #: CPU per I/O (or per byte) of an emulated device this many times its virtio sibling's.
 EMULATED_COST_RATIO = 1.3
 #: Or throughput at most this share of the virtio sibling's.
@@ -100,6 +101,29 @@ LIMIT_FLAT_COV_PCT = 10.0
 LIMIT_MATCH = 0.15
 #: Under TCG, vCPUs busier than this are emulating, not waiting for I/O.
 TCG_VCPU_PCT = 50.0
+#: The workload itself asked for fewer requests in flight than this (one at a time:
+#: a synchronous engine, iodepth 1): a device idle behind it is the workload's pattern.
+ASKED_FEW_DEPTH = 2.0
+#: Requests that reached a layer below this share of what the workload asked (and of
+#: what native's device held) were lost on the way.
+DELIVERED_SHARE = 0.5
+#: The cell's QEMU moved less than this share of the host device's bytes: the
+#: device-wide request size, queue and utilisation are mostly someone else's.
+CELL_SHARE_MINE = 0.5
+#: Within this % of native there is no gap to explain (the run-to-run spread of
+#: single-repetition fio results here is about 5-10 %).
+NEAR_NATIVE_PCT = 90.0
+#: Device bytes per workload byte below this (no native to compare with) on a
+#: workload that asked for O_DIRECT: a cache answered.
+DEVICE_SHARE_ABSOLUTE = 0.5
+#: The workload moved data during at least this share of the monitor window before
+#: the device's bytes per workload byte are read (the device rates are window means).
+WINDOW_COVERED = 0.5
+#: A derived metric this many times native's (or 1/this) is unusual: beyond the
+#: repetition noise of the monitor metrics in the fixtures (CoV <= 15 %) many times over.
+UNUSUAL_FACTOR = 1.5
+#: How many of the metrics furthest from native an ``unexplained`` verdict lists.
+UNUSUAL_SHOWN = 3
 
 #: Scores: a specific cause outranks a generic one, and emulation is named dominant only
 #: when nothing more specific fired (it is always there under TCG).
@@ -110,6 +134,16 @@ SCORE_TCG = 0.8
 EMULATED_BUSES = ("ide", "ahci", "lsi-scsi")
 EMULATED_NICS = ("e1000", "rtl8139")
 VIRTIO_BUSES = ("virtio-blk", "virtio-scsi")
+
+
+#: One configuration change of a fix: a flat platform key (``disk.bus``, ``nic.model``,
+#: ``vcpus``, ``accel``) or a workload key (``workload.iodepth``) and its new value
+#: (None: remove the setting).
+Change = tuple[str, Any]
+
+#: A verdict's outcome: a named cause, no cause found for a real gap, a cell whose
+#: number did not measure the device, near native (nothing to explain), the baseline.
+OUTCOMES = ("cause", "unexplained", "not-a-device-measurement", "near-native", "baseline")
 
 
 @dataclass(frozen=True)
@@ -126,6 +160,9 @@ class Finding:
     share_pct: float | None = None
     #: The measured effect of the fix: a sibling cell differing only in that setting.
     effect: str | None = None
+    #: The fix as configuration changes that validate for this platform (empty: the
+    #: fix is outside the study file: the host, the workload's job file, hardware).
+    changes: tuple[Change, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +173,8 @@ class Hit:
     evidence: tuple[str, ...]
     share_pct: float | None = None
     fix: str | None = None
+    #: The configuration changes of this cell's fix (None: the rule's own).
+    changes: tuple[Change, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +192,11 @@ class Rule:
     carries_to_kvm: bool
     knob: str | None = None
     better: tuple[Any, ...] = ()
+    #: The fix's configuration changes for a cell's platform (None: none in a study).
+    changes: Callable[[CellModel], tuple[Change, ...]] | None = None
+    #: A symptom (requests shrunk, requests lost on the way) that a busy emulated vCPU
+    #: causes under TCG: ranked below ``tcg-emulation`` when that fires.
+    symptom: bool = False
 
     def missing(self, cell: CellModel) -> list[str]:
         """The evidence the cell lacks."""
@@ -178,6 +222,12 @@ class Verdict:
     abstained: tuple[tuple[str, tuple[str, ...]], ...] = ()
     tcg: bool = False
     native: bool = False
+    #: One of :data:`OUTCOMES`.
+    outcome: str = "near-native"
+    #: ``not-a-device-measurement``: why the device was not what was measured.
+    validity: tuple[str, ...] = ()
+    #: ``unexplained``: the metrics furthest from native, furthest first.
+    unusual: tuple[str, ...] = ()
 
     @property
     def cell(self) -> str:
@@ -185,9 +235,14 @@ class Verdict:
         return f"{self.platform}/{self.workload}/{self.phase}"
 
     def why(self) -> str:
-        """The short text of the report's Why row: the dominant rule (``+N`` more)."""
+        """The short text of the report's Why row: the outcome, or the dominant rule
+        (``+N`` more)."""
         if self.native:
             return "baseline"
+        if self.outcome == "not-a-device-measurement":
+            return "not a device measurement"
+        if self.outcome == "unexplained":
+            return "unexplained"
         if self.dominant is None:
             return "-"
         more = f" +{len(self.contributing)}" if self.contributing else ""
@@ -258,6 +313,163 @@ def _gap_share(cell: CellModel, ceiling: float) -> float | None:
     return min(100.0, 100.0 * (native - max(ceiling, value)) / (native - value) + 0.0)
 
 
+# -- fixes as configuration changes ---------------------------------------------------
+
+#: Cache modes that open the image with O_DIRECT (aio=native needs one).
+_DIRECT_CACHES = ("none", "directsync")
+
+
+def apply_changes(platform: Mapping[str, Any], changes: Sequence[Change]) -> dict[str, Any]:
+    """The ``vm`` mapping of a platform definition with the platform keys of
+    ``changes`` applied (``disk.*`` to its first disk, ``nic.*`` to its first NIC,
+    other keys to the VM); workload keys are left out."""
+    vm = dict(platform.get("vm") or {})
+    disks = [dict(d) for d in vm.get("disks") or []]
+    nics = [dict(n) for n in vm.get("nics") or []]
+    for key, value in changes:
+        group, _, name = key.partition(".")
+        target = {"disk": disks[:1], "nic": nics[:1]}.get(group)
+        if group == "workload":
+            continue
+        if target is None:
+            vm[key] = value
+        elif target:
+            if value is None:
+                target[0].pop(name, None)
+            else:
+                target[0][name] = value
+    vm["disks"], vm["nics"] = disks, nics
+    return vm
+
+
+def _validates(platform: Mapping[str, Any], changes: Sequence[Change]) -> bool:
+    # The same platform and fix recur in every phase of a run: validate each once.
+    return _validates_json(json.dumps(apply_changes(platform, changes), sort_keys=True,
+                                      default=str))
+
+
+@lru_cache(maxsize=1024)
+def _validates_json(vm: str) -> bool:
+    try:
+        vm_spec_from_mapping(json.loads(vm), "fix")
+    except SpecError:
+        return False
+    return True
+
+
+def _fit(cell: CellModel, wanted: Sequence[Change]) -> tuple[Change, ...]:
+    """``wanted`` made valid for the cell's platform: the prerequisites hvbench's own
+    validator asks for are added (an iothread or several queues need a virtio bus,
+    aio=native an O_DIRECT cache mode), settings already in place are dropped, and a
+    change the platform still refuses (an NBD disk has no aio=native) is left out."""
+    if cell.platform_def.get("kind", "qemu") != "qemu" or not cell.platform_def.get("vm"):
+        return tuple(c for c in wanted if c[0].startswith("workload."))
+    flat = _flat(cell)
+    changes: list[Change] = []
+    keys = {k for k, _ in wanted}
+    bus = dict(wanted).get("disk.bus", flat.get("disk.bus"))
+    if ("disk.iothread" in keys or "disk.queues" in keys) and bus not in VIRTIO_BUSES:
+        changes.append(("disk.bus", "virtio-blk"))
+    cache = dict(wanted).get("disk.cache", flat.get("disk.cache"))
+    if dict(wanted).get("disk.aio") == "native" and cache not in _DIRECT_CACHES:
+        changes.append(("disk.cache", "none"))
+    changes += [c for c in wanted if c not in changes]
+    vm = cell.platform_def["vm"]
+    present = {"disk": bool(vm.get("disks")), "nic": bool(vm.get("nics"))}
+    changes = [(k, v) for k, v in changes if k.startswith("workload.") or (
+        present.get(k.partition(".")[0], True) and flat.get(k) != v)]
+    kept: list[Change] = []
+    for change in changes:
+        if change[0].startswith("workload.") or _validates(cell.platform_def, [*kept, change]):
+            kept.append(change)
+    return tuple(kept)
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    return str(value)
+
+
+def change_text(changes: Sequence[Change]) -> str:
+    """Changes as a study file writes them: ``disk = { bus = "virtio-blk", iothread =
+    true }``, ``vcpus = 2``, ``workload: iodepth = 16`` (keys of the study's
+    ``[[workload]]``); a removed key as
+    ``disk: remove bps_limit``."""
+    groups: dict[str, list[str]] = {}
+    plain: list[str] = []
+    for key, value in changes:
+        group, _, name = key.partition(".")
+        if not name:
+            plain.append(f"{group} = {_toml(value)}")
+        elif value is None:
+            plain.append(f"{group}: remove {name}")
+        else:
+            groups.setdefault(group, []).append(f"{name} = {_toml(value)}")
+    out = [f"workload: {', '.join(items)}" if group == "workload"
+           else f"{group} = {{ {', '.join(items)} }}" for group, items in groups.items()]
+    return "; ".join(out + plain)
+
+
+def _path_changes(cell: CellModel) -> tuple[Change, ...]:
+    """A shorter path per request: the disk on an iothread with native AIO."""
+    return _fit(cell, [("disk.iothread", True), ("disk.aio", "native")])
+
+
+def _more_vcpus(cell: CellModel) -> tuple[Change, ...]:
+    vcpus = cell.setting("vcpus")
+    return _fit(cell, [("vcpus", (vcpus if isinstance(vcpus, int) else 1) + 1)])
+
+
+def _kvm(cell: CellModel) -> tuple[Change, ...]:
+    return _fit(cell, [("accel", "kvm")])
+
+
+def _changes_to(*wanted: Change) -> Callable[[CellModel], tuple[Change, ...]]:
+    def changes(cell: CellModel) -> tuple[Change, ...]:
+        return _fit(cell, wanted)
+    return changes
+
+
+def _whole_requests(cell: CellModel) -> tuple[Change, ...]:
+    bus = cell.setting("disk.bus")
+    wanted: list[Change] = [] if bus in VIRTIO_BUSES else [("disk.bus", "virtio-blk")]
+    return _fit(cell, [*wanted, ("disk.allocation", "full"), ("disk.aio", "native")])
+
+
+def _deeper(cell: CellModel) -> tuple[Change, ...]:
+    """More in flight from the workload itself, then a shorter path."""
+    wanted: list[Change] = []
+    if cell.workload_def.get("profile") not in (None, "fio-job"):
+        wanted = [("workload.ioengine", "libaio"), ("workload.iodepth", 16)]
+    return _fit(cell, [*wanted, ("disk.iothread", True), ("disk.aio", "native")])
+
+
+def _uncached(cell: CellModel) -> tuple[Change, ...]:
+    wanted: list[Change] = [("disk.cache", "none")]
+    if cell.workload_def.get("kind") == "disk" and cell.workload_def.get("profile") != \
+            "fio-job" and not cell.workload_def.get("direct"):
+        wanted.append(("workload.direct", True))
+    return _fit(cell, wanted)
+
+
+# -- attribution and layers -----------------------------------------------------------
+
+
+def _device_is_mine(cell: CellModel) -> bool:
+    """The host device's request size, queue and utilisation can be read as the cell's:
+    its QEMU moved most of the device's bytes, or attribution was not sampled."""
+    share = cell.get("res.disk.cell_share")
+    return share is None or share >= CELL_SHARE_MINE
+
+
+def _vcpu_emulating(cell: CellModel) -> bool:
+    util = cell.get("res.vcpu.util_pct")
+    return cell.accelerator == "tcg" and util is not None and util >= TCG_VCPU_PCT
+
+
 # -- the checks -----------------------------------------------------------------------
 
 
@@ -270,18 +482,37 @@ def _request_shrunk(cell: CellModel) -> Hit | None:
         return None
     if share is not None and share < DEVICE_SHARE_CACHED:
         return None  # the device did not carry the I/O: its request sizes say nothing
-    if size >= REQ_SHRINK_RATIO * native:
+    if size >= REQ_SHRINK_RATIO * native or not _device_is_mine(cell):
         return None
-    return Hit(SCORE_GENERIC + min(native / max(size, 1.0) / 4.0, 1.5),
-               (_vs(cell, "res.disk.req_sectors", "host avgrq-sz", "sectors"),))
+    evidence = [_vs(cell, "res.disk.req_sectors", "host avgrq-sz", "sectors")]
+    guest = cell.get("res.guest.req_sectors")
+    if guest is not None and guest < REQ_SHRINK_RATIO * native:
+        return None  # the guest's own block layer already sent them small
+    score = SCORE_GENERIC + min(native / max(size, 1.0) / 4.0, 1.5)
+    if guest is not None:
+        evidence.append(f"guest avgrq-sz {_n(guest)} sectors: shrunk between the guest's "
+                        "block layer and the host device")
+        score += 0.5  # measured at both ends of the path it names
+    return Hit(score, tuple(evidence))
+
+
+def _asked(cell: CellModel) -> str:
+    depth = cell.get("res.workload.depth")
+    source = "fio's mean depth" if "depth_mean" in cell.values else "its definition"
+    return f"the workload asked {_n(depth)} in flight ({source})"
 
 
 def _few_in_flight(cell: CellModel) -> Hit | None:
     queue, util = cell.get("res.disk.queue"), cell.get("res.disk.util_pct")
     lat, added = cell.get("lat_mean_ms"), cell.get("res.disk.added_latency_ms")
-    if queue is None or util is None or lat is None or added is None or lat <= 0:
+    depth = cell.get("res.workload.depth")
+    if queue is None or util is None or lat is None or added is None or lat <= 0 or \
+            depth is None or not _device_is_mine(cell):
         return None
-    if queue >= QUEUE_IDLE or util >= UTIL_IDLE_PCT or added < ADDED_LATENCY_SHARE * lat:
+    # Only when the workload itself asked for few: requests it asked for that never
+    # reached the device are another cause (depth-not-delivered and its layers).
+    if depth >= ASKED_FEW_DEPTH or queue >= QUEUE_IDLE or util >= UTIL_IDLE_PCT or \
+            added < ADDED_LATENCY_SHARE * lat:
         return None
     share = None
     native_lat, native_added = cell.native("lat_mean_ms"), cell.native("res.disk.added_latency_ms")
@@ -289,12 +520,80 @@ def _few_in_flight(cell: CellModel) -> Hit | None:
         # Synchronous I/O: throughput is 1/latency, so the gap is the latency grown.
         share = max(0.0, min(100.0, 100.0 * (added - native_added) / (lat - native_lat)))
     return Hit(SCORE_GENERIC + added / lat,
-               (_vs(cell, "res.disk.queue", "host avgqu-sz"),
+               (_asked(cell), _vs(cell, "res.disk.queue", "host avgqu-sz"),
                 _vs(cell, "res.disk.util_pct", "host %util", "%"),
                 f"guest latency {_n(lat)} ms = device await "
                 f"{_n(cell.get('res.disk.await_ms'))} ms + {_n(added)} ms added per I/O"
                 + ("" if native_lat is None else f" (native {_n(native_lat)} ms)")),
                share)
+
+
+def _undelivered(cell: CellModel) -> tuple[float, float] | None:
+    """(asked, host queue) when the workload asked for several requests in flight and
+    the host device held under :data:`DELIVERED_SHARE` of them (and of what native's
+    device held), the device not busy; else None."""
+    depth, queue = cell.get("res.workload.depth"), cell.get("res.disk.queue")
+    util = cell.get("res.disk.util_pct")
+    if depth is None or queue is None or util is None or depth < ASKED_FEW_DEPTH or \
+            util >= UTIL_IDLE_PCT or not _device_is_mine(cell):
+        return None
+    native = cell.native("res.disk.queue")
+    reference = depth if native is None else min(depth, native)
+    if queue >= DELIVERED_SHARE * reference:
+        return None
+    return depth, queue
+
+
+def _depth_not_delivered(cell: CellModel) -> Hit | None:
+    """Requests asked for, not at the host device, and no guest-side evidence to say
+    where they were lost: a symptom, placed by neither layer."""
+    found = _undelivered(cell)
+    if found is None or cell.get("res.guest.queue") is not None:
+        return None
+    return Hit(SCORE_GENERIC + min(found[0] / max(found[1], 0.1) / 16.0, 0.5),
+               (_asked(cell), _vs(cell, "res.disk.queue", "host avgqu-sz"),
+                "no guest-side sample: whether the guest could not submit them or the "
+                "virtualization path held them is undecided"))
+
+
+def _lost_in_path(cell: CellModel) -> Hit | None:
+    found, guest = _undelivered(cell), cell.get("res.guest.queue")
+    if found is None or guest is None or guest < DELIVERED_SHARE * found[0]:
+        return None
+    return Hit(SCORE_SPECIFIC + 0.5,
+               (_asked(cell), f"the guest block layer held {_n(guest)}",
+                _vs(cell, "res.disk.queue", "the host device held") +
+                ": lost in the virtualization path"))
+
+
+def _guest_submit(cell: CellModel) -> Hit | None:
+    found, guest = _undelivered(cell), cell.get("res.guest.queue")
+    if found is None or guest is None or guest >= DELIVERED_SHARE * found[0]:
+        return None
+    busy = cell.get("res.guest.cpu_busy_pct")
+    vcpu = cell.get("res.vcpu.util_pct")
+    cpu = ", ".join(text for text in (
+        None if busy is None else f"guest CPU {_n(busy)} % busy",
+        None if vcpu is None else f"vCPU threads {_n(vcpu)} % of a core") if text)
+    return Hit(SCORE_SPECIFIC + 0.3,
+               (_asked(cell), f"the guest block layer held {_n(guest)}: the guest could "
+                "not submit them" + (f" ({cpu})" if cpu else ""),
+                _vs(cell, "res.disk.queue", "host avgqu-sz")))
+
+
+def _shared_device(cell: CellModel) -> Hit | None:
+    share = cell.get("res.disk.cell_share")
+    pct = _pct_of_native(cell)
+    if share is None or share >= CELL_SHARE_MINE or (pct is not None and
+                                                     pct >= NEAR_NATIVE_PCT):
+        return None
+    dev = _dev(cell)
+    total = sum(cell.values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
+    return Hit(SCORE_SPECIFIC + (1.0 - share),
+               (f"the cell's QEMU moved {_n(100.0 * share)} % of host device {dev}'s "
+                f"{_n(total)} kB/s (/proc/PID/io against diskstats): others moved "
+                f"{_n(100.0 * (1.0 - share))} %",
+                _vs(cell, "res.disk.util_pct", "device %util", "%")))
 
 
 def _flush_per_write(cell: CellModel) -> Hit | None:
@@ -402,24 +701,74 @@ def _flat_of(cell: CellModel, sibling: str) -> Mapping[str, Any]:
     return cell.siblings[sibling][0]
 
 
-def _page_cache(cell: CellModel) -> Hit | None:
+def _uncached_opens(cell: CellModel) -> list[str]:
+    """The images QEMU opened through the host page cache (no O_DIRECT in the flags of
+    its file descriptor, /proc/PID/fdinfo) under a workload that asked for O_DIRECT."""
+    if not cell.workload_def.get("direct"):
+        return []
+    return [f"QEMU opened {img.get('path')} without O_DIRECT (fdinfo flags "
+            f"{img.get('flags')}): the guest's O_DIRECT stops at the host page cache"
+            for img in cell.host_config.get("images") or []
+            if isinstance(img, Mapping) and img.get("o_direct") is False]
+
+
+def _window_covered(cell: CellModel) -> float | None:
+    """The share of the monitor window the workload was moving data: its bytes
+    (``file_size`` of its definition) at its throughput, over ``phase_wall_s``; None
+    when either is unknown. Device rates are window averages: a 25 ms phase in a 1 s
+    window says nothing about how many bytes the device moved for it."""
+    size, rate = cell.workload_def.get("file_size"), cell.values.get("mb_s")
+    wall = cell.values.get("phase_wall_s")
+    if not isinstance(size, int | float) or not rate or not wall:
+        return None
+    return size / 1e6 / rate / wall
+
+
+def _share_readable(cell: CellModel) -> bool:
+    """Device bytes per workload byte mean something for this cell: the workload
+    filled at least :data:`WINDOW_COVERED` of the window (when that is known), and
+    native's device, with O_DIRECT, moved at least :data:`DEVICE_SHARE_CACHED` of its
+    workload's bytes (else the window, not a cache, sets both ratios)."""
+    covered = _window_covered(cell)
+    if covered is not None and covered < WINDOW_COVERED:
+        return False
+    native = cell.native("res.disk.device_share")
+    return native is None or native >= DEVICE_SHARE_CACHED
+
+
+def _cache_evidence(cell: CellModel) -> list[str]:
+    """Why the host device is not what the cell measured (empty: it is, as far as the
+    evidence goes): the device moved far fewer bytes per workload byte than natively
+    (or, without native, than the workload moved with O_DIRECT), the cell beat the
+    bare host, or QEMU opened the image through the page cache. Whatever the
+    throughput: a slow cell served by a cache measured the cache too."""
     share, native = cell.get("res.disk.device_share"), cell.native("res.disk.device_share")
     pct = _pct_of_native(cell)
-    if share is None or native is None or pct is None or native <= 0:
-        return None
-    relative = share / native
-    # Faster than the bare host can only come from a cache; a device that moved far
-    # fewer bytes per workload byte than natively, at native speed, is the same sign.
-    if not (pct >= CACHED_FASTER_PCT or (relative < DEVICE_SHARE_CACHED
-                                         and pct >= CACHED_NEAR_NATIVE_PCT)):
+    cache = cell.setting("disk.cache")
+    named = f" (cache={cache})" if cache else ""
+    out = []
+    if share is not None and not _share_readable(cell):
+        share = None
+    if share is not None and native is not None and share / native < DEVICE_SHARE_CACHED:
+        out.append(f"the host device moved {_n(100.0 * share / native)} % of the bytes per "
+                   f"workload byte it moved natively{named}")
+    elif share is not None and native is None and cell.workload_def.get("direct") and \
+            share < DEVICE_SHARE_ABSOLUTE:
+        out.append(f"the host device moved {_n(share)} bytes per byte of O_DIRECT I/O"
+                   f"{named}")
+    if pct is not None and pct >= CACHED_FASTER_PCT:
+        out.append(f"{_n(pct)} % of native: faster than the bare host's device")
+    return out + _uncached_opens(cell)
+
+
+def _page_cache(cell: CellModel) -> Hit | None:
+    evidence = _cache_evidence(cell)
+    if not evidence:
         return None
     cache = cell.setting("disk.cache")
     where = "the host page cache" if cache in ("writeback", "unsafe") else "a page cache"
     return Hit(SCORE_SPECIFIC + 1.0,
-               (f"{_n(pct)} % of native; the host device moved {_n(relative * 100)} % of "
-                f"the bytes per workload byte it moved natively: {where} served the "
-                "guest, the device is not what was measured"
-                + (f" (cache={cache})" if cache else ""),))
+               (*evidence, f"{where} served the guest: the device is not what was measured"))
 
 
 def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequence[str],
@@ -556,33 +905,95 @@ def _user_net(cell: CellModel) -> Hit | None:
     return Hit(score, tuple(evidence))
 
 
-def _io_limit(cell: CellModel) -> Hit | None:
+def _cgroup_limits(cell: CellModel) -> list[Mapping[str, Any]]:
+    """The I/O limits the host configuration evidence found on the QEMU process's
+    cgroups (blkio throttle v1, io.max v2)."""
+    limits = cell.host_config.get("io_limits") or []
+    return [lim for lim in limits if isinstance(lim, Mapping)]
+
+
+def _named_limit(cell: CellModel) -> tuple[str, str, float | None] | None:
+    """(evidence, fix, bytes/s) of the limit actually found, closest to the measured
+    throughput: QEMU's own ``bps_limit`` or a cgroup limit of the QEMU process."""
+    measured = cell.values.get("mb_s")
+    found: list[tuple[str, str, float | None]] = []
+    limit = cell.setting("disk.bps_limit")
+    if isinstance(limit, int | float) and limit > 0:
+        found.append((f"the configured bps_limit {_n(limit / 1e6)} MB/s",
+                      "raise or remove bps_limit on the disk (QEMU -drive "
+                      "throttling.bps-total; libvirt <iotune><total_bytes_sec>)", float(limit)))
+    for lim in _cgroup_limits(cell):
+        path, value = lim.get("path"), lim.get("value")
+        unit = " B/s" if "bps" in str(lim.get("kind", "")) else " I/O per s"
+        found.append((f"cgroup limit {path}: {lim.get('device')} {value}{unit} on the QEMU "
+                      "process", f"raise or remove the cgroup limit on the QEMU process: "
+                      f"write \"{lim.get('device')} {lim.get('remove', '0')}\" to {path}",
+                      float(value) if isinstance(value, int | float) and "bps" in
+                      str(lim.get("kind", "")) else None))
+    if not found:
+        return None
+
+    def distance(item: tuple[str, str, float | None]) -> float:
+        return math.inf if item[2] is None or not measured else abs(measured * 1e6 - item[2])
+
+    return min(found, key=distance)
+
+
+def _held(cell: CellModel) -> bool:
+    """io-limit's evidence but flatness: slow, nobody on the path busy, requests held."""
     pct = _pct_of_native(cell)
     util, vcpu = cell.get("res.disk.util_pct"), cell.get("res.vcpu.util_pct")
-    if pct is None or util is None or vcpu is None:
-        return None
-    flat = cell.main_cov_pct is None or cell.main_cov_pct <= LIMIT_FLAT_COV_PCT
+    if cell.kind != "disk" or pct is None or util is None or vcpu is None or \
+            not _device_is_mine(cell):
+        return False
     wait = cell.get("res.vcpu.wait_pct") or 0.0
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
     # A vCPU waiting for a core is not waiting for I/O: that is contention. A request
     # whose added latency is QEMU's CPU work per I/O is being processed, not held.
-    if pct >= LIMIT_BELOW_NATIVE_PCT or util >= LIMIT_DEVICE_IDLE_PCT or \
-            vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= WAIT_PCT or not flat or \
-            added is None or cost is None or added < LIMIT_WAIT_RATIO * cost:
+    return not (pct >= LIMIT_BELOW_NATIVE_PCT or util >= LIMIT_DEVICE_IDLE_PCT or
+                vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= WAIT_PCT or
+                added is None or cost is None or added < LIMIT_WAIT_RATIO * cost)
+
+
+def needs_flatness(cell: CellModel) -> bool:
+    """Whether the cell's verdict turns on its within-repetition flatness (every other
+    condition of ``io-limit`` holds and no series was read yet): the report reads the
+    10 Hz series of those cells only."""
+    return not cell.is_native and cell.series_cov_pct is None and _held(cell)
+
+
+def _io_limit(cell: CellModel) -> Hit | None:
+    pct, vcpu = _pct_of_native(cell), cell.get("res.vcpu.util_pct")
+    flat_cov = cell.get("res.series_cov_pct")
+    added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
+    if flat_cov is None or flat_cov > LIMIT_FLAT_COV_PCT or not _held(cell):
         return None
-    evidence = [f"{_n(pct)} % of native, flat (CoV {_n(cell.main_cov_pct)} %)",
+    evidence = [f"{_n(pct)} % of native, flat within the repetition (CoV {_n(flat_cov)} % "
+                "of 1 s bins of the device's throughput)",
                 _vs(cell, "res.disk.util_pct", "host %util", "%"),
                 f"vCPUs {_n(vcpu)} % busy, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %; "
                 f"{_n(added)} ms added per I/O above the device against {_n(cost)} ms of QEMU "
                 "CPU per I/O: requests wait between guest and device"]
-    limit = cell.setting("disk.bps_limit")
-    share, score = None, SCORE_SPECIFIC + 0.5
+    named = _named_limit(cell)
     measured = cell.values.get("mb_s")
-    if isinstance(limit, int | float) and limit > 0 and measured and \
-            abs(measured * 1e6 - limit) <= LIMIT_MATCH * limit:
-        evidence.append(f"= the configured bps_limit {_n(limit / 1e6)} MB/s")
-        share, score = _gap_share(cell, limit / 1e6), SCORE_SPECIFIC + 1.5
-    return Hit(score, tuple(evidence), share)
+    if named is None:
+        where = ("no limit in QEMU's configuration or the QEMU process's cgroups"
+                 if cell.host_config else "no limit in QEMU's configuration, and the host "
+                 "configuration (cgroups) was not recorded with this run")
+        evidence.append(f"{where}: the limiter is unidentified")
+        return Hit(SCORE_SPECIFIC + 0.5, tuple(evidence),
+                   fix="find the limiter outside QEMU's configuration: the QEMU process's "
+                       "cgroup (blkio.throttle.*, io.max), the storage below the host "
+                       "device", changes=())
+    text, fix, value = named
+    evidence.append(f"limit found: {text}")
+    share, score = None, SCORE_SPECIFIC + 1.0
+    if value is not None and measured and abs(measured * 1e6 - value) <= LIMIT_MATCH * value:
+        evidence[-1] += f" = the throughput {_n(measured)} MB/s"
+        share, score = _gap_share(cell, value / 1e6), SCORE_SPECIFIC + 1.5
+    changes = _fit(cell, [("disk.bps_limit", None)]) if text.startswith("the configured") \
+        else ()
+    return Hit(score, tuple(evidence), share, fix=fix, changes=changes)
 
 
 def _tcg(cell: CellModel) -> Hit | None:
@@ -602,44 +1013,69 @@ _ALL = frozenset({"disk", "network", "web", "other"})
 RULES: tuple[Rule, ...] = (
     Rule("request-size-shrunk", "request size shrunk on the way to the device", _DISK,
          ("res.disk.req_sectors", "native:res.disk.req_sectors"), _request_shrunk,
-         "keep guest requests whole: virtio-blk or virtio-scsi (disk bus), a preallocated "
-         "raw image, cache=none,aio=native (libvirt <driver cache='none' io='native'/>)",
-         True),
-    Rule("few-in-flight", "device idle behind too few requests in flight", _DISK,
-         ("res.disk.queue", "res.disk.util_pct", "lat_mean_ms", "res.disk.added_latency_ms"),
-         _few_in_flight,
-         "issue more I/O at once (fio iodepth, asynchronous I/O in the guest) or shorten the "
-         "path per request: iothread=true, aio=native (libvirt <driver iothread='1' "
-         "io='native'/>)", True),
+         "keep guest requests whole: a virtio bus, a fully allocated image, aio=native "
+         "(libvirt <driver cache='none' io='native'/>)", True,
+         changes=_whole_requests, symptom=True),
+    Rule("few-in-flight", "the workload keeps few requests in flight and the device "
+         "idles between them", _DISK,
+         ("res.workload.depth", "res.disk.queue", "res.disk.util_pct", "lat_mean_ms",
+          "res.disk.added_latency_ms"), _few_in_flight,
+         "the workload asked for one request at a time: issue more at once (fio iodepth "
+         "with an asynchronous engine) or shorten the path per request (libvirt <driver "
+         "iothread='1' io='native'/>)", True, changes=_deeper),
+    Rule("depth-not-delivered", "requests the workload asked for did not reach the "
+         "device (where they were lost is undecided)", _DISK,
+         ("res.workload.depth", "res.disk.queue", "res.disk.util_pct"), _depth_not_delivered,
+         "sample the guest's block layer to place the loss; meanwhile a shorter path per "
+         "request (libvirt <driver iothread='1' io='native'/>)", True,
+         changes=_path_changes, symptom=True),
+    Rule("lost-in-virt-path", "requests in flight in the guest lost in the virtualization "
+         "path", _DISK, ("res.workload.depth", "res.guest.queue", "res.disk.queue",
+                         "res.disk.util_pct"), _lost_in_path,
+         "more requests through the path at once: the disk on an iothread with native AIO "
+         "(libvirt <driver iothread='1' io='native'/>)", True, changes=_path_changes),
+    Rule("guest-submit-bound", "the guest could not submit the requests the workload "
+         "asked for", _DISK, ("res.workload.depth", "res.guest.queue", "res.disk.queue",
+                              "res.disk.util_pct"), _guest_submit,
+         "more guest CPU to submit with (libvirt <vcpu>)", True, changes=_more_vcpus,
+         symptom=True),
+    Rule("shared-device", "the host device is busy with other users' I/O", _DISK,
+         ("res.disk.cell_share",), _shared_device,
+         "measure on a device nobody else uses, or move the other users' I/O off it: not "
+         "a setting of the guest", True),
     Rule("flush-per-write", "a flush per write (write-through or directsync cache)", _DISK,
          ("res.disk.flush_per_write",), _flush_per_write,
          "cache=none (QEMU -drive cache=none; libvirt <driver cache='none'/>); the guest "
-         "still flushes when it asks to", True, "disk.cache", ("none", "writeback")),
+         "still flushes when it asks to", True, "disk.cache", ("none", "writeback"),
+         changes=_changes_to(("disk.cache", "none"))),
     Rule("image-growth", "image growth on first write (sparse file or qcow2 allocation)",
          _DISK, ("res.disk.req_sectors",), _image_growth,
-         "allocation=\"full\" (qemu-img create -o preallocation=full; libvirt: a volume "
-         "with <allocation> equal to its <capacity>, or virsh vol-create --prealloc-metadata "
-         "for qcow2 metadata only)", True, "disk.allocation", GROWN_ALLOCATIONS),
+         "qemu-img create -o preallocation=full; libvirt: a volume with <allocation> "
+         "equal to its <capacity>, or virsh vol-create --prealloc-metadata for qcow2 "
+         "metadata only", True, "disk.allocation", GROWN_ALLOCATIONS,
+         changes=_changes_to(("disk.allocation", "full"))),
     Rule("host-page-cache", "a page cache served the guest (the device is not what was "
-         "measured)", _DISK, ("res.disk.device_share", "native:res.disk.device_share"), _page_cache,
-         "cache=none so the host device is measured (libvirt <driver cache='none'/>), and "
-         "O_DIRECT in the guest", True, "disk.cache", ("none", "directsync")),
+         "measured)", _DISK, ("res.disk.device_share",), _page_cache,
+         "open the image with O_DIRECT so the host device is measured (libvirt <driver "
+         "cache='none'/>), and O_DIRECT in the guest", True, "disk.cache",
+         ("none", "directsync"), changes=_uncached),
     Rule("emulated-controller", "emulated disk controller (CPU per I/O far above virtio)",
          _DISK, ("res.cpu_ms_per_io",), _emulated_disk,
-         "bus=\"virtio-blk\" (QEMU -device virtio-blk-pci; libvirt <target bus='virtio'/>)",
-         True, "disk.bus", VIRTIO_BUSES),
+         "QEMU -device virtio-blk-pci; libvirt <target bus='virtio'/>",
+         True, "disk.bus", VIRTIO_BUSES, changes=_changes_to(("disk.bus", "virtio-blk"))),
     Rule("emulated-nic", "emulated NIC (CPU per byte far above virtio)", _NET,
          ("res.cpu_ms_per_mb",), _emulated_nic,
-         "nic model=\"virtio-net\" (QEMU -device virtio-net-pci; libvirt <model "
-         "type='virtio'/>)", True, "nic.model", ("virtio-net",)),
+         "QEMU -device virtio-net-pci; libvirt <model type='virtio'/>", True, "nic.model",
+         ("virtio-net",), changes=_changes_to(("nic.model", "virtio-net"))),
     Rule("vcpu-saturated", "guest vCPU saturated (CPU-bound)", _ALL,
          ("res.vcpu.util_pct",), _vcpu_saturated,
-         "more vCPUs (vcpus = N; libvirt <vcpu>), or less work per I/O in the guest",
-         True, "vcpus"),
+         "more vCPUs (libvirt <vcpu>), or less work per I/O in the guest",
+         True, "vcpus", changes=_more_vcpus),
     Rule("main-loop-saturated", "QEMU main loop or iothread saturated", _ALL,
          ("res.main.util_pct",), _main_loop,
-         "move device I/O off the main loop: iothread=true (libvirt <iothreads>, "
-         "<driver iothread='1'/>), vhost=on for tap NICs", True, "disk.iothread", (True,)),
+         "move device I/O off the main loop: an iothread for the disk (libvirt "
+         "<iothreads>, <driver iothread='1'/>), vhost=on for tap NICs", True,
+         "disk.iothread", (True,), changes=_changes_to(("disk.iothread", True))),
     Rule("host-cpu-contention", "host CPU contention (run-queue wait, neighbours, "
          "weights)", _ALL, ("res.vcpu.wait_pct",), _host_contention,
          "give the guest its own core (pin: libvirt <vcpupin>, taskset) or a larger CPU "
@@ -648,17 +1084,15 @@ RULES: tuple[Rule, ...] = (
          "a faster link ([[lab.host]] rate) or less traffic sharing it", True),
     Rule("user-mode-networking", "user-mode networking (slirp)", _NET,
          ("qemu.main.cpu_pct",), _user_net,
-         "nic backend=\"tap\" (QEMU -netdev tap,vhost=on; libvirt <interface "
-         "type='bridge'>)", True, "nic.backend", ("tap",)),
+         "QEMU -netdev tap,vhost=on; libvirt <interface type='bridge'>", True,
+         "nic.backend", ("tap",), changes=_changes_to(("nic.backend", "tap"))),
     Rule("io-limit", "an I/O limit between guest and device", _DISK,
          ("res.disk.util_pct", "res.vcpu.util_pct", "res.disk.added_latency_ms",
-          "res.cpu_ms_per_io", "native:mb_s"), _io_limit,
-         "raise or remove the limit: bps_limit on the disk (QEMU -drive "
-         "throttling.bps-total; libvirt <iotune><total_bytes_sec>)", True, "disk.bps_limit",
-         (None,)),
+          "res.cpu_ms_per_io", "res.series_cov_pct", "native:mb_s"), _io_limit,
+         "raise or remove the limit found", True, "disk.bps_limit", (None,)),
     Rule("tcg-emulation", "emulation (TCG) dominating", _ALL, ("res.vcpu.util_pct",), _tcg,
-         "a host where KVM works (accel = \"kvm\"): under TCG every guest instruction is "
-         "emulated", False, "accel", ("kvm",)),
+         "a host where KVM works: under TCG every guest instruction is emulated", False,
+         "accel", ("kvm",), changes=_kvm),
 )
 
 #: Causes that carry over to KVM only partly or not at all when found under TCG.
@@ -683,21 +1117,62 @@ def _effect(cell: CellModel, rule: Rule) -> str | None:
 def _finding(cell: CellModel, rule: Rule, hit: Hit) -> Finding:
     tcg = cell.accelerator == "tcg"
     carries = rule.carries_to_kvm and not (tcg and rule.name in _TCG_ARTEFACTS)
+    changes = hit.changes if hit.changes is not None else (
+        rule.changes(cell) if rule.changes is not None else ())
     return Finding(rule.name, rule.title, round(hit.score, 3), hit.evidence,
-                   hit.fix or rule.fix, carries, hit.share_pct, _effect(cell, rule))
+                   hit.fix or rule.fix, carries, hit.share_pct, _effect(cell, rule), changes)
+
+
+def _below_emulation(finding: Finding) -> Finding:
+    """A symptom of a vCPU busy emulating, ranked under ``tcg-emulation`` and not
+    claimed to carry over to KVM: the busy vCPU is the cause until KVM shows otherwise."""
+    return replace(finding, score=min(finding.score, round(SCORE_TCG - 0.1, 3)),
+                   carries_to_kvm=False,
+                   evidence=(*finding.evidence, "the vCPU is busy emulating (TCG): "
+                             "likely a consequence of emulation, not measured under KVM"))
+
+
+def _unusual(cell: CellModel) -> tuple[str, ...]:
+    """The derived metrics furthest from native's (by the factor between them)."""
+    ranked = []
+    for name, value in cell.derived.items():
+        native = cell.native(name)
+        if native is None or value <= 0 or native <= 0 or not name.startswith("res."):
+            continue
+        ranked.append((abs(math.log(value / native)), name, value, native))
+    ranked.sort(key=lambda item: (-item[0], item[1]))
+    return tuple(f"{name} {_n(value)} vs {_n(native)} natively ({value / native:.2g}x)"
+                 for factor, name, value, native in ranked[:UNUSUAL_SHOWN]
+                 if factor >= math.log(UNUSUAL_FACTOR))
+
+
+def _outcome(cell: CellModel, dominant: Finding | None, pct: float | None
+             ) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(outcome, validity evidence, unusual evidence) of a diagnosed cell."""
+    validity = tuple(_cache_evidence(cell)) if cell.kind == "disk" else ()
+    if validity:
+        return "not-a-device-measurement", validity, ()
+    if dominant is not None:
+        return "cause", (), ()
+    if pct is not None and pct < NEAR_NATIVE_PCT:
+        return "unexplained", (), _unusual(cell)
+    return "near-native", (), ()
 
 
 def diagnose(cell: CellModel, rules: Iterable[Rule] = RULES) -> Verdict:
     """The verdict of one cell: every rule that applies to its kind is checked; the
-    highest score is the dominant cause, the others contribute. Native cells are the
-    baseline and are not diagnosed."""
+    highest score is the dominant cause, the others contribute; a symptom of a vCPU
+    busy emulating ranks under ``tcg-emulation``. The outcome says whether the cell
+    measured the device at all, and whether a gap to native stayed unexplained.
+    Native cells are the baseline and are not diagnosed."""
     pct = _pct_of_native(cell)
     tcg = cell.accelerator == "tcg"
     if cell.is_native:
         return Verdict(cell.workload, cell.phase, cell.platform, pct, None, tcg=tcg,
-                       native=True)
+                       native=True, outcome="baseline")
     found: list[Finding] = []
     abstained: list[tuple[str, tuple[str, ...]]] = []
+    symptoms = {r.name for r in rules if r.symptom}
     for rule in rules:
         if cell.kind not in rule.kinds:
             continue
@@ -708,90 +1183,16 @@ def diagnose(cell: CellModel, rules: Iterable[Rule] = RULES) -> Verdict:
         hit = rule.check(cell)
         if hit is not None:
             found.append(_finding(cell, rule, hit))
+    if any(f.rule == "tcg-emulation" for f in found) and _vcpu_emulating(cell):
+        found = [_below_emulation(f) if f.rule in symptoms else f for f in found]
     found.sort(key=lambda f: -f.score)
-    return Verdict(cell.workload, cell.phase, cell.platform, pct,
-                   found[0] if found else None, tuple(found[1:]), tuple(abstained), tcg)
+    dominant = found[0] if found else None
+    outcome, validity, unusual = _outcome(cell, dominant, pct)
+    return Verdict(cell.workload, cell.phase, cell.platform, pct, dominant,
+                   tuple(found[1:]), tuple(abstained), tcg, outcome=outcome,
+                   validity=validity, unusual=unusual)
 
 
 def diagnose_all(cells: Iterable[CellModel]) -> list[Verdict]:
     """:func:`diagnose` of every cell."""
     return [diagnose(c) for c in cells]
-
-
-def _finding_json(finding: Finding) -> dict[str, Any]:
-    return {"rule": finding.rule, "title": finding.title, "score": finding.score,
-            "evidence": list(finding.evidence), "share_of_gap_pct": finding.share_pct,
-            "fix": finding.fix, "measured_effect": finding.effect,
-            "carries_to_kvm": finding.carries_to_kvm}
-
-
-def verdict_json(verdict: Verdict) -> dict[str, Any]:
-    """A verdict as JSON-ready data (the report's ``diagnosis`` entries)."""
-    return {"cell": verdict.cell, "workload": verdict.workload, "phase": verdict.phase,
-            "platform": verdict.platform, "pct_of_native": verdict.pct_of_native,
-            "native": verdict.native, "tcg": verdict.tcg, "why": verdict.why(),
-            "dominant": None if verdict.dominant is None else _finding_json(verdict.dominant),
-            "contributing": [_finding_json(f) for f in verdict.contributing],
-            "abstained": [{"rule": r, "missing": list(m)} for r, m in verdict.abstained]}
-
-
-DIAGNOSIS_TITLE = "Diagnosis: the bottleneck of every cell (hvbench explain)"
-DIAGNOSIS_HEADERS = ("cell", "% of native", "why", "evidence", "fix")
-
-
-def shown(verdicts: Iterable[Verdict]) -> list[Verdict]:
-    """The verdicts a report lists: guest cells compared with native or with a cause."""
-    return [v for v in verdicts
-            if not v.native and (v.dominant is not None or v.pct_of_native is not None)]
-
-
-def _fix_text(finding: Finding) -> str:
-    effect = f" [measured: {finding.effect}]" if finding.effect else ""
-    return finding.fix + effect
-
-
-def _cause_text(finding: Finding, tcg: bool) -> str:
-    share = "" if finding.share_pct is None else f" ({finding.share_pct:.0f} % of the gap)"
-    kvm = "" if not tcg else (" [carries to KVM]" if finding.carries_to_kvm
-                              else " [TCG artefact]")
-    return finding.rule + share + kvm
-
-
-def diagnosis_table(verdicts: Iterable[Verdict]) -> TextTable:
-    """One row per diagnosed cell: % of native, the dominant cause (and the
-    contributing ones), its evidence and its fix."""
-    rows = []
-    for v in shown(verdicts):
-        pct = "-" if v.pct_of_native is None else f"{v.pct_of_native:.1f} %"
-        if v.dominant is None:
-            rows.append((v.cell, pct, "-", "no rule fired", "-"))
-            continue
-        why = _cause_text(v.dominant, v.tcg)
-        if v.contributing:
-            why += "; also " + ", ".join(_cause_text(f, v.tcg) for f in v.contributing)
-        rows.append((v.cell, pct, why, "; ".join(v.dominant.evidence), _fix_text(v.dominant)))
-    return TextTable(DIAGNOSIS_TITLE, DIAGNOSIS_HEADERS, tuple(rows), left=1,
-                     note="why: the dominant cause first; docs/diagnosis.md lists every "
-                          "rule with its evidence and thresholds.")
-
-
-def explain_lines(verdict: Verdict) -> list[str]:
-    """The long form of one verdict (``hvbench explain``): every cause with its
-    evidence, share of the gap, fix and measured effect, then the abstentions."""
-    pct = "" if verdict.pct_of_native is None else f" ({verdict.pct_of_native:.1f} % of native)"
-    lines = [f"{verdict.cell}{pct}"]
-    if verdict.native:
-        return [*lines, "  baseline (native): not diagnosed"]
-    if verdict.dominant is None:
-        lines.append("  no rule fired")
-    for label, finding in ([("dominant", verdict.dominant)] if verdict.dominant else []) + [
-            ("contributing", f) for f in verdict.contributing]:
-        lines.append(f"  {label}: {_cause_text(finding, verdict.tcg)}: {finding.title}")
-        lines += [f"    evidence: {e}" for e in finding.evidence]
-        lines.append(f"    fix: {finding.fix}")
-        if finding.effect:
-            lines.append(f"    measured: {finding.effect}")
-    if verdict.abstained:
-        lines.append("  abstained (evidence missing): " + ", ".join(
-            f"{rule} ({', '.join(missing)})" for rule, missing in verdict.abstained))
-    return lines

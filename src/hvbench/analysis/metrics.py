@@ -493,6 +493,13 @@ _RESOURCE_METRICS = (
     ("res.cpu_ms_per_io", "ms", "CPU ms per I/O"),
     ("res.cpu_ms_per_req", "ms", "CPU ms per request"),
     ("res.net.link_util_pct", "%", "link utilisation % of its shaped rate"),
+    ("res.disk.cell_share", "ratio", "share of the host device's bytes the cell's QEMU moved"),
+    ("res.guest.queue", "", "guest block layer requests in flight"),
+    ("res.guest.req_sectors", "sectors", "guest request size (sectors)"),
+    ("res.guest.await_ms", "ms", "guest device await ms"),
+    ("res.guest.cpu_busy_pct", "%", "guest CPU busy %"),
+    ("res.workload.depth", "", "requests in flight the workload asked for"),
+    ("res.series_cov_pct", "%", "CoV % of throughput within a repetition (1 s bins)"),
 )
 
 

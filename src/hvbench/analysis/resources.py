@@ -15,18 +15,20 @@ model, and every rule reading it abstains.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hvbench.analysis.summaries import PhaseStats
 
 __all__ = [
     "CellModel",
+    "asked_depth",
     "build_models",
     "cell_model",
     "derive",
     "disk_device",
     "flat_definition",
+    "with_flatness",
     "workload_class",
 ]
 
@@ -75,6 +77,13 @@ class CellModel:
     #: The other platforms of the same phase: name -> (flat definition, metric means).
     siblings: Mapping[str, tuple[Mapping[str, Any], Mapping[str, float]]] = field(
         default_factory=dict)
+    #: CoV % of the throughput series *within* a repetition (1 s bins of the 10 Hz
+    #: device series, the median over repetitions; None: no series long enough). A CoV
+    #: over the repetitions says nothing about flatness, and nothing at all at n = 1.
+    series_cov_pct: float | None = None
+    #: What the host's configuration held for the cell's QEMU process and its devices
+    #: (cgroup limits, queue settings, O_DIRECT), read at cell start; empty: not read.
+    host_config: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def is_native(self) -> bool:
@@ -220,6 +229,43 @@ def _net_derived(values: Mapping[str, float], link_mbit: float | None,
         out["res.net.link_util_pct"] = 100.0 * rate / link_mbit
 
 
+def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
+    """The guest's own block layer (``guest.disk.<dev>.*``, sampled inside the guest
+    when the run had the guest sampler): the device holding the most in flight."""
+    devices = {m.split(".")[2] for m in values
+               if m.startswith("guest.disk.") and m.count(".") == 3}
+    if not devices:
+        return
+    dev = max(sorted(devices), key=lambda d: values.get(f"guest.disk.{d}.avgqu_sz", -1.0))
+    for key, name in (("avgqu_sz", "queue"), ("avgrq_sz", "req_sectors"),
+                      ("await_ms", "await_ms")):
+        value = values.get(f"guest.disk.{dev}.{key}")
+        if value is not None:
+            out[f"res.guest.{name}"] = value
+    busy = values.get("guest.cpu.busy_pct")
+    if busy is not None:
+        out["res.guest.cpu_busy_pct"] = busy
+
+
+#: fio engines that keep several requests in flight per job (iodepth applies).
+ASYNC_ENGINES = ("libaio", "io_uring")
+
+
+def asked_depth(values: Mapping[str, float], workload: Mapping[str, Any]) -> float | None:
+    """How many requests the workload itself kept in flight: fio's own mean of its
+    iodepth distribution when stored (``depth_mean``), else the definition's
+    ``iodepth`` for an asynchronous engine and 1 for a synchronous one; None for a
+    user's job file without fio's depth (its job file sets the depth)."""
+    depth = values.get("depth_mean")
+    if depth is not None:
+        return depth
+    if not workload or workload.get("kind") != "disk" or workload.get("profile") == "fio-job":
+        return None
+    if workload.get("ioengine") in ASYNC_ENGINES:
+        return float(workload.get("iodepth") or 1)
+    return 1.0
+
+
 def derive(values: Mapping[str, float], *, native: bool,
            link_mbit: float | None = None) -> dict[str, float]:
     """The ``res.*`` metrics of one cell's metric means."""
@@ -228,7 +274,21 @@ def derive(values: Mapping[str, float], *, native: bool,
     _thread_derived(values, out)
     _cost_derived(values, native, out)
     _net_derived(values, link_mbit, out)
+    _guest_derived(values, out)
+    _share_derived(values, out)
     return out
+
+
+def _share_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
+    """The cell's own share of the host device's bytes: the QEMU process's block I/O
+    (``qemu.io.*``, /proc/PID/io) over the device's kB/s in the same window."""
+    dev = disk_device(values)
+    mine = [values.get(f"qemu.io.{k}") for k in ("read_kb_s", "write_kb_s")]
+    if dev is None or all(v is None for v in mine):
+        return
+    total = sum(values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
+    if total > 0:
+        out["res.disk.cell_share"] = min(sum(v or 0.0 for v in mine) / total, 1.0)
 
 
 def _means(stats: PhaseStats, platform: str) -> dict[str, float]:
@@ -238,10 +298,14 @@ def _means(stats: PhaseStats, platform: str) -> dict[str, float]:
 def cell_model(stats: PhaseStats, platform: str, native: str | None,
                definitions: Mapping[tuple[str, str], tuple[Mapping[str, Any], Mapping[str, Any]]],
                *, accelerator: str | None = None,
-               link_rates: Mapping[str, float] | None = None) -> CellModel:
+               link_rates: Mapping[str, float] | None = None,
+               flat: Mapping[tuple[str, str, str], float] | None = None,
+               host_configs: Mapping[str, Mapping[str, Any]] | None = None) -> CellModel:
     """The model of ``platform`` in one phase. ``definitions``: (platform, workload) ->
     (platform definition, workload definition); ``link_rates``: lab host -> Mbit/s of
-    its shaped link."""
+    its shaped link; ``flat``: (workload, phase, platform) -> the within-repetition
+    CoV % of its throughput series; ``host_configs``: platform -> the host
+    configuration read at its cell start."""
     values = _means(stats, platform)
     platform_def, workload_def = definitions.get((platform, stats.workload), ({}, {}))
     native_values = _means(stats, native) if native and native != platform else {}
@@ -250,6 +314,13 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     cov = stats.metrics[main][platform].cov_pct if main and platform in stats.metrics[main] \
         else None
     native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
+    derived = derive(values, native=platform_def.get("kind") == "native", link_mbit=link)
+    depth = asked_depth(values, workload_def)
+    if depth is not None:
+        derived["res.workload.depth"] = depth
+    series_cov = (flat or {}).get((stats.workload, stats.phase, platform))
+    if series_cov is not None:
+        derived["res.series_cov_pct"] = series_cov
     siblings = {p: (flat_definition(definitions.get((p, stats.workload), ({}, {}))[0]),
                     _means(stats, p)) for p in stats.platforms if p != platform}
     return CellModel(
@@ -257,10 +328,22 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
         kind=workload_class(stats.metrics), main=main, values=values,
         native_values=native_values, main_cov_pct=cov, platform_def=platform_def,
         workload_def=workload_def, accelerator=accelerator, link_mbit=link,
-        derived=derive(values, native=platform_def.get("kind") == "native", link_mbit=link),
+        derived=derived,
         native_derived=derive(native_values, native=native_def.get("kind") == "native",
                               link_mbit=link) if native_values else {},
-        siblings=siblings)
+        siblings=siblings,
+        series_cov_pct=series_cov,
+        host_config=(host_configs or {}).get(platform, {}))
+
+
+def with_flatness(model: CellModel, flat: Mapping[tuple[str, str, str], float]) -> CellModel:
+    """``model`` with its within-repetition flatness from ``flat`` (see
+    :func:`cell_model`), unchanged when ``flat`` has none for it."""
+    cov = flat.get((model.workload, model.phase, model.platform))
+    if cov is None:
+        return model
+    return replace(model, series_cov_pct=cov,
+                   derived={**model.derived, "res.series_cov_pct": cov})
 
 
 def _link_rate(workload: Mapping[str, Any], rates: Mapping[str, float]) -> float | None:
@@ -277,8 +360,12 @@ def build_models(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
                  definitions: Mapping[tuple[str, str],
                                       tuple[Mapping[str, Any], Mapping[str, Any]]],
                  *, accelerator: str | None = None,
-                 link_rates: Mapping[str, float] | None = None) -> list[CellModel]:
-    """The model of every (phase, platform) of a run, in phase then platform order."""
+                 link_rates: Mapping[str, float] | None = None,
+                 flat: Mapping[tuple[str, str, str], float] | None = None,
+                 host_configs: Mapping[str, Mapping[str, Any]] | None = None
+                 ) -> list[CellModel]:
+    """The model of every (phase, platform) of a run, in phase then platform order
+    (``flat``, ``host_configs``: see :func:`cell_model`)."""
     return [cell_model(s, p, natives.get(s.workload), definitions, accelerator=accelerator,
-                       link_rates=link_rates)
+                       link_rates=link_rates, flat=flat, host_configs=host_configs)
             for s in stats for p in s.platforms]

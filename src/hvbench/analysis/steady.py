@@ -24,8 +24,9 @@ from scipy import stats as scipy_stats
 
 from hvbench.analysis.scenarios import SampleLike
 
-__all__ = ["ALPHA", "DRIFT_LIMIT", "MIN_POINTS", "SteadyState", "active", "drift",
-           "steady_states", "steady_warnings"]
+__all__ = ["ALPHA", "DRIFT_LIMIT", "FLAT_BIN_S", "MIN_BINS", "MIN_POINTS", "SteadyState",
+           "active", "binned_cov_pct", "drift", "flatness", "steady_states",
+           "steady_warnings"]
 
 #: |drift| from which a significant trend matters: beyond the 10 % CoV that the
 #: stability warnings already treat as unreliable.
@@ -34,6 +35,12 @@ DRIFT_LIMIT = 0.10
 ALPHA = 0.01
 #: Fewest points a series needs to be tested.
 MIN_POINTS = 10
+#: Width of the bins whose CoV measures flatness within a repetition: a limiter
+#: (QEMU's throttle, a blkio cgroup) releases requests in bursts within a second, so
+#: 100 ms samples of a throttled 1 MB-record stream alternate between 0 and 1 MB.
+FLAT_BIN_S = 1.0
+#: Fewest whole bins a repetition needs before its flatness is read.
+MIN_BINS = 3
 #: Samples below this share of a series' peak at its start or end are the window's
 #: idle edges.
 IDLE_SHARE = 0.05
@@ -144,3 +151,35 @@ def steady_warnings(states: Iterable[SteadyState]) -> list[str]:
             f"drifted {s.worst_drift_pct:+.0f} % across the phase in {s.drifting} of "
             f"{s.tested} repetitions (slope p < {ALPHA}); add ramp_time or run longer"
             for s in states if s.drifting and s.worst_drift_pct is not None]
+
+
+def binned_cov_pct(points: Sequence[tuple[float, float]], width: float = FLAT_BIN_S
+                   ) -> float | None:
+    """CoV % of a series' means over whole bins of ``width`` seconds (the partial bin
+    at the end is dropped); None with fewer than :data:`MIN_BINS` bins or a zero mean."""
+    if not points:
+        return None
+    start = points[0][0]
+    bins: dict[int, list[float]] = {}
+    for t, value in points:
+        bins.setdefault(int((t - start) // width), []).append(value)
+    last = int((points[-1][0] - start) // width)
+    means = [statistics.fmean(v) for k, v in sorted(bins.items()) if k < last]
+    if len(means) < MIN_BINS:
+        return None
+    mean = statistics.fmean(means)
+    return None if mean <= 0 else 100.0 * statistics.pstdev(means) / mean
+
+
+def flatness(samples: Iterable[SampleLike], cells: Mapping[str, tuple[str, str]]
+             ) -> dict[tuple[str, str, str], float]:
+    """(workload, phase, platform) -> the median over its repetitions of the CoV % of
+    the throughput series within each repetition (:func:`binned_cov_pct` of its busy
+    part); combinations without a long enough series are absent."""
+    grouped: dict[tuple[str, str, str], list[float]] = {}
+    for (cell, _, phase), points in _series(samples).items():
+        cov = binned_cov_pct(active(points))
+        if cov is not None:
+            platform, workload = cells.get(cell, (cell, ""))
+            grouped.setdefault((workload, phase, platform), []).append(cov)
+    return {key: statistics.median(covs) for key, covs in grouped.items()}

@@ -33,7 +33,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         SpecError: no such run (or an ambiguous prefix).
         StoreError: the database cannot be read.
     """
-    from hvbench.analysis.diagnosis import explain_lines, verdict_json
+    from hvbench.report.diagnosis import explain_lines, verdict_json
     from hvbench.report.model import load_run_report
     from hvbench.store.database import Store
 

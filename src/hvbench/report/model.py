@@ -12,14 +12,14 @@ import dataclasses
 import fnmatch
 import json
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hvbench.analysis.diagnosis import Verdict, diagnose_all
+from hvbench.analysis.diagnosis import Verdict, diagnose_all, needs_flatness
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_histogram
 from hvbench.analysis.precision import cell_precision, precision_line
-from hvbench.analysis.resources import CellModel, build_models
+from hvbench.analysis.resources import CellModel, build_models, with_flatness
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.shares import phase_shares, share_rows
 from hvbench.analysis.stages import (
@@ -29,10 +29,11 @@ from hvbench.analysis.stages import (
     stage_rows,
     stage_windows,
 )
-from hvbench.analysis.steady import SteadyState, steady_states, steady_warnings
+from hvbench.analysis.steady import SteadyState, flatness, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows, propagation_workloads
 from hvbench.errors import SpecError
+from hvbench.host.hostconfig import RAW_KIND as HOST_CONFIG_KIND
 from hvbench.model.lab import parse_rate
 from hvbench.model.libvirt_xml import (
     DOMAIN_XML_KIND,
@@ -143,13 +144,32 @@ def link_rates(study_text: str) -> dict[str, float]:
         return {}
 
 
-def run_models(report: RunReport) -> list[CellModel]:
-    """The resource model of every (phase, platform) of a report."""
+#: Loads the throughput series of the given cell models (their cells' ok repetitions).
+SeriesLoader = Callable[[Sequence[CellModel]], Sequence[SampleRow]]
+
+
+def run_models(report: RunReport, series: Sequence[SampleRow] | SeriesLoader = (),
+               host_configs: Mapping[str, Mapping[str, Any]] | None = None
+               ) -> list[CellModel]:
+    """The resource model of every (phase, platform) of a report; ``series``: the
+    stored throughput series (:data:`THROUGHPUT_MONITORS`) whose flatness within each
+    repetition the rules read, or a loader asked only for the cells whose diagnosis
+    turns on flatness (:func:`~hvbench.analysis.diagnosis.needs_flatness`: reading
+    every 10 Hz series of a 28-platform matrix costs seconds); ``host_configs``:
+    platform -> its host configuration."""
     definitions = {(c.platform_name, c.workload_name): (c.platform, c.workload)
                    for c in report.cells}
-    return build_models(report.phases, report.natives, definitions,
-                        accelerator=report.run.env.get("accelerator"),
-                        link_rates=link_rates(report.run.study_text))
+    models = build_models(report.phases, report.natives, definitions,
+                          accelerator=report.run.env.get("accelerator"),
+                          link_rates=link_rates(report.run.study_text),
+                          host_configs=host_configs)
+    if callable(series):
+        wanted = [m for m in models if needs_flatness(m)]
+        series = series(wanted) if wanted else ()
+    if not series:
+        return models
+    flat = flatness(series, report.cell_dimensions())
+    return [with_flatness(m, flat) for m in models]
 
 
 def natives_of(cells: Iterable[CellRow]) -> dict[str, str | None]:
@@ -197,9 +217,12 @@ def resolve_run_id(store: Store, run: str | None, db: str) -> str:
 
 
 def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[MeasurementRow],
-                     failures: Sequence[FailureRow] = (), samples: Sequence[SampleRow] = ()
+                     failures: Sequence[FailureRow] = (), samples: Sequence[SampleRow] = (),
+                     *, series: Sequence[SampleRow] | SeriesLoader = (),
+                     host_configs: Mapping[str, Mapping[str, Any]] | None = None
                      ) -> RunReport:
-    """Every section of the report from what the store holds (pure)."""
+    """Every section of the report from what the store holds (pure); ``series`` and
+    ``host_configs``: the diagnosis's evidence (:func:`run_models`)."""
     stats = phase_stats(rows)
     dimensions = {c.name: (c.platform_name, c.workload_name) for c in cells}
     scenarios = build_scenario_report(rows, samples, dimensions or None,
@@ -211,7 +234,7 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
                        propagation_shares=share_rows(
                            phase_shares(rows, propagation_workloads(rows))),
                        stages=stage_rows(stage_windows(rows, samples, dimensions)))
-    report.verdicts.extend(diagnose_all(run_models(report)))
+    report.verdicts.extend(diagnose_all(run_models(report, series, host_configs)))
     return report
 
 
@@ -249,8 +272,12 @@ def load_run_report(store: Store, run_id: str, *,
         monitors = ["*"] if any(c.identity.scenario for c in cells) else []
     wanted = [m for m in (store.sample_monitors(run_id) if monitors else [])
               if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
+    series: list[SampleRow] | SeriesLoader = ok_samples(
+        store, run_id, rows, throughput_monitors(store, run_id)) \
+        if steady else series_loader(store, run_id, cells, rows)
     report = build_run_report(run, cells, rows, store.failures(run_id),
-                              ok_samples(store, run_id, rows, wanted))
+                              ok_samples(store, run_id, rows, wanted), series=series,
+                              host_configs=host_configs(store, run_id, cells))
     stage_series = [m for m in wanted if any(fnmatch.fnmatchcase(m, p) for p in STAGE_MONITORS)]
     if any(is_stage_mark(r.metric) for r in rows) and not stage_series:
         # The stage table needs its series whatever else is loaded (few: staged runs only).
@@ -261,10 +288,8 @@ def load_run_report(store: Store, run_id: str, *,
     report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
     if not steady:
         return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
-    series = [m for m in store.sample_monitors(run_id)
-              if any(fnmatch.fnmatchcase(m, p) for p in THROUGHPUT_MONITORS)]
     measured = {(r.cell, r.phase) for r in rows if r.metric in STEADY_METRICS}
-    states = steady_states(ok_samples(store, run_id, rows, series),
+    states = steady_states(series if not callable(series) else (),
                            report.cell_dimensions(), measured)
     return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
                                steady=states,
@@ -319,6 +344,48 @@ def latency_distributions(store: Store, run_id: str
             if histogram:
                 per = found.setdefault((workload, raw.phase), {})
                 per[platform] = merge((per.get(platform, {}), histogram))
+    return found
+
+
+def throughput_monitors(store: Store, run_id: str) -> list[str]:
+    """The run's monitors matching :data:`THROUGHPUT_MONITORS`."""
+    return [m for m in store.sample_monitors(run_id)
+            if any(fnmatch.fnmatchcase(m, p) for p in THROUGHPUT_MONITORS)]
+
+
+def series_loader(store: Store, run_id: str, cells: Sequence[CellRow],
+                  rows: Sequence[MeasurementRow]) -> SeriesLoader:
+    """A loader of the throughput series of given cell models only (ok repetitions);
+    it reads nothing, not even the monitor names, when asked for no model."""
+    ok = {(r.cell, r.repetition) for r in rows}
+
+    def load(models: Sequence[CellModel]) -> list[SampleRow]:
+        names = {(c.platform_name, c.workload_name): c.name for c in cells}
+        monitors = throughput_monitors(store, run_id)
+        out: list[SampleRow] = []
+        for model in models:
+            name = names.get((model.platform, model.workload))
+            for monitor in monitors if name is not None else ():
+                out += [s for s in store.samples(run_id, cell=name, phase=model.phase,
+                                                 monitor=monitor)
+                        if (s.cell, s.repetition) in ok]
+        return out
+    return load
+
+
+def host_configs(store: Store, run_id: str, cells: Sequence[CellRow]
+                 ) -> dict[str, dict[str, Any]]:
+    """platform -> the host configuration read at its first cell start (cgroup limits,
+    queue settings, O_DIRECT of QEMU's image files), as stored with the run."""
+    platforms = {c.name: c.platform_name for c in cells}
+    found: dict[str, dict[str, Any]] = {}
+    for raw in store.raw_outputs(run_id, kind=HOST_CONFIG_KIND):
+        platform = platforms.get(raw.cell, raw.cell)
+        if platform not in found:
+            with contextlib.suppress(ValueError):
+                data = json.loads(raw.content)
+                if isinstance(data, dict):
+                    found[platform] = data
     return found
 
 

@@ -12,7 +12,6 @@ from typing import Any
 from rich.markup import escape
 from rich.table import Table
 
-from hvbench.analysis.diagnosis import diagnosis_table, shown, verdict_json
 from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
@@ -20,6 +19,7 @@ from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stages import stage_json, stage_tables
 from hvbench.analysis.summaries import TextTable
 from hvbench.analysis.trends import FIT_HEADERS
+from hvbench.report.diagnosis import diagnosis_table, shown, verdict_json
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
 from hvbench.report.findings import is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hvbench.analysis.compare import Comparison
-from hvbench.analysis.diagnosis import Verdict, explain_lines, verdict_json
+from hvbench.analysis.diagnosis import Verdict
 from hvbench.analysis.stats import Summary, summarize
 from hvbench.analysis.summaries import TextTable, fmt_value
 from hvbench.analysis.tuning import (
@@ -36,6 +36,7 @@ from hvbench.model.tune import (
     platform_toml,
     qemu_fragment,
 )
+from hvbench.report.diagnosis import explain_lines, verdict_json
 from hvbench.report.model import load_run_report
 from hvbench.run.tune import objective_of, resume_tune
 from hvbench.store.database import Store

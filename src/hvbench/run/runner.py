@@ -32,6 +32,8 @@ from hvbench.errors import GuestError, HostError, HvbenchError
 from hvbench.host import facts, interrupt
 from hvbench.host.blockdev import device_size, require_free_device
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
+from hvbench.host.hostconfig import RAW_KIND as HOST_CONFIG_KIND
+from hvbench.host.hostconfig import read_host_config
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
@@ -429,6 +431,7 @@ class StudyRunner:
         """
         self.progress(item, "running")
         started = _now()
+        config = _host_config(platform)
         try:
             ctx = self._context(item.cell, platform, self.rate_refs(item))
             result = run_cell(cell_kind(item.cell), ctx)
@@ -444,7 +447,7 @@ class StudyRunner:
                                         json.dumps(ctx.scenario.describe())))
         if boot_s is not None and platform is not None and platform.is_guest:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
-        result.raw += _domain_xml(platform)
+        result.raw += _domain_xml(platform) + config
         self._note_maxima(item, result)
         self._record_ok(item, cell_ids, result, started, platform)
         return True
@@ -503,6 +506,15 @@ def _domain_xml(platform: Platform | None) -> list[RawRecord]:
     if cgroup:
         raw.append(RawRecord("platform", MEMORY_CGROUP_KIND, json.dumps(cgroup)))
     return raw
+
+
+def _host_config(platform: Platform | None) -> list[RawRecord]:
+    """The host configuration around a guest's QEMU process at cell start (cgroup
+    limits, device queues, O_DIRECT of its images: ``hvbench explain``'s evidence)."""
+    pid = platform.pid if platform is not None and platform.is_guest else None
+    if pid is None:
+        return []
+    return [RawRecord("platform", HOST_CONFIG_KIND, json.dumps(read_host_config(pid)))]
 
 
 def _argv(platform: Platform | None) -> list[str] | None:
