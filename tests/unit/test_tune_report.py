@@ -14,6 +14,7 @@ from hvbench.model.study import Variant
 from hvbench.model.tune import TuneSpec
 from hvbench.report.tune import (
     ABOVE_NATIVE_NOTE,
+    CACHED_NOTE,
     TCG_NOTE,
     answer_lines,
     load_tune_report,
@@ -67,12 +68,23 @@ VALUES = {
 
 @pytest.fixture
 def stored(tmp_path: Path) -> tuple[Store, str, TuneSpec]:
+    return _stored(tmp_path, TUNE)
+
+
+@pytest.fixture
+def crowned(tmp_path: Path) -> tuple[Store, str, TuneSpec]:
+    """The same run from a tune file that lets a page-cache measurement win."""
+    return _stored(tmp_path, TUNE.replace('metric = "mb_s"',
+                                          'metric = "mb_s"\ncrown_cached = true'))
+
+
+def _stored(tmp_path: Path, text: str) -> tuple[Store, str, TuneSpec]:
     path = tmp_path / "t.toml"
-    path.write_text(TUNE)
+    path.write_text(text)
     spec = load_tune(str(path))
     store = Store(tmp_path / "t.db")
     run_id = store.create_run(run_id=None, study_name="t", study_path=str(path),
-                              study_text=TUNE, seed=3, env={"accelerator": "tcg"},
+                              study_text=text, seed=3, env={"accelerator": "tcg"},
                               hvbench_version="0", git_commit=None)
     assert spec.native is not None
     _store(store, run_id, spec, spec.native, [100.0, 101.0, 99.0, 100.5])
@@ -98,22 +110,38 @@ def test_the_answer_ranks_labels_and_tests(stored: tuple[Store, str, TuneSpec]) 
     report = load_tune_report(store, run_id)
     names = [r.name for r in report.rows]
     assert names == ["vm.writeback-on", "vm.none-off", "vm.none-on", "vm.writethrough-off"]
-    assert report.winner is not None and report.winner.name == "vm.writeback-on"
+    # O_DIRECT writes faster than the bare host: the page cache, not a device
+    # measurement: flagged and, by default, not crowned (issue 23, defect 5).
+    assert set(report.cached) == {"vm.writeback-on"}
+    assert report.winner is not None and report.winner.name == "vm.none-off"
     assert report.default is not None and report.default.name == "vm.writethrough-off"
-    assert report.winner.above_native and not report.rows[1].above_native
+    assert report.rows[0].above_native and not report.rows[1].above_native
     assert report.vs_default is not None and report.vs_default.verdict == "significant"
-    assert report.vs_native is not None and report.vs_native.change == "better"
+    assert report.vs_native is not None and report.vs_native.change == "worse"
     table = ranked_table(report)
     assert ABOVE_NATIVE_NOTE in table.note and TCG_NOTE in table.note
-    assert table.rows[0][1] == "vm.writeback-on (winner)"
+    assert CACHED_NOTE in table.note
+    assert table.rows[0][1] == "vm.writeback-on (not a device measurement)"
+    assert table.rows[1][1] == "vm.none-off (winner)"
     assert table.rows[2][2] == "60 (n=1)"
     lines = "\n".join(answer_lines(report))
-    assert "winner vs default: 130 vs 40.5 (+219.8 %)" in lines
+    assert "winner vs default: 80.5 vs 40.5" in lines
+    assert "vm.writeback-on is not a device measurement" in lines and "not crowned" in lines
+    assert json.loads(json.dumps(tune_json(report)))["not_device_measurements"] == {
+        "vm.writeback-on": report.cached["vm.writeback-on"]}
+
+
+def test_crown_cached_lets_the_page_cache_win(crowned: tuple[Store, str, TuneSpec]) -> None:
+    store, run_id, _ = crowned
+    report = load_tune_report(store, run_id)
+    assert report.winner is not None and report.winner.name == "vm.writeback-on"
+    lines = "\n".join(answer_lines(report))
     assert f"note: the winner is {ABOVE_NATIVE_NOTE}" in lines
+    assert "crowned because crown_cached = true" in lines
 
 
-def test_json_and_html_carry_the_winner_block(stored: tuple[Store, str, TuneSpec]) -> None:
-    store, run_id, _ = stored
+def test_json_and_html_carry_the_winner_block(crowned: tuple[Store, str, TuneSpec]) -> None:
+    store, run_id, _ = crowned
     report = load_tune_report(store, run_id)
     data = json.loads(json.dumps(tune_json(report)))
     config = data["winner_config"]

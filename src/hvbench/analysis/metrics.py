@@ -438,6 +438,10 @@ def _thread_metrics() -> list[MetricSpec]:
         _m("qemu.main.cpu_pct", "%", "QEMU main loop CPU %", "neutral", "threads", detail=25),
         _m("qemu.vhost.cpu_pct", "%", "vhost-net threads CPU %", "neutral", "threads", detail=26),
         _m("qemu.total.cpu_pct", "%", "QEMU process CPU %", "neutral", "threads", detail=27),
+        _m("qemu.io.read_kb_s", "kB/s", "QEMU process block reads kB/s (/proc/PID/io)",
+           "neutral", "threads"),
+        _m("qemu.io.write_kb_s", "kB/s", "QEMU process block writes kB/s (/proc/PID/io)",
+           "neutral", "threads"),
     ]
     # The target's QEMU (``qemu``), a scenario neighbour's (``nb<i>``) and the
     # lifecycle's idle guests (``qemu<i>``).

@@ -153,6 +153,10 @@ class TuneSection(_Strict):
     seed: int | None = None
     #: Significance level of the winner's tests against the default and native.
     alpha: float = Field(default=0.05, gt=0, lt=1)
+    #: Whether a configuration whose objective cells were served by the host page cache
+    #: under an O_DIRECT workload (``hvbench explain``'s *not a device measurement*) may
+    #: be crowned: by default it is flagged and the best device measurement wins.
+    crown_cached: bool = False
 
 
 Params = tuple[tuple[str, Any], ...]

@@ -187,6 +187,47 @@ class HostCpuSampler(_CounterMonitor[dict[str, tuple[int, ...]]]):
         return host_cpu_metrics(a, b)
 
 
+def parse_proc_io(text: str) -> tuple[int, int]:
+    """(read_bytes, write_bytes) of a /proc/PID/io text: the bytes the process caused
+    to be read from and written to block devices (its threads and AIO workers too).
+    Raises ValueError when either is missing."""
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    try:
+        return int(fields["read_bytes"]), int(fields["write_bytes"])
+    except (KeyError, ValueError) as exc:
+        raise ValueError(f"no read_bytes/write_bytes in {text[:80]!r}") from exc
+
+
+class ProcessIoSampler(_CounterMonitor[tuple[int, int]]):
+    """A process's own block I/O from /proc/PID/io (``qemu.io.read_kb_s``,
+    ``write_kb_s``, in the kB of iostat's ``r_kb_s``: 1024 bytes), to attribute the
+    device's totals to the cell. ``source`` is for tests."""
+
+    def __init__(self, pid: int, name: str = "qemu.io", source: str | None = None) -> None:
+        self.name = name
+        self.source = source or f"/proc/{pid}/io"
+        self._file: _ProcFile | None = None
+
+    def sample(self) -> bytes:
+        """The /proc/PID/io text. Raises HostError once the process has exited."""
+        if self._file is None:
+            raise HostError(f"{self.name}: sampled before open()")
+        try:
+            return self._file.read()
+        except OSError as exc:
+            raise HostError(f"{self.source}: {exc} (the process exited)") from exc
+
+    def decode(self, raw: bytes) -> tuple[int, int]:
+        return parse_proc_io(raw.decode())
+
+    def metrics(self, a: tuple[int, int], b: tuple[int, int], seconds: float
+                ) -> dict[str, float]:
+        if seconds <= 0:
+            return {}
+        return {"read_kb_s": (b[0] - a[0]) / 1024.0 / seconds,
+                "write_kb_s": (b[1] - a[1]) / 1024.0 / seconds}
+
+
 #: Raw thread sample: (CLOCK_BOOTTIME s, ((tid, stat, schedstat, status tail, sched
 #: nr_wakeups line or b""), ...)), all bytes.
 RawThreads = tuple[float, tuple[tuple[int, bytes, bytes, bytes, bytes], ...]]

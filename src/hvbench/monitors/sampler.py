@@ -33,6 +33,7 @@ from hvbench.monitors.readers import (
     DiskStatsSampler,
     HostCpuSampler,
     NetDevSampler,
+    ProcessIoSampler,
     ThreadCpuSampler,
 )
 
@@ -44,6 +45,7 @@ __all__ = [
     "MonitorResult",
     "MonitorSet",
     "NetDevSampler",
+    "ProcessIoSampler",
     "ThreadCpuSampler",
     "backing_device",
     "device_for_path",

@@ -19,6 +19,7 @@ from hvbench.monitors.sampler import (
     MonitorResult,
     MonitorSet,
     NetDevSampler,
+    ProcessIoSampler,
     ThreadCpuSampler,
     backing_device,
 )
@@ -78,4 +79,7 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
     if pid is not None:
         vcpus = set(platform.vcpu_threads().values())
         monitors.append(ThreadCpuSampler(pid, vcpus))
+        if not interfaces and device is not None:
+            # QEMU's own share of the device's bytes (hvbench explain's attribution).
+            monitors.append(ProcessIoSampler(pid))
     return PhaseMonitors(monitors, hz)

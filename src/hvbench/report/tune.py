@@ -40,11 +40,14 @@ from hvbench.report.diagnosis import explain_lines, verdict_json
 from hvbench.report.model import load_run_report
 from hvbench.run.tune import objective_of, resume_tune
 from hvbench.store.database import Store
-from hvbench.store.records import MeasurementRow, RunRecord
+from hvbench.store.records import CellRow, MeasurementRow, RunRecord
 
 TCG_NOTE = ("emulation ranking: guests ran under TCG, so this ranks configurations of an "
             "emulated machine; under KVM the order may differ (the device, cache and "
             "image settings carry over more than the controller's and NIC's cost)")
+CACHED_NOTE = ("the workload asked for O_DIRECT but the host page cache answered: the "
+               "number measures the cache (writes not yet durable), not the device; such "
+               "configurations are not crowned unless the tune file sets crown_cached = true")
 ABOVE_NATIVE_NOTE = ("above native: the host page cache (or another shortcut), not the "
                      "device, served these configurations")
 
@@ -80,6 +83,10 @@ class TuneReport:
     #: (measurement number, configuration, objective) in the order measured.
     timeline: list[tuple[int, str, float]] = field(default_factory=list)
     effects: list[AxisEffect] = field(default_factory=list)
+    #: Configurations that were not device measurements under an O_DIRECT workload
+    #: (the page cache served them), with the evidence: flagged, and not crowned unless
+    #: the tune file says ``crown_cached = true``.
+    cached: dict[str, str] = field(default_factory=dict)
 
     @property
     def tcg(self) -> bool:
@@ -135,7 +142,11 @@ def load_tune_report(store: Store, run_id: str) -> TuneReport:
     native_scores = scores(report.rows, native_name, objective, natives) if native_name \
         else []
     rows = trial_rows(per_config, params, order, objective, native_scores)
-    winner = winner_of(rows, spec.section.halving.rungs[-1])
+    targets = {(t.workload, t.phase) for t in spec.targets}
+    cached = cached_configs(report.verdicts, report.cells, targets)
+    crownable = rows if spec.section.crown_cached else \
+        [r for r in rows if r.name not in cached]
+    winner = winner_of(crownable, spec.section.halving.rungs[-1])
     default_name = spec.trial_variant(spec.default_params).name \
         if spec.default_params in spec.space else None
     default = next((r for r in rows if r.name == default_name), None)
@@ -147,7 +158,6 @@ def load_tune_report(store: Store, run_id: str) -> TuneReport:
     if winner is not None and native_scores:
         vs_native = test_against(per_config[winner.name], native_scores, spec.metric,
                                  alpha=alpha, label="winner vs native")
-    targets = {(t.workload, t.phase) for t in spec.targets}
     wanted = {r.name for r in (winner, default) if r is not None}
     verdicts = [v for v in report.verdicts
                 if v.platform in wanted and (v.workload, v.phase) in targets]
@@ -157,7 +167,18 @@ def load_tune_report(store: Store, run_id: str) -> TuneReport:
         winner=winner, vs_default=vs_default, vs_native=vs_native, verdicts=verdicts,
         block=winner_block(spec, dict(winner.params)) if winner is not None else None,
         timeline=_timeline(report.rows, per_config, targets),
-        effects=axis_effects(per_config, params))
+        effects=axis_effects(per_config, params), cached=cached)
+
+
+def cached_configs(verdicts: Sequence[Verdict], cells: Sequence[CellRow],
+                   targets: set[tuple[str, str]]) -> dict[str, str]:
+    """Configuration -> why it is not a device measurement, for every configuration
+    whose objective cell under an O_DIRECT workload has that outcome (a buffered
+    workload measures the page cache on purpose: it is left alone)."""
+    direct = {(c.platform_name, c.workload_name) for c in cells if c.workload.get("direct")}
+    return {v.platform: "; ".join(v.validity) for v in verdicts
+            if v.outcome == "not-a-device-measurement" and (v.workload, v.phase) in targets
+            and (v.platform, v.workload) in direct}
 
 
 # -- text -------------------------------------------------------------------------------
@@ -195,11 +216,14 @@ def ranked_table(report: TuneReport) -> TextTable:
     for rank, row in enumerate(report.rows, 1):
         mark = " (winner)" if row.name == winner else ""
         mark += " (default)" if row.name == default else ""
+        mark += " (not a device measurement)" if row.name in report.cached else ""
         rows.append((str(rank), row.name + mark, _mean_ci(row.summary), _pct(row),
                      str(row.summary.n), str(row.order + 1)))
     notes = []
     if any(r.above_native for r in report.rows):
         notes.append(f"* {ABOVE_NATIVE_NOTE}")
+    if report.cached:
+        notes.append(f"not a device measurement: {CACHED_NOTE}")
     if report.tcg:
         notes.append(TCG_NOTE)
     axes = ", ".join(a.split(".")[-1] for a in report.spec.axes)
@@ -227,6 +251,7 @@ def answer_lines(report: TuneReport) -> list[str]:
              _test_line(report.vs_native, "native")]
     if report.winner.above_native:
         lines.append(f"note: the winner is {ABOVE_NATIVE_NOTE}")
+    lines += _cached_lines(report)
     if report.tcg:
         lines.append(f"note: {TCG_NOTE}")
     lines.append(f"significance level alpha = {report.spec.section.alpha:g}")
@@ -235,6 +260,21 @@ def answer_lines(report: TuneReport) -> list[str]:
             else "default"
         lines.append(f"why ({role}):")
         lines += [f"  {line}" for line in explain_lines(verdict)]
+    return lines
+
+
+def _cached_lines(report: TuneReport) -> list[str]:
+    """The configurations the page cache served, and whether one was crowned anyway."""
+    if not report.cached:
+        return []
+    winner = report.winner.name if report.winner else None
+    crowned = winner in report.cached
+    lines = [f"note: {name} is not a device measurement ({why}); "
+             + ("crowned because crown_cached = true: its writes are not durable when "
+                "reported" if name == winner else "not crowned")
+             for name, why in report.cached.items()]
+    if not crowned and not report.spec.section.crown_cached:
+        lines.append(f"note: {CACHED_NOTE}")
     return lines
 
 
@@ -283,6 +323,7 @@ def tune_json(report: TuneReport) -> dict[str, Any]:
             "ci95": [report.native.ci95_low, report.native.ci95_high]},
         "default": report.default.name if report.default else None,
         "winner": report.winner.name if report.winner else None,
+        "not_device_measurements": dict(report.cached),
         "winner_vs_default": test_json(report.vs_default),
         "winner_vs_native": test_json(report.vs_native),
         "alpha": report.spec.section.alpha,
