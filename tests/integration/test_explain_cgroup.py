@@ -1,8 +1,8 @@
 """A throttle outside QEMU's configuration: a real guest's QEMU put in a cgroup v1 blkio
 write limit while it boots. The host configuration read at cell start must hold the
 limit, and `hvbench explain` must name that cgroup file and value (never a `bps_limit`
-that was not set). One guest, 16 MB of O_DIRECT 1 MB writes at 4 MB/s: about 40 s
-under TCG here."""
+that was not set). The planted throttle study's clean guest (16 MB of O_DIRECT 1 MB
+writes, then reads, which the write limit leaves alone) and native."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from hvbench.host import proctree
 from hvbench.host.paths import work_dir
 from hvbench.image.builder import GuestImage
-from hvbench.model.study import parse_study
+from hvbench.model.study import parse_study, select_cells
 from hvbench.report.diagnosis import explain_lines
 from hvbench.report.model import load_run_report
 from hvbench.run.runner import run_study
@@ -26,31 +26,8 @@ from hvbench.store.database import Store
 pytestmark = pytest.mark.integration
 BLKIO = Path("/sys/fs/cgroup/blkio")
 LIMIT = 4 << 20
-STUDY = """
-[study]
-name = "cgroup-throttle"
-repetitions = 1
-
-[[platform]]
-kind = "native"
-
-[[platform]]
-kind = "qemu"
-name = "vm"
-machine = "pc"
-memory_mib = 256
-disk = { bus = "virtio-blk", cache = "none", allocation = "preallocated", size = "48M" }
-
-[[workload]]
-name = "seq"
-kind = "disk"
-profile = "iozone"
-target = "device"
-file_size = "16M"
-record_size = "1M"
-direct = true
-phases = ["write"]
-"""
+#: The planted throttle study's clean guest: the same guest, limited from outside QEMU.
+THROTTLE = Path(__file__).resolve().parents[2] / "examples" / "diagnosis" / "throttle.toml"
 
 
 def _whole_disk(path: Path) -> str:
@@ -97,7 +74,8 @@ def _move_qemu(group: Path, stop: threading.Event) -> None:
 
 def test_io_limit_names_the_cgroup_limit(image: GuestImage, blkio_group: Path,
                                          tmp_path: Path) -> None:
-    study = parse_study(STUDY, "cgroup-throttle.toml", 24 << 30)
+    study = select_cells(parse_study(THROTTLE.read_text(), str(THROTTLE), 24 << 30),
+                         only=["native/*", "vm-clean/*"])
     stop = threading.Event()
     mover = threading.Thread(target=_move_qemu, args=(blkio_group, stop), daemon=True)
     mover.start()
@@ -109,7 +87,7 @@ def test_io_limit_names_the_cgroup_limit(image: GuestImage, blkio_group: Path,
     finally:
         stop.set()
         mover.join(5)
-    verdict = next(v for v in report.verdicts if v.cell == "vm/seq/write")
+    verdict = next(v for v in report.verdicts if v.cell == "vm-clean/seq/write")
     text = "\n".join(explain_lines(verdict))
     assert verdict.dominant is not None and verdict.dominant.rule == "io-limit", text
     assert str(blkio_group / "blkio.throttle.write_bps_device") in verdict.dominant.fix, text
