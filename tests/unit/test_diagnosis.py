@@ -12,7 +12,7 @@ import pytest
 
 from hvbench.analysis.diagnosis import RULES, diagnose
 from hvbench.analysis.metrics import lookup
-from hvbench.analysis.resources import CellModel, asked_depth, derive, flat_definition
+from hvbench.analysis.resources import CellModel, derive, flat_definition, intent
 from hvbench.report.model import load_run_report
 from hvbench.store.database import Store
 
@@ -48,9 +48,7 @@ def model(values: Mapping[str, float], *, native: Mapping[str, float] | None = N
     kind = {"mb_s": "disk", "mbit_s": "network"}.get(main, "web")
     workload = SYNC if workload is None and kind == "disk" else (workload or {})
     derived = derive(values, native=False, link_mbit=link)
-    depth = asked_depth(values, workload)
-    if depth is not None:
-        derived["res.workload.depth"] = depth
+    derived.update(intent(values, workload))
     if series_cov is not None:
         derived["res.series_cov_pct"] = series_cov
     return CellModel("w", "write", "vm", kind, main, dict(values), dict(native or {}), cov,

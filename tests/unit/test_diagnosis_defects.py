@@ -78,7 +78,13 @@ def test_another_writer_is_a_shared_device_not_a_shrunk_request() -> None:
     assert verdict.dominant is not None and verdict.dominant.rule == "shared-device"
     assert any("others moved 90 %" in e for e in verdict.dominant.evidence)
     mine = {**SMALL, "qemu.io.read_kb_s": 0.0, "qemu.io.write_kb_s": 48_000.0}
-    assert "request-size-shrunk" in findings(diagnose(model(mine, native=NATIVE_121)))
+    shrunk = findings(diagnose(model(mine, native=NATIVE_121,
+                                     workload={**DEEP, "record_size": 65536})))
+    assert "request-size-shrunk" in shrunk
+    # Intent against delivery: what the workload asked next to what the device got.
+    assert shrunk["request-size-shrunk"].evidence[:2] == (
+        "the workload asked 128 sectors per request",
+        "host avgrq-sz 14 sectors vs 121 sectors natively")
 
 
 # -- 3. a limit found, the wrong knob named -------------------------------------------------

@@ -485,6 +485,9 @@ def _request_shrunk(cell: CellModel) -> Hit | None:
     if size >= REQ_SHRINK_RATIO * native or not _device_is_mine(cell):
         return None
     evidence = [_vs(cell, "res.disk.req_sectors", "host avgrq-sz", "sectors")]
+    asked = cell.get("res.workload.block_sectors")
+    if asked is not None:
+        evidence.insert(0, f"the workload asked {_n(asked)} sectors per request")
     guest = cell.get("res.guest.req_sectors")
     if guest is not None and guest < REQ_SHRINK_RATIO * native:
         return None  # the guest's own block layer already sent them small

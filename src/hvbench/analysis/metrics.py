@@ -503,6 +503,7 @@ _RESOURCE_METRICS = (
     ("res.guest.await_ms", "ms", "guest device await ms"),
     ("res.guest.cpu_busy_pct", "%", "guest CPU busy %"),
     ("res.workload.depth", "", "requests in flight the workload asked for"),
+    ("res.workload.block_sectors", "sectors", "request size the workload asked for"),
     ("res.series_cov_pct", "%", "CoV % of throughput within a repetition (1 s bins)"),
 )
 

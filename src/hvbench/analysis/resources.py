@@ -28,6 +28,7 @@ __all__ = [
     "derive",
     "disk_device",
     "flat_definition",
+    "intent",
     "with_flatness",
     "workload_class",
 ]
@@ -266,6 +267,19 @@ def asked_depth(values: Mapping[str, float], workload: Mapping[str, Any]) -> flo
     return 1.0
 
 
+def intent(values: Mapping[str, float], workload: Mapping[str, Any]) -> dict[str, float]:
+    """What the workload asked for: ``res.workload.depth`` (:func:`asked_depth`) and
+    ``res.workload.block_sectors`` (its ``record_size``; not for a user's job file)."""
+    out: dict[str, float] = {}
+    depth = asked_depth(values, workload)
+    if depth is not None:
+        out["res.workload.depth"] = depth
+    size = workload.get("record_size") if workload.get("profile") != "fio-job" else None
+    if isinstance(size, int | float) and size > 0:
+        out["res.workload.block_sectors"] = size / 512.0
+    return out
+
+
 def derive(values: Mapping[str, float], *, native: bool,
            link_mbit: float | None = None) -> dict[str, float]:
     """The ``res.*`` metrics of one cell's metric means."""
@@ -315,9 +329,7 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
         else None
     native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
     derived = derive(values, native=platform_def.get("kind") == "native", link_mbit=link)
-    depth = asked_depth(values, workload_def)
-    if depth is not None:
-        derived["res.workload.depth"] = depth
+    derived.update(intent(values, workload_def))
     series_cov = (flat or {}).get((stats.workload, stats.phase, platform))
     if series_cov is not None:
         derived["res.series_cov_pct"] = series_cov
