@@ -165,6 +165,12 @@ def test_vcpu_saturated_and_tcg_artefacts() -> None:
 def test_main_loop_and_host_contention() -> None:
     assert dominant(model({**DISK, "qemu.main.cpu_pct": 97.0})) == "main-loop-saturated"
     assert dominant(model({**DISK, "qemu.vcpu.wait_pct": 55.0})) == "host-cpu-contention"
+    # Attribution: the host's busy CPU minus the guest's own QEMU is the others'.
+    two = {**DISK, "qemu.vcpu.wait_pct": 55.0, "host.cpu.busy_pct": 90.0,
+           "host.cpu.cpu0.busy_pct": 90.0, "host.cpu.cpu1.busy_pct": 90.0}
+    evidence = diagnose(model(two)).dominant.evidence  # type: ignore[union-attr]
+    assert "other processes than the guest's QEMU used 140 % of a core (attribution)" \
+        in evidence
     no_wait = {k: v for k, v in DISK.items() if k != "qemu.vcpu.wait_pct"}
     assert "host-cpu-contention" in abstained(model(no_wait))
 

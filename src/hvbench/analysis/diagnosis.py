@@ -856,6 +856,10 @@ def _host_contention(cell: CellModel) -> Hit | None:
         return None
     evidence = [f"vCPU run-queue wait {_n(wait)} % (runnable, not running)",
                 f"host CPU busy {_n(cell.get('res.host.cpu_busy_pct'))} %"]
+    others = cell.get("res.host.others_cpu_pct")
+    if others is not None:
+        evidence.append(f"other processes than the guest's QEMU used {_n(others)} % of a "
+                        "core (attribution)")
     execs = cell.get("qemu.vcpu.exec_per_s")
     if execs is not None:
         evidence.append(f"{_n(execs)} executions/s, "

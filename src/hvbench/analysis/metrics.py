@@ -493,6 +493,8 @@ _RESOURCE_METRICS = (
     ("res.iothread.util_pct", "%", "iothread utilisation %"),
     ("res.worker.util_pct", "%", "QEMU worker utilisation % (per thread)"),
     ("res.host.cpu_busy_pct", "%", "host CPU busy %"),
+    ("res.host.others_cpu_pct", "%", "host CPU of other processes than the guest's QEMU "
+     "(% of one core)"),
     ("res.cpu_ms_per_mb", "ms", "CPU ms per MB moved"),
     ("res.cpu_ms_per_io", "ms", "CPU ms per I/O"),
     ("res.cpu_ms_per_req", "ms", "CPU ms per request"),

@@ -192,6 +192,12 @@ def _thread_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
     busy = values.get("host.cpu.busy_pct")
     if busy is not None:
         out["res.host.cpu_busy_pct"] = busy
+    cores = sum(1 for m in values if m.startswith("host.cpu.cpu") and m.endswith(".busy_pct"))
+    qemu = values.get("qemu.total.cpu_pct")
+    if busy is not None and qemu is not None and cores:
+        # Host CPU (in % of one core) not spent by this guest's QEMU: other processes
+        # (the workload's peer, neighbours, other users of the machine).
+        out["res.host.others_cpu_pct"] = max(busy * cores - qemu, 0.0)
 
 
 def _cpu_pct(values: Mapping[str, float], native: bool) -> float | None:
