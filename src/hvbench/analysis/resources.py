@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hvbench.analysis.layers import latency_layers
 from hvbench.analysis.summaries import PhaseStats
 
 __all__ = [
@@ -228,6 +229,8 @@ def derive(values: Mapping[str, float], *, native: bool,
     _thread_derived(values, out)
     _cost_derived(values, native, out)
     _net_derived(values, link_mbit, out)
+    if not native:
+        out |= latency_layers(values, out.get("res.disk.await_ms"))
     return out
 
 
