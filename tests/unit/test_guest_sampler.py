@@ -5,6 +5,7 @@ sender), the layer split of the latency, and fio's own view of its I/O path."""
 from __future__ import annotations
 
 import itertools
+import time
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,12 @@ import pytest
 from hvbench.analysis.layers import guest_await_ms, latency_layers
 from hvbench.analysis.metrics import is_known
 from hvbench.analysis.resources import derive
+from hvbench.errors import HvbenchError
+from hvbench.host import interrupt
 from hvbench.monitors.diskstats import DiskCounters
 from hvbench.monitors.guest import (
     GuestSample,
+    GuestSampler,
     GuestWindow,
     disk_metrics,
     guest_reports,
@@ -22,6 +26,8 @@ from hvbench.monitors.guest import (
 )
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.monitors.session import merge_guest
+from hvbench.platforms.base import ExecResult
+from hvbench.platforms.registry import REGISTRY
 from hvbench.workloads.fio import depth_mean, parse_fio_json
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -167,3 +173,52 @@ def test_busiest_guest_device_is_chosen() -> None:
               "guest.disk.vdc.w_s": 50.0, "guest.disk.vdc.await_ms": 1.0}
     assert guest_await_ms(values) == 1.0
     assert GuestSample(1.0).net == {}
+
+
+class _Guest:
+    """Answers the sampler's start and stop commands as a guest would (for the host
+    side's logic only; tests/integration/test_guest_evidence.py runs the real one)."""
+
+    name = "vm"
+
+    def __init__(self, start_output: str = "77 9.30\n") -> None:
+        self.calls: list[str] = []
+        self.start_output = start_output
+
+    def exec(self, argv: list[str], *, timeout: float) -> ExecResult:
+        self.calls.append(argv[3])
+        out = self.start_output if argv[3] == "hvb-sampler-start" else DISK
+        return ExecResult(tuple(argv), 0, out.encode(), b"", 0.1)
+
+
+def test_sampler_start_stop_and_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    guest = _Guest()
+    sampler = GuestSampler(guest, "vdb", net=False)  # type: ignore[arg-type]
+    sampler.start()
+    assert sampler.pid == 77 and sampler in REGISTRY.live()
+    assert sampler.offset == pytest.approx(time.monotonic() - 9.30, abs=1.0)
+    sampler.stop()
+    sampler.stop()
+    assert guest.calls == ["hvb-sampler-start", "hvb-sampler-stop"]
+    assert sampler.window is not None and sampler.window.raw == DISK
+    assert sampler not in REGISTRY.live()
+
+
+def test_sampler_stop_without_start_or_when_interrupted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    guest = _Guest()
+    never = GuestSampler(guest, "vdb", net=False)  # type: ignore[arg-type]
+    never.stop()
+    assert guest.calls == [] and never.window is not None
+    assert never.window.error == "guest sampler never started"
+    bad = GuestSampler(_Guest("garbage"), None, net=True)  # type: ignore[arg-type]
+    with pytest.raises(HvbenchError):
+        bad.start()
+    bad.stop()  # launched: the stop command still runs, and finds it by its pid file
+    assert bad.platform.calls == ["hvb-sampler-start", "hvb-sampler-stop"]  # type: ignore[attr-defined]
+    monkeypatch.setattr(interrupt, "received", lambda: 2)
+    cut = GuestSampler(guest, "vdb", net=False)  # type: ignore[arg-type]
+    cut.start()
+    cut.stop()
+    assert guest.calls[-1] == "hvb-sampler-start"  # no agent round trip once interrupted
+    assert cut.window is not None and cut.window.error == "interrupted"

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from hvbench.errors import HvbenchError
+from hvbench.host import interrupt
 from hvbench.monitors.base import MonitorReport, SeriesRow
 from hvbench.monitors.cpu import cpu_time_metrics, parse_proc_stat
 from hvbench.monitors.diskstats import DiskCounters, iostat_metrics, parse_diskstats_line
@@ -68,6 +69,7 @@ PROCESS_NAME = "hvb-sampler"
 # byte per system call, which costs several ms per sample under TCG).
 _SAMPLER = r"""
 out=$1 period=$2 n=$3 disk=$4 net=$5
+echo $$ >"$out.pid"
 fifo=$out.stop
 mkfifo "$fifo" || exit 1
 exec 3<>"$fifo"
@@ -111,15 +113,19 @@ echo "$pid $up"
 
 # Soft stop (a byte in the FIFO: one last sample, then exit), a bounded wait, a hard
 # stop (SIGKILL to its process group: setsid made the sampler a group leader) if it
-# is still there; then the lines, and nothing left behind.
+# is still there; then the lines, and nothing left behind. The sampler wrote its own
+# pid, so this also finds one whose start command failed after launching it.
 _STOP = r"""
-out=$1 pid=$2
-if kill -0 "$pid" 2>/dev/null && [ -p "$out.stop" ]; then echo q >"$out.stop"; fi
-i=0
-while kill -0 -"$pid" 2>/dev/null && [ $i -lt 200000 ]; do i=$((i + 1)); done
-kill -9 -"$pid" 2>/dev/null
+out=$1 pid=
+[ -f "$out.pid" ] && read -r pid <"$out.pid"
+if [ -n "$pid" ]; then
+  if kill -0 "$pid" 2>/dev/null && [ -p "$out.stop" ]; then echo q >"$out.stop"; fi
+  i=0
+  while kill -0 -"$pid" 2>/dev/null && [ $i -lt 200000 ]; do i=$((i + 1)); done
+  kill -9 -"$pid" 2>/dev/null
+fi
 cat "$out" 2>/dev/null
-rm -f "$out" "$out.stop"
+rm -f "$out" "$out.stop" "$out.pid"
 """
 
 
@@ -277,6 +283,7 @@ class GuestSampler:
         self.name = f"{PROCESS_NAME} in {platform.name}"
         self.path = f"/run/{PROCESS_NAME}-{secrets.token_hex(4)}"
         self.pid: int | None = None
+        self._launched = False
         self.offset = 0.0
         #: Set by :meth:`stop`.
         self.window: GuestWindow | None = None
@@ -289,6 +296,7 @@ class GuestSampler:
         argv = ["sh", "-c", _START, "hvb-sampler-start", _SAMPLER, self.path,
                 f"{self.period:.3f}", str(int(MAX_LIFETIME_S / self.period)), self.disk or "",
                 "net" if self.net else ""]
+        self._launched = True
         result = self.platform.exec(argv, timeout=START_TIMEOUT_S)
         host_now = time.monotonic()
         fields = result.text().split()
@@ -311,16 +319,20 @@ class GuestSampler:
             REGISTRY.discard(self)
 
     def _stop(self) -> GuestWindow:
+        if not self._launched:
+            return GuestWindow("", self.disk, self.offset, "guest sampler never started")
+        if interrupt.received() is not None:
+            # The run is going down with its guests: no agent round trip now (the
+            # agent may hold an interrupted command's reply); the loop ends with
+            # the guest, or after MAX_LIFETIME_S in a guest hvbench does not stop.
+            return GuestWindow("", self.disk, self.offset, "interrupted")
         raw = ""
-        if self.pid is not None:
-            try:
-                result = self.platform.exec(["sh", "-c", _STOP, "hvb-sampler-stop", self.path,
-                                             str(self.pid)], timeout=STOP_TIMEOUT_S)
-                raw = result.text()
-            except HvbenchError as exc:
-                self._error = f"guest sampler could not be stopped: {exc}"
-        elif self._error is None:
-            self._error = "guest sampler never started"
+        try:
+            result = self.platform.exec(["sh", "-c", _STOP, "hvb-sampler-stop", self.path],
+                                        timeout=STOP_TIMEOUT_S)
+            raw = result.text()
+        except HvbenchError as exc:
+            self._error = f"guest sampler could not be stopped: {exc}"
         return GuestWindow(raw, self.disk, self.offset, self._error)
 
     def fail(self, exc: BaseException) -> None:
