@@ -101,23 +101,28 @@ def test_guest_metrics_stored_and_consistent_with_the_workload(
     assert first is not None and last is not None
     moved = (last.write_sectors - first.write_sectors) * 512
     assert moved == pytest.approx(_fio_bytes(raw[("write", "fio-json")]), rel=0.02)
-    assert values[("deep", f"guest.disk.{dev}.avgrq_sz")] == pytest.approx(32, abs=1)
-    # fio kept 8 in flight; the guest block layer held more than one request while busy,
-    # and never more than fio asked for.
+    # 16 kB requests (32 sectors), or larger where the guest merged neighbours.
+    assert 31.5 <= values[("deep", f"guest.disk.{dev}.avgrq_sz")] <= 8 * 32
+    # fio kept 8 in flight; while busy, the guest block layer held several requests
+    # at once, and never more than fio asked for.
     assert values[("deep", "depth_mean")] == pytest.approx(8, abs=0.5)
     busy = values[("deep", f"guest.disk.{dev}.util_pct")] / 100
     in_flight = values[("deep", f"guest.disk.{dev}.avgqu_sz")] / busy
-    assert 1.0 < in_flight <= 8.5, in_flight
+    assert 1.2 < in_flight <= 8.5, in_flight
     # The network cell: the guest's NIC sent what iperf3 counted, and more.
     tx = [v for (w, m), v in values.items() if w == "iperf3" and m.endswith(".tx_bytes")
           and m.startswith("guest.net.")]
     assert tx and tx[0] * 8 / 1e6 >= values[("iperf3", "mbit_s")] * 2 * 0.9
     assert samples, "no guest CPU series stored"
-    # The latency split: the three layers add up to fio's completion latency.
+    # The latency split: every layer measured; the guest device's await (fio's clat
+    # minus the layer in the guest) is part of what fio waited, the device's positive.
     (layers,) = [r for r in report["latency_layers"] if r["workload"] == "deep"]
-    parts = [layers[k] for k in ("guest_ms", "virt_ms", "device_ms")]
-    assert None not in parts
-    assert sum(parts) == pytest.approx(layers["clat_ms"], rel=1e-6)
+    assert None not in [layers[k] for k in ("clat_ms", "guest_ms", "virt_ms", "device_ms")]
+    guest_await = layers["clat_ms"] - layers["guest_ms"]
+    assert guest_await == pytest.approx(values[("deep", f"guest.disk.{dev}.await_ms")])
+    assert 0 < guest_await <= layers["clat_ms"] * 1.05
+    assert layers["device_ms"] > 0
+    assert layers["guest_queue"] == values[("deep", f"guest.disk.{dev}.avgqu_sz")]
 
 
 def _leftovers(guest: QemuPlatform) -> str:
