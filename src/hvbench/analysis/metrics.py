@@ -97,6 +97,7 @@ _LAYERS: dict[str, Layer] = {
     "host.cpu": "monitor",
     "threads": "monitor",
     "netdev": "monitor",
+    "guest": "monitor",
     "runner": "runner",
     "scenario": "scenario",
     "resources": "derived",
@@ -222,6 +223,12 @@ def _workload_metrics() -> list[MetricSpec]:
         _m("cpu_pct", "%", "workload CPU % (fio usr+sys)", "neutral", "fio", detail=2),
         _m("cpu_usr_pct", "%", "fio usr CPU %", "neutral", "fio"),
         _m("cpu_sys_pct", "%", "fio sys CPU %", "neutral", "fio"),
+        _m("depth_mean", "requests", "fio requests in flight (mean iodepth)", "neutral", "fio",
+           short="fio depth"),
+        _m("slat_mean_us", "us", "fio mean submission latency µs", "lower", "fio",
+           short="slat µs"),
+        _m("clat_mean_us", "us", "fio mean completion latency µs", "lower", "fio",
+           short="clat µs"),
         # -- iperf3 (network workloads) ---------------------------------------------------
         _m("mbit_s", "Mbit/s", "Mbit/s", "higher", "iperf3", vs_native=True, main=2),
         _m("sender_mbit_s", "Mbit/s", "sender Mbit/s", "neutral", "iperf3"),
@@ -416,6 +423,34 @@ def _net_monitor_metrics() -> list[MetricSpec]:
     ]
 
 
+def _guest_monitor_metrics() -> list[MetricSpec]:
+    """The guest sampler's (:mod:`hvbench.monitors.guest`): the host monitors' names
+    under ``guest.``, and the guest device's ``await_ms`` (all requests)."""
+    out = [
+        _m("guest.disk.<dev>.avgqu_sz", "", "guest avgqu-sz (requests in flight)", "neutral",
+           "guest", short="guest avgqu-sz"),
+        _m("guest.disk.<dev>.avgrq_sz", "sectors", "guest avgrq-sz (sectors)", "neutral",
+           "guest", short="guest avgrq-sz"),
+        _m("guest.disk.<dev>.await_ms", "ms", "guest device await ms", "lower", "guest",
+           short="guest await ms"),
+        _m("guest.disk.<dev>.util_pct", "%", "guest device %util", "neutral", "guest",
+           short="guest %util"),
+    ]
+    out += [
+        _m(f"guest.disk.<dev>.{key}", unit, f"guest {label}",
+           "lower" if key.endswith("_ms") else "neutral", "guest", short=f"guest {label}")
+        for key, unit, label in _DISK_METRICS
+    ]
+    out += [
+        _m(f"guest.cpu.{key}_pct", "%", f"guest CPU {key} %", "neutral", "guest")
+        for key in _HOST_CPU_METRICS
+    ]
+    return out + [
+        _m(f"guest.net.<if>.{key}", unit, f"guest {label}", "neutral", "guest")
+        for key, unit, label in _NET_METRICS
+    ]
+
+
 def _thread_metrics() -> list[MetricSpec]:
     out = [
         _m("qemu.vcpu.cpu_pct", "%", "QEMU vCPU threads CPU %", "neutral", "threads", detail=20),
@@ -507,13 +542,17 @@ _RESOURCE_METRICS = (
     ("res.workload.depth", "", "requests in flight the workload asked for"),
     ("res.workload.block_sectors", "sectors", "request size the workload asked for"),
     ("res.series_cov_pct", "%", "CoV % of throughput within a repetition (1 s bins)"),
+    ("res.lat.guest_ms", "ms", "latency in the guest (fio clat - guest device await)"),
+    ("res.lat.virt_ms", "ms", "latency in the virtualization path (guest - host await)"),
+    ("res.lat.device_ms", "ms", "latency in the host device (host await)"),
 )
 
 
 def _resource_metrics() -> list[MetricSpec]:
     # CPU per unit is a cost, not a latency: neutral like the thread metrics.
     return [_m(name, unit, label, "lower" if name.endswith("latency_ms")
-               or name.endswith("await_ms") else "neutral", "resources")
+               or name.endswith("await_ms") or name.startswith("res.lat.") else "neutral",
+               "resources")
             for name, unit, label in _RESOURCE_METRICS]
 
 
@@ -524,6 +563,7 @@ CATALOGUE: tuple[MetricSpec, ...] = (
     *_runner_metrics(),
     *_host_monitor_metrics(),
     *_net_monitor_metrics(),
+    *_guest_monitor_metrics(),
     *_thread_metrics(),
     *_scenario_metrics(),
     *_resource_metrics(),

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hvbench.analysis.layers import latency_layers
 from hvbench.analysis.summaries import PhaseStats
 
 __all__ = [
@@ -296,6 +297,8 @@ def derive(values: Mapping[str, float], *, native: bool,
     _net_derived(values, link_mbit, out)
     _guest_derived(values, out)
     _share_derived(values, out)
+    if not native:
+        out |= latency_layers(values, out.get("res.disk.await_ms"))
     return out
 
 

@@ -125,6 +125,9 @@ class StudySection(_Strict):
     #: Two platform names run back to back in every repetition, A before B in even
     #: repetitions and B before A in odd ones (ABBA: drift cancels in the pairs).
     ab: tuple[str, str] | None = None
+    #: Sample the guest's own disk, CPU and NIC counters inside every guest while a
+    #: phase is measured (``hvbench.monitors.guest``); false to measure without it.
+    guest_sampling: bool = True
 
     _form = model_validator(mode="before")(_repetitions_form)
 

@@ -82,6 +82,10 @@ class MonitorResult:
     samples: int = 0
     #: CPU time the sampling thread used (time.thread_time), seconds.
     sampler_cpu_s: float = 0.0
+    #: When the window started (time.monotonic()); series times are relative to it.
+    t0: float = 0.0
+    #: Raw text kept with the window, by raw-output kind (the guest sampler's lines).
+    raw: dict[str, str] = field(default_factory=dict)
 
     def rows(self) -> Iterator[tuple[str, float, dict[str, float]]]:
         """Every series row as (monitor name, t, values)."""
@@ -213,7 +217,8 @@ class MonitorSet(StartStop):
             return MonitorReport(error=f"{type(exc).__name__}: {exc}")
 
     def _build_result(self) -> MonitorResult:
-        result = MonitorResult(errors=dict(self._errors), sampler_cpu_s=self._thread_cpu_s)
+        result = MonitorResult(errors=dict(self._errors), sampler_cpu_s=self._thread_cpu_s,
+                               t0=self.t0)
         last = self.t0
         for monitor in self.monitors:
             samples = list(self._samples[monitor.name])

@@ -3,14 +3,25 @@
 For every platform: the block device under the work directory (where native test files
 and guest images live) and host CPU; for a guest also its QEMU process by thread class,
 with vCPU threads identified through QMP ``query-cpus-fast``; for network and web
-workloads the lab's interfaces and the guests' taps (/proc/net/dev).
+workloads the lab's interfaces and the guests' taps (/proc/net/dev). Inside a guest,
+unless turned off, the guest's own view of its benchmark disk, CPU and (for network
+and web workloads) NICs (:mod:`hvbench.monitors.guest`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
+from hvbench.errors import HvbenchError
+from hvbench.host import interrupt
 from hvbench.host.paths import work_dir
+from hvbench.monitors.guest import (
+    DEFAULT_GUEST_HZ,
+    GuestSampler,
+    GuestWindow,
+    guest_disk_name,
+)
+from hvbench.monitors.guest import RAW_KIND as GUEST_RAW_KIND
 from hvbench.monitors.sampler import (
     DEFAULT_HZ,
     DiskStatsSampler,
@@ -25,14 +36,27 @@ from hvbench.monitors.sampler import (
 )
 from hvbench.platforms.base import Platform
 
+#: Makes the guest sampler of one window (a fresh one per phase).
+GuestSamplerFactory = Callable[[], GuestSampler]
+
 
 class PhaseMonitors:
-    """A fresh :class:`MonitorSet` per phase: ``start()``, then ``stop()`` or ``abort()``."""
+    """A fresh :class:`MonitorSet` per phase: ``start()``, then ``stop()`` or ``abort()``.
 
-    def __init__(self, monitors: list[Monitor], hz: float = DEFAULT_HZ) -> None:
+    With ``guest`` also a :class:`GuestSampler` per phase, started before the host
+    monitors and stopped after them, so its samples cover the host window; its
+    metrics, series and raw lines are merged into the phase's :class:`MonitorResult`.
+    A sampler that fails is an error of the result (``errors["guest"]``), as a host
+    monitor's is, never a failed phase.
+    """
+
+    def __init__(self, monitors: list[Monitor], hz: float = DEFAULT_HZ,
+                 guest: GuestSamplerFactory | None = None) -> None:
         self._monitors = monitors
         self.hz = hz
+        self.guest = guest
         self._set: MonitorSet | None = None
+        self._sampler: GuestSampler | None = None
 
     @property
     def monitors(self) -> list[Monitor]:
@@ -40,35 +64,78 @@ class PhaseMonitors:
         return list(self._monitors)
 
     def start(self) -> None:
+        """Start the guest sampler (when there is one), then the host monitors. Raises
+        :class:`InterruptedRun` when a stop was requested meanwhile."""
         self.abort()
+        if self.guest is not None:
+            self._sampler = self.guest()
+            try:
+                self._sampler.start()
+            except HvbenchError as exc:
+                interrupt.check(exc)
+                self._sampler.fail(exc)
         self._set = MonitorSet(self._monitors, self.hz)
         self._set.start()
 
     def stop(self) -> MonitorResult:
         """The phase's result; an empty result if sampling never started."""
         if self._set is None:
+            self._stop_guest()
             return MonitorResult()
         result = self._set.stop()
         self._set = None
+        sampler = self._stop_guest()
+        if sampler is not None and sampler.window is not None:
+            merge_guest(result, sampler.window, result.t0, sampler.name)
         return result
+
+    def _stop_guest(self) -> GuestSampler | None:
+        sampler, self._sampler = self._sampler, None
+        if sampler is not None:
+            sampler.stop()
+        return sampler
 
     def abort(self) -> None:
         """Stop sampling and discard (after a failed phase). Safe to call any time."""
-        if self._set is not None:
-            self._set.stop()
-            self._set = None
+        try:
+            if self._set is not None:
+                self._set.stop()
+                self._set = None
+        finally:
+            self._stop_guest()
+
+
+def merge_guest(result: MonitorResult, window: GuestWindow, t0: float, name: str) -> None:
+    """Add the guest sampler's window to a host window's ``result`` (in place): each
+    guest monitor's summary (``guest.disk.vdb.avgqu_sz``), series and error, and the
+    raw lines under :data:`~hvbench.monitors.guest.RAW_KIND`."""
+    reports = window.reports(t0, t0 + result.seconds)
+    for monitor, report in reports.items():
+        result.summary |= {f"{monitor}.{k}": v for k, v in report.summary.items()}
+        if report.series:
+            result.series[monitor] = report.series
+        if report.error:
+            result.errors[monitor] = report.error
+    if window.raw:
+        result.raw[GUEST_RAW_KIND] = window.raw
+    elif "guest" not in result.errors:
+        result.errors["guest"] = f"{name}: no samples came back"
 
 
 def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
-                 interfaces: Mapping[str, str] | None = None) -> PhaseMonitors:
+                 interfaces: Mapping[str, str] | None = None, *,
+                 guest: bool = True) -> PhaseMonitors:
     """The monitors for workloads on ``platform``; with ``interfaces`` (root-namespace
     network devices: the lab's bridge and veths, the guests' taps, each mapped to the
     label its metrics carry) their traffic instead of the work directory's disk (a
     network workload does no disk I/O worth reporting). A guest behind a remote
-    hypervisor gets none: this machine's figures would be recorded under its name."""
+    hypervisor gets no host monitors: this machine's figures would be recorded under
+    its name. A guest gets the guest sampler unless ``guest`` is False: its benchmark
+    disk (when it has one) or, with ``interfaces``, its NICs, and its CPU."""
     monitors: list[Monitor] = []
+    sampler = guest_sampler(platform, net=bool(interfaces)) if guest else None
     if not platform.on_this_host:
-        return PhaseMonitors(monitors, hz)
+        return PhaseMonitors(monitors, hz, sampler)
     device = backing_device(work_dir())
     if interfaces:
         monitors.append(NetDevSampler(interfaces))
@@ -82,4 +149,14 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
         if not interfaces and device is not None:
             # QEMU's own share of the device's bytes (hvbench explain's attribution).
             monitors.append(ProcessIoSampler(pid))
-    return PhaseMonitors(monitors, hz)
+    return PhaseMonitors(monitors, hz, sampler)
+
+
+def guest_sampler(platform: Platform, *, net: bool,
+                  hz: float = DEFAULT_GUEST_HZ) -> GuestSamplerFactory | None:
+    """The guest sampler factory of ``platform`` (None natively). A disk workload's
+    guest samples its benchmark disk; a network or web workload's (``net``) its NICs."""
+    if not platform.is_guest:
+        return None
+    disk = None if net else guest_disk_name(platform)
+    return lambda: GuestSampler(platform, disk, net, hz)

@@ -208,6 +208,8 @@ class ReportInput:
         default_factory=dict)
     #: The seed papers' findings next to this run (None: not asked for).
     findings: TextTable | None = None
+    #: The latency of guest disk cells by layer (None: no guest-side evidence).
+    layers: TextTable | None = None
     #: The tuning section of a tuning run (``hvbench tune``), HTML; empty otherwise.
     tuning: str = ""
     #: A fleet run's host run: the fleet's tables (:func:`hvbench.report.fleet.
@@ -911,6 +913,14 @@ def _diagnosis_section(table: TextTable | None) -> str:
             "and the configuration change that removes it.</p>" + _text_table(table))
 
 
+def _layers_section(table: TextTable | None) -> str:
+    if table is None:
+        return ""
+    return ('<h2 id="layers">Latency by layer</h2><p>Where each guest disk cell\'s '
+            "latency went, from the guest's own counters and the host's: in the guest, "
+            "in the virtualization path, in the host device.</p>" + _text_table(table))
+
+
 def _findings_section(table: TextTable | None) -> str:
     if table is None:
         return ""
@@ -950,6 +960,7 @@ def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     (``sections``: anchor -> present)."""
     titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
               "propagation": "Propagation", "diagnosis": "Diagnosis",
+              "layers": "Latency by layer",
               "latency": "Latency", "findings": "Findings", "tuning": "Tuning",
               "fleet": "Fleet"}
     links = [("environment", "Environment"), ("warnings", "Warnings")]
@@ -979,6 +990,7 @@ def render_html(data: ReportInput) -> str:
              "lifecycle": _lifecycle_section(data.rows),
              "propagation": _propagation_section(data.rows),
              "diagnosis": _diagnosis_section(data.diagnosis),
+             "layers": _layers_section(data.layers),
              "latency": _latency_section(
                  data.latency, data.natives,
                  {r.workload for r in data.rows if r.metric.startswith("wrk_")}),

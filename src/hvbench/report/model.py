@@ -18,6 +18,7 @@ from typing import Any
 
 from hvbench.analysis.diagnosis import Verdict, diagnose_all, needs_flatness
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_histogram
+from hvbench.analysis.layers import LayerRow, layer_rows
 from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models, with_flatness
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
@@ -86,6 +87,8 @@ class RunReport:
     steady: list[SteadyState] = field(default_factory=list)
     #: CPU per stage of the windows with staged cpu neighbours (seed 004 Figs. 1-4).
     stages: list[StageRow] = field(default_factory=list)
+    #: The latency of every guest disk cell split into its measured layers.
+    layers: list[LayerRow] = field(default_factory=list)
 
     @property
     def has_scenarios(self) -> bool:
@@ -234,7 +237,9 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
                        propagation_shares=share_rows(
                            phase_shares(rows, propagation_workloads(rows))),
                        stages=stage_rows(stage_windows(rows, samples, dimensions)))
-    report.verdicts.extend(diagnose_all(run_models(report, series, host_configs)))
+    models = run_models(report, series, host_configs)
+    report.verdicts.extend(diagnose_all(models))
+    report.layers.extend(layer_rows(models))
     return report
 
 

@@ -6,6 +6,7 @@ only where samples were loaded: JSON and HTML).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,8 +26,10 @@ from hvbench.report.findings import is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.tables import (
+    LAYER_TITLE,
     PROPAGATION_SHARE_TITLE,
     TCG_BANNER,
+    layer_table,
     phase_table,
     propagation_fit_table_of,
     propagation_share_table_of,
@@ -90,6 +93,8 @@ def terminal_tables(report: RunReport) -> list[Table]:
     tables += [rich_table(t) for t in stage_tables(report.stages)]
     if shown(report.verdicts):
         tables.append(rich_table(diagnosis_table(report.verdicts)))
+    if report.layers:
+        tables.append(rich_table(layer_table(report.layers)))
     return tables + domain_io_tables(report)
 
 
@@ -145,6 +150,8 @@ def report_json(report: RunReport, findings: str | None = None,
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
     if report.stages:
         extra["stages"] = stage_json(report.stages)
+    if report.layers:
+        extra["latency_layers"] = [dataclasses.asdict(row) for row in report.layers]
     if report.domain_io:
         extra["libvirt_domains"] = report.domain_io
     if any(s.tested for s in report.steady):
@@ -183,6 +190,7 @@ def html_input(report: RunReport, series: SeriesChoice | None,
         latency={key: {platform: cdf(h) for platform, h in per.items()}
                  for key, per in (latency or {}).items()},
         diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None,
+        layers=layer_table(report.layers) if report.layers else None,
         findings=findings_text_table(report, findings))
 
 
@@ -196,5 +204,7 @@ def section_titles(report: RunReport) -> dict[str, list[str]]:
     extra += [t.title for t in stage_tables(report.stages)]
     if shown(report.verdicts):
         extra.append(diagnosis_table(report.verdicts).title)
+    if report.layers:
+        extra.append(LAYER_TITLE)
     out: dict[str, Any] = {"phases": phases, "extra": extra}
     return out

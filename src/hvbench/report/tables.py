@@ -18,6 +18,7 @@ from typing import Any
 from rich import box
 from rich.table import Table
 
+from hvbench.analysis.layers import LayerRow
 from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stats import Summary, percent_of_summary
 from hvbench.analysis.summaries import (
@@ -202,3 +203,29 @@ def rich_table(table: TextTable) -> Table:
     for row in table.rows:
         out.add_row(*row)
     return out
+
+
+LAYER_TITLE = "Latency by layer (guest disk cells)"
+LAYER_HEADERS = ("cell", "fio clat ms", "in the guest ms", "virtualization path ms",
+                 "host device ms", "in flight: fio / guest / host")
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def layer_table(rows: Sequence[LayerRow]) -> TextTable:
+    """The latency split of every guest disk cell (``res.lat.*``): what fio waited per
+    request, and how much of it each measured layer held; a layer not measured is
+    ``-``, never estimated."""
+    body = tuple(
+        (f"{r.platform}/{r.workload}/{r.phase}", _ms(r.clat_ms), _ms(r.guest_ms),
+         _ms(r.virt_ms), _ms(r.device_ms),
+         " / ".join(_ms(v) for v in (r.depth, r.guest_queue, r.host_queue)))
+        for r in rows)
+    return TextTable(LAYER_TITLE, LAYER_HEADERS, body, note=(
+        "in the guest = fio completion latency - guest device await; virtualization path "
+        "= guest await - host device await; host device = its await. In flight: fio's "
+        "mean iodepth, the guest's and the host device's avgqu-sz over the window. The "
+        "host device is device-wide: others' I/O on it, or the host page cache, shows "
+        "as a small or negative virtualization path."))

@@ -373,7 +373,9 @@ class StudyRunner:
         kind = platform_kind(cell.platform.spec)
         return CellContext(
             cell=cell, study=self.study, platform=platform, session=self.session,
-            scenario=scenario, monitors=scenario_monitors(scenario),
+            scenario=scenario,
+            monitors=scenario_monitors(scenario,
+                                       guest_sampling=self.study.study.guest_sampling),
             lifecycle_cache=self.lifecycle_cache,
             guest_name=kind.instance_name(cell.platform.name, cell.platform_name),
             rate_refs=rate_refs)

@@ -47,7 +47,7 @@ from hvbench.model.study import (
     rate_reference,
 )
 from hvbench.monitors.sampler import Monitor, MonitorResult, ThreadCpuSampler
-from hvbench.monitors.session import PhaseMonitors
+from hvbench.monitors.session import GuestSamplerFactory, PhaseMonitors
 from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.base import Platform
 from hvbench.platforms.qemu import QemuPlatform
@@ -295,7 +295,7 @@ class ScenarioRun(StartStop):
         extra = [ThreadCpuSampler(nb.guest.pid, set(nb.guest.vcpu_threads().values()),
                                   name=nb.label)
                  for nb in self.neighbours if nb.guest.pid is not None]
-        return ScenarioMonitors(self, [*inner.monitors, *extra], inner.hz)
+        return ScenarioMonitors(self, [*inner.monitors, *extra], inner.hz, inner.guest)
 
     def ondemand_image(self, spec: StartOnDemandSpec) -> Path | None:
         """The system image on-demand guests copy before booting (made once)."""
@@ -410,8 +410,9 @@ def _iperf3_chunk(spec: NeighbourSpec, client: Endpoint, server: Endpoint
 class ScenarioMonitors(PhaseMonitors):
     """Phase monitors that also run the scenario's per-window activity."""
 
-    def __init__(self, run: ScenarioRun, monitors: list[Monitor], hz: float) -> None:
-        super().__init__(monitors, hz)
+    def __init__(self, run: ScenarioRun, monitors: list[Monitor], hz: float,
+                 guest: GuestSamplerFactory | None = None) -> None:
+        super().__init__(monitors, hz, guest)
         self.run = run
         self._t0 = 0.0
         self._ondemand: OnDemandStarts | None = None

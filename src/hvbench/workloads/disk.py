@@ -236,6 +236,13 @@ def metrics_of(results: list[FioResult], phase: str) -> dict[str, tuple[float, s
                         ("lat_p9999_ms", first.lat_p9999_ms)):
         if value is not None:
             metrics[name] = (value, "ms")
+    # The workload's own view of its I/O path: what it kept in flight, and where its
+    # latency went (submission, then completion).
+    for name, value, unit in (("depth_mean", first.depth_mean, "requests"),
+                              ("slat_mean_us", first.slat_mean_us, "us"),
+                              ("clat_mean_us", first.clat_mean_us, "us")):
+        if value is not None:
+            metrics[name] = (value, unit)
     metrics["cpu_pct"] = (first.cpu_usr_pct + first.cpu_sys_pct, "%")
     metrics["cpu_usr_pct"] = (first.cpu_usr_pct, "%")
     metrics["cpu_sys_pct"] = (first.cpu_sys_pct, "%")

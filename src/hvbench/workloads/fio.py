@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,12 +72,39 @@ class FioResult:
     runtime_s: float
     lat_p90_ms: float | None = None
     lat_p9999_ms: float | None = None
+    #: Mean requests in flight at submission (fio's ``iodepth_level`` distribution;
+    #: None when the document has none).
+    depth_mean: float | None = None
+    #: Mean submission and completion latency, µs (None: fio measured none, as for
+    #: slat with synchronous engines).
+    slat_mean_us: float | None = None
+    clat_mean_us: float | None = None
     raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
 
 
 def _percentile(stats: dict[str, Any], key: str) -> float | None:
     value = stats.get("percentile", {}).get(key)
     return None if value is None else float(value) / _NS_PER_MS
+
+
+def depth_mean(levels: Mapping[str, Any]) -> float | None:
+    """The mean of fio's ``iodepth_level`` distribution (% of submissions per depth
+    bucket), or None when it is empty. fio's buckets are powers of two, bucket ``k``
+    holding depths k to 2k - 1 (``>=64`` all above): each counts as its lower bound,
+    which is exact for the power-of-two depths jobs are given."""
+    total = weighted = 0.0
+    for key, pct in levels.items():
+        depth = float(key.removeprefix(">="))
+        total += float(pct)
+        weighted += depth * float(pct)
+    return weighted / total if total > 0 else None
+
+
+def _mean_us(stats: Mapping[str, Any]) -> float | None:
+    """A latency block's mean in µs; None when it counted no I/O."""
+    if not stats or stats.get("N", 1) == 0 or (stats.get("max", 1) == 0):
+        return None
+    return float(stats.get("mean", 0.0)) / 1000.0
 
 
 def parse_fio_json(text: str) -> list[FioResult]:
@@ -111,7 +139,10 @@ def parse_fio_json(text: str) -> list[FioResult]:
                 lat_p9999_ms=_percentile(lat, "99.990000"),
                 cpu_usr_pct=float(job.get("usr_cpu", 0.0)),
                 cpu_sys_pct=float(job.get("sys_cpu", 0.0)),
-                runtime_s=float(stats.get("runtime", 0)) / 1000.0, raw=job,
+                runtime_s=float(stats.get("runtime", 0)) / 1000.0,
+                depth_mean=depth_mean(job.get("iodepth_level") or {}),
+                slat_mean_us=_mean_us(stats.get("slat_ns") or {}),
+                clat_mean_us=_mean_us(lat), raw=job,
             ))
     return results
 

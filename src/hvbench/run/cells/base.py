@@ -167,16 +167,19 @@ def run_cell(kind: CellKind, ctx: CellContext) -> CellResult:
         kind.release(ctx)
 
 
-def scenario_monitors(scenario: ScenarioRun | None) -> MonitorsFactory:
-    """The phase monitors of a cell: :func:`monitors_for` the platform, and in a
-    scenario also its neighbours' threads and (with interfaces) taps, and its
-    per-window activity (loads, on-demand starts)."""
+def scenario_monitors(scenario: ScenarioRun | None, *,
+                      guest_sampling: bool = True) -> MonitorsFactory:
+    """The phase monitors of a cell: :func:`monitors_for` the platform (with the guest
+    sampler unless ``guest_sampling`` is False), and in a scenario also its
+    neighbours' threads and (with interfaces) taps, and its per-window activity
+    (loads, on-demand starts)."""
 
     def make(platform: Platform, interfaces: Mapping[str, str] | None) -> PhaseMonitors:
         if scenario is None:
-            return monitors_for(platform, interfaces=interfaces)
+            return monitors_for(platform, interfaces=interfaces, guest=guest_sampling)
         labels = None if interfaces is None else {**interfaces, **scenario.interfaces()}
-        return scenario.monitors(monitors_for(platform, interfaces=labels))
+        return scenario.monitors(monitors_for(platform, interfaces=labels,
+                                              guest=guest_sampling))
     return make
 
 
@@ -254,6 +257,9 @@ def _add_window(out: CellResult, window: MeasuredWindow, *, keep_raw: bool) -> N
     if window.monitors is not None:
         out.samples += [SampleRecord(label, monitor, t, values)
                         for monitor, t, values in window.monitors.rows()]
+        # The guest sampler's raw lines, next to the metrics parsed from them.
+        out.raw += [RawRecord(label, kind, content)
+                    for kind, content in window.monitors.raw.items()]
     for outcome in window.outcomes:
         monitor = outcome.raw_kind.split("-")[0]
         out.samples += [SampleRecord(outcome.phase, monitor, t, values)
