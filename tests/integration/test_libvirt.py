@@ -96,7 +96,8 @@ def _hvbench_domains(conn: libvirt.virConnect) -> list[str]:
 def user_domain(daemons: list[str], image: GuestImage) -> Iterator[dict[str, str]]:
     """A persistent, running domain that hvbench did not create (no owner element) but
     whose name starts with hvbench's prefix: the user's domain and the cleanup decoy.
-    Disks: vdb (to measure) and vdc (never named: must stay unwritten)."""
+    Disks: vdb (to measure), vdc (never named: must stay unwritten) and vdd (holds the
+    user's ext4 file system, mounted at /srv/data in the guest)."""
     stage = IMAGES_DIR / f"hvbtest-user-{os.getpid()}"
     stage.mkdir(mode=0o755)
     name = f"hvbench-{os.getpid()}-decoy"
@@ -107,13 +108,13 @@ def user_domain(daemons: list[str], image: GuestImage) -> Iterator[dict[str, str
             assert source is not None
             shutil.copyfile(source, stage / source.name)
         disks = []
-        for index, size in ((0, 64 << 20), (1, 16 << 20)):
+        for index, size in ((0, 64 << 20), (1, 16 << 20), (2, 16 << 20)):
             path = stage / f"user{index}.raw"
             path.write_bytes(bytes([index + 7]) * size)
             lv._give_to_qemu(path)
             disks.append(str(path))
         vm = VmSpec.model_validate({"machine": "pc", "memory_mib": 256, "accel": "tcg",
-                                    "disks": [{"cache": "writeback"}, {}]})
+                                    "disks": [{"cache": "writeback"}, {}, {}]})
         xml = build_domain_xml(DomainPlan(
             spec=vm, accel="tcg", name=name, owner_pid=0, kernel=str(stage / "vmlinux"),
             initrd=str(stage / "initrd.img"), kernel_cmdline=RECOMMENDED_CMDLINE,
@@ -125,7 +126,14 @@ def user_domain(daemons: list[str], image: GuestImage) -> Iterator[dict[str, str
         root.remove(metadata)  # the user's domain: no hvbench owner element
         domain = conn.defineXML(ET.tostring(root, encoding="unicode"))
         domain.create()
-        LibvirtAgent(domain).connect(time.monotonic() + 90, lambda: True)
+        agent = LibvirtAgent(domain)
+        agent.connect(time.monotonic() + 90, lambda: True)
+        # The user's data: a mounted file system on vdd (found by its serial).
+        mounted = agent.run(["sh", "-c", "for b in /sys/block/vd*; do "
+                             "[ \"$(cat $b/serial)\" = hvb-d2 ] && d=/dev/${b##*/}; done; "
+                             "/sbin/mkfs.ext4 -q -F $d && mkdir -p /srv/data && "
+                             "mount $d /srv/data"], timeout=60)
+        assert mounted.ok, mounted.stderr
         yield {"name": name, "vdc": disks[1]}
     finally:
         if domain is not None:
@@ -249,7 +257,7 @@ def test_existing_domain_errors_name_what_is_missing(
     for spec, words in (
         (LibvirtPlatformSpec(domain="hvb-no-such-domain"), "hvb-no-such-domain"),
         (LibvirtPlatformSpec(domain=name, disk="vdz"), "has no disk vdz (its disks: vda, "
-                                                      "vdb, vdc)"),
+                                                      "vdb, vdc, vdd)"),
     ):
         platform = LibvirtPlatform(spec, name="x")
         with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -260,6 +268,40 @@ def test_existing_domain_errors_name_what_is_missing(
     with pytest.raises(SpecError, match="lacks hvb-no-such-tool"):
         platform.start()
     platform.stop()
+
+
+def test_a_disk_in_use_is_refused_before_any_run_exists(
+    user_domain: dict[str, str], tmp_path: Path
+) -> None:
+    name = user_domain["name"]
+    study = tmp_path / "used.toml"
+    db = tmp_path / "used.db"
+    study.write_text(_existing_study(name, repetitions=1).replace('"vdb"', '"vdd"'))
+    done = _hvbench("run", str(study), "--db", str(db))
+    assert done.returncode == 2, done.stderr
+    error = " ".join(done.stderr.split())
+    assert f"platform mine: domain '{name}' disk vdd holds /srv/data (ext4 on vd" in error
+    assert "destroy_contents = true" in error
+    store = Store(db)
+    try:
+        assert store.run_ids() == []  # nothing was created, so nothing is left interrupted
+    finally:
+        store.close()
+    for spec, words in (
+        # The bundled guest's root disk is read-only in the domain's XML.
+        (LibvirtPlatformSpec(domain=name, disk="vda"), "disk vda is read-only"),
+        (LibvirtPlatformSpec(domain="hvb-no-such-domain"), f"its domains: .*{name}"),
+    ):
+        with pytest.raises(SpecError, match=words):
+            lv.check_existing_domain(spec, name="mine")
+    # The study's explicit word lets it through; nothing in the guest was touched.
+    lv.check_existing_domain(LibvirtPlatformSpec(domain=name, disk="vdd",
+                                                 destroy_contents=True), name="mine")
+    platform = LibvirtPlatform(LibvirtPlatformSpec(domain=name, disk="vdd",
+                                                   destroy_contents=True), name="mine")
+    with platform:
+        assert platform.disk_usage("vdd")[0].startswith("/srv/data (ext4 on vd")
+        assert platform.disk_usage("vdb") == []
 
 
 def test_kill_9_then_cleanup_leaves_no_hvbench_domain_and_spares_the_decoy(
