@@ -34,11 +34,18 @@ import pytest
 
 from hvbench.errors import SpecError
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage
-from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, OWNER_NS, DomainPlan, build_domain_xml
+from hvbench.model.libvirt_xml import (
+    DOMAIN_XML_KIND,
+    OWNER_NS,
+    DomainPlan,
+    build_domain_xml,
+    caps_have_kvm,
+)
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import LibvirtPlatformSpec, parse_study
 from hvbench.platforms import libvirt as lv
 from hvbench.platforms.libvirt import IMAGES_DIR, LibvirtAgent, LibvirtPlatform, connect
+from hvbench.platforms.libvirt_start import SLOW_DEFINE_S, user_kvm_access
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
 from tests.integration.libvirt_daemons import running_daemons
@@ -242,10 +249,13 @@ def test_existing_domain_is_measured_on_the_named_disk_and_left_unchanged(
         conn.close()
     store = Store(db)
     try:
-        rows = [r for r in store.measurements(run_id) if r.metric == "mb_s"]
+        every = store.measurements(run_id)
     finally:
         store.close()
+    rows = [r for r in every if r.metric == "mb_s"]
     assert {r.phase for r in rows} == {"write", "read"} and all(r.value > 0 for r in rows)
+    # Attaching to the user's running domain is no boot, and not stored as one.
+    assert not [r for r in every if r.phase == "boot"]
     report = _hvbench("report", run_id, "--db", str(db))
     assert "disk vdc" in report.stdout and "cache=writeback" in report.stdout
 
@@ -268,6 +278,54 @@ def test_existing_domain_errors_name_what_is_missing(
     with pytest.raises(SpecError, match="lacks hvb-no-such-tool"):
         platform.start()
     platform.stop()
+
+
+def test_a_libvirt_start_stores_libvirts_own_times_apart_from_the_guests_boot(
+    daemons: list[str], image: GuestImage
+) -> None:
+    platform = LibvirtPlatform(LibvirtPlatformSpec(vm=VmSpec(
+        machine="pc", memory_mib=256, accel="tcg")), name=f"hvbench-{os.getpid()}-phases")
+    conn = connect(URI)
+    try:
+        with platform:
+            domain = conn.lookupByName(platform.name)
+            # Defined, started, then undefined: transient while it runs, as createXML's.
+            assert domain.isActive() and not domain.isPersistent()
+            phases = platform.boot_phases()
+            boot_s = platform.timings["boot_s"]
+        print("libvirt start phases", json.dumps(phases), f"boot_s {boot_s:.2f}")
+        assert set(phases) == {"libvirt_define_s", "libvirt_start_s", "guest_boot_s"}
+        assert all(v > 0 for v in phases.values())
+        # The phases are the start's parts: they add up to no more than boot_s, and
+        # hvbench's own staging (hard links, XML) is the small rest.
+        assert sum(phases.values()) <= boot_s < sum(phases.values()) + 10
+        assert platform.name not in [d.name() for d in conn.listAllDomains(0)]
+    finally:
+        conn.close()
+
+
+def test_doctor_times_libvirts_start_and_names_a_slow_capability_probe(
+    daemons: list[str]
+) -> None:
+    done = _hvbench("doctor", "--json", "--refresh", timeout=300)
+    assert done.returncode == 0, done.stderr
+    start = json.loads(done.stdout)["libvirt"]["uris"][URI]["start"]
+    print("doctor libvirt start", json.dumps(start))
+    assert start["define_s"] > 0 and start["start_s"] > 0 and not start["cached"]
+    conn = connect(URI)
+    try:
+        mismatch = caps_have_kvm(conn.getCapabilities()) and user_kvm_access() is False
+    finally:
+        conn.close()
+    if start["slow"] and mismatch:
+        assert start["cause"].startswith("libvirt re-probes QEMU's capabilities"), start
+    elif start["slow"]:
+        assert start["cause"].startswith("unexplained: "), start
+    else:
+        assert start["define_s"] <= SLOW_DEFINE_S and start["cause"] == ""
+    again = _hvbench("doctor", "--json")
+    cached = json.loads(again.stdout)["libvirt"]["uris"][URI]["start"]
+    assert cached["cached"] and cached["define_s"] == start["define_s"]
 
 
 def test_a_disk_in_use_is_refused_before_any_run_exists(

@@ -60,3 +60,20 @@ def test_the_boot_phases_are_declared_and_an_attach_has_none() -> None:
     assert defined.describe()["boot_phases"] == defined.boot_phases()
     existing = LibvirtPlatform(LibvirtPlatformSpec(domain="web"), name="x")
     assert existing.boot_phases() == {}
+
+
+def test_doctor_shows_libvirts_start_and_the_cause_when_slow() -> None:
+    from hvbench.platforms.doctor import _libvirt_lines
+
+    slow = {"define_s": 31.9, "start_s": 4.3, "slow": True, "cached": True,
+            "cause": slow_cause(31.9, True, False)}
+    section = {"uris": {"qemu:///system": {"reachable": True, "domains": {},
+                                           "start": slow}}}
+    rows = dict(_libvirt_lines(section))
+    line = rows["libvirt qemu:///system start"]
+    assert line.startswith("a tiny domain: define 31.9 s, start 4.3 s (cached for this boot)"
+                           "; SLOW: libvirt re-probes")
+    fast = {**slow, "define_s": 0.1, "slow": False, "cause": "", "cached": False}
+    section["uris"]["qemu:///system"]["start"] = fast
+    assert dict(_libvirt_lines(section))["libvirt qemu:///system start"] == \
+        "a tiny domain: define 0.1 s, start 4.3 s"
