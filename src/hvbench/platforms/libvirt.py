@@ -4,9 +4,10 @@ Two modes, one class:
 
 - **defined**: hvbench renders the platform's :class:`VmSpec` as domain XML
   (:mod:`hvbench.model.libvirt_xml`), stages the bundled image where libvirt's QEMU user
-  can read it (a directory of hvbench's own under libvirt's images directory), starts a
-  *transient* domain (``createXML``: it vanishes when destroyed) and talks to the guest
-  agent through libvirt (``qemuAgentCommand``). ``stop()`` asks the guest to power off,
+  can read it (a directory of hvbench's own under libvirt's images directory), defines,
+  starts and undefines the domain (so it runs *transient*: it vanishes when destroyed;
+  libvirt's define and start are timed apart from the guest's boot) and talks to the
+  guest agent through libvirt (``qemuAgentCommand``). ``stop()`` asks the guest to power off,
   destroys the domain after a timeout, and removes the staged files.
 - **existing**: ``domain = "NAME"`` measures a running domain of the user's as it is.
   hvbench reads its XML into the run's record, checks that its guest agent answers and
