@@ -77,3 +77,31 @@ def test_doctor_shows_libvirts_start_and_the_cause_when_slow() -> None:
     section["uris"]["qemu:///system"]["start"] = fast
     assert dict(_libvirt_lines(section))["libvirt qemu:///system start"] == \
         "a tiny domain: define 0.1 s, start 4.3 s"
+
+
+def test_the_boot_table_shows_libvirts_times_under_boot_s() -> None:
+    from hvbench.analysis.stats import summarize
+    from hvbench.analysis.summaries import PhaseStats, phase_rows
+
+    stats = PhaseStats("dd", "boot", ["libvirt"])
+    for metric, values in (("boot_s", [60.3, 58.1]), ("libvirt_define_s", [51.4, 49.0]),
+                           ("libvirt_start_s", [5.1, 5.0]), ("guest_boot_s", [3.8, 4.0])):
+        stats.metrics[metric] = {"libvirt": summarize(values)}
+        stats.units[metric] = "s"
+    labels = [label for label, _ in phase_rows(stats, None)]
+    assert labels[0] == "boot s mean ± 95% CI"
+    assert labels.index("libvirt define s (libvirt's own time)") < \
+        labels.index("libvirt start s (libvirt's own time)") < \
+        labels.index("guest boot s (firmware and kernel to the agent)")
+
+
+def test_the_runner_stores_a_platforms_boot_phases_in_phase_boot() -> None:
+    from hvbench.run.runner import _boot_phases
+    from hvbench.store.database import MeasurementRecord
+
+    defined = LibvirtPlatform(LibvirtPlatformSpec(vm=VmSpec()), name="g")
+    defined.timings.update(define_s=31.0, start_s=4.0, guest_boot_s=6.0)
+    assert _boot_phases(defined) == [
+        MeasurementRecord("boot", "libvirt_define_s", 31.0, "s"),
+        MeasurementRecord("boot", "libvirt_start_s", 4.0, "s"),
+        MeasurementRecord("boot", "guest_boot_s", 6.0, "s")]
