@@ -34,11 +34,18 @@ import pytest
 
 from hvbench.errors import SpecError
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage
-from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, OWNER_NS, DomainPlan, build_domain_xml
+from hvbench.model.libvirt_xml import (
+    DOMAIN_XML_KIND,
+    OWNER_NS,
+    DomainPlan,
+    build_domain_xml,
+    caps_have_kvm,
+)
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import LibvirtPlatformSpec, parse_study
 from hvbench.platforms import libvirt as lv
 from hvbench.platforms.libvirt import IMAGES_DIR, LibvirtAgent, LibvirtPlatform, connect
+from hvbench.platforms.libvirt_start import SLOW_DEFINE_S, user_kvm_access
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
 from tests.integration.libvirt_daemons import running_daemons
@@ -96,7 +103,8 @@ def _hvbench_domains(conn: libvirt.virConnect) -> list[str]:
 def user_domain(daemons: list[str], image: GuestImage) -> Iterator[dict[str, str]]:
     """A persistent, running domain that hvbench did not create (no owner element) but
     whose name starts with hvbench's prefix: the user's domain and the cleanup decoy.
-    Disks: vdb (to measure) and vdc (never named: must stay unwritten)."""
+    Disks: vdb (to measure), vdc (never named: must stay unwritten) and vdd (holds the
+    user's ext4 file system, mounted at /srv/data in the guest)."""
     stage = IMAGES_DIR / f"hvbtest-user-{os.getpid()}"
     stage.mkdir(mode=0o755)
     name = f"hvbench-{os.getpid()}-decoy"
@@ -107,13 +115,13 @@ def user_domain(daemons: list[str], image: GuestImage) -> Iterator[dict[str, str
             assert source is not None
             shutil.copyfile(source, stage / source.name)
         disks = []
-        for index, size in ((0, 64 << 20), (1, 16 << 20)):
+        for index, size in ((0, 64 << 20), (1, 16 << 20), (2, 16 << 20)):
             path = stage / f"user{index}.raw"
             path.write_bytes(bytes([index + 7]) * size)
             lv._give_to_qemu(path)
             disks.append(str(path))
         vm = VmSpec.model_validate({"machine": "pc", "memory_mib": 256, "accel": "tcg",
-                                    "disks": [{"cache": "writeback"}, {}]})
+                                    "disks": [{"cache": "writeback"}, {}, {}]})
         xml = build_domain_xml(DomainPlan(
             spec=vm, accel="tcg", name=name, owner_pid=0, kernel=str(stage / "vmlinux"),
             initrd=str(stage / "initrd.img"), kernel_cmdline=RECOMMENDED_CMDLINE,
@@ -125,7 +133,14 @@ def user_domain(daemons: list[str], image: GuestImage) -> Iterator[dict[str, str
         root.remove(metadata)  # the user's domain: no hvbench owner element
         domain = conn.defineXML(ET.tostring(root, encoding="unicode"))
         domain.create()
-        LibvirtAgent(domain).connect(time.monotonic() + 90, lambda: True)
+        agent = LibvirtAgent(domain)
+        agent.connect(time.monotonic() + 90, lambda: True)
+        # The user's data: a mounted file system on vdd (found by its serial).
+        mounted = agent.run(["sh", "-c", "for b in /sys/block/vd*; do "
+                             "[ \"$(cat $b/serial)\" = hvb-d2 ] && d=/dev/${b##*/}; done; "
+                             "/sbin/mkfs.ext4 -q -F $d && mkdir -p /srv/data && "
+                             "mount $d /srv/data"], timeout=60)
+        assert mounted.ok, mounted.stderr
         yield {"name": name, "vdc": disks[1]}
     finally:
         if domain is not None:
@@ -234,10 +249,13 @@ def test_existing_domain_is_measured_on_the_named_disk_and_left_unchanged(
         conn.close()
     store = Store(db)
     try:
-        rows = [r for r in store.measurements(run_id) if r.metric == "mb_s"]
+        every = store.measurements(run_id)
     finally:
         store.close()
+    rows = [r for r in every if r.metric == "mb_s"]
     assert {r.phase for r in rows} == {"write", "read"} and all(r.value > 0 for r in rows)
+    # Attaching to the user's running domain is no boot, and not stored as one.
+    assert not [r for r in every if r.phase == "boot"]
     report = _hvbench("report", run_id, "--db", str(db))
     assert "disk vdc" in report.stdout and "cache=writeback" in report.stdout
 
@@ -249,7 +267,7 @@ def test_existing_domain_errors_name_what_is_missing(
     for spec, words in (
         (LibvirtPlatformSpec(domain="hvb-no-such-domain"), "hvb-no-such-domain"),
         (LibvirtPlatformSpec(domain=name, disk="vdz"), "has no disk vdz (its disks: vda, "
-                                                      "vdb, vdc)"),
+                                                      "vdb, vdc, vdd)"),
     ):
         platform = LibvirtPlatform(spec, name="x")
         with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(")", r"\)")):
@@ -260,6 +278,88 @@ def test_existing_domain_errors_name_what_is_missing(
     with pytest.raises(SpecError, match="lacks hvb-no-such-tool"):
         platform.start()
     platform.stop()
+
+
+def test_a_libvirt_start_stores_libvirts_own_times_apart_from_the_guests_boot(
+    daemons: list[str], image: GuestImage
+) -> None:
+    platform = LibvirtPlatform(LibvirtPlatformSpec(vm=VmSpec(
+        machine="pc", memory_mib=256, accel="tcg")), name=f"hvbench-{os.getpid()}-phases")
+    conn = connect(URI)
+    try:
+        with platform:
+            domain = conn.lookupByName(platform.name)
+            # Defined, started, then undefined: transient while it runs, as createXML's.
+            assert domain.isActive() and not domain.isPersistent()
+            phases = platform.boot_phases()
+            boot_s = platform.timings["boot_s"]
+        print("libvirt start phases", json.dumps(phases), f"boot_s {boot_s:.2f}")
+        assert set(phases) == {"libvirt_define_s", "libvirt_start_s", "guest_boot_s"}
+        assert all(v > 0 for v in phases.values())
+        # The phases are the start's parts: they add up to no more than boot_s, and
+        # hvbench's own staging (hard links, XML) is the small rest.
+        assert sum(phases.values()) <= boot_s < sum(phases.values()) + 10
+        assert platform.name not in [d.name() for d in conn.listAllDomains(0)]
+    finally:
+        conn.close()
+
+
+def test_doctor_times_libvirts_start_and_names_a_slow_capability_probe(
+    daemons: list[str]
+) -> None:
+    done = _hvbench("doctor", "--json", "--refresh", timeout=300)
+    assert done.returncode == 0, done.stderr
+    start = json.loads(done.stdout)["libvirt"]["uris"][URI]["start"]
+    print("doctor libvirt start", json.dumps(start))
+    assert start["define_s"] > 0 and start["start_s"] > 0 and not start["cached"]
+    conn = connect(URI)
+    try:
+        mismatch = caps_have_kvm(conn.getCapabilities()) and user_kvm_access() is False
+    finally:
+        conn.close()
+    if start["slow"] and mismatch:
+        assert start["cause"].startswith("libvirt re-probes QEMU's capabilities"), start
+    elif start["slow"]:
+        assert start["cause"].startswith("unexplained: "), start
+    else:
+        assert start["define_s"] <= SLOW_DEFINE_S and start["cause"] == ""
+    again = _hvbench("doctor", "--json")
+    cached = json.loads(again.stdout)["libvirt"]["uris"][URI]["start"]
+    assert cached["cached"] and cached["define_s"] == start["define_s"]
+
+
+def test_a_disk_in_use_is_refused_before_any_run_exists(
+    user_domain: dict[str, str], tmp_path: Path
+) -> None:
+    name = user_domain["name"]
+    study = tmp_path / "used.toml"
+    db = tmp_path / "used.db"
+    study.write_text(_existing_study(name, repetitions=1).replace('"vdb"', '"vdd"'))
+    done = _hvbench("run", str(study), "--db", str(db))
+    assert done.returncode == 2, done.stderr
+    error = " ".join(done.stderr.split())
+    assert f"platform mine: domain '{name}' disk vdd holds /srv/data (ext4 on vd" in error
+    assert "destroy_contents = true" in error
+    store = Store(db)
+    try:
+        assert store.run_ids() == []  # nothing was created, so nothing is left interrupted
+    finally:
+        store.close()
+    for spec, words in (
+        # The bundled guest's root disk is read-only in the domain's XML.
+        (LibvirtPlatformSpec(domain=name, disk="vda"), "disk vda is read-only"),
+        (LibvirtPlatformSpec(domain="hvb-no-such-domain"), f"its domains: .*{name}"),
+    ):
+        with pytest.raises(SpecError, match=words):
+            lv.check_existing_domain(spec, name="mine")
+    # The study's explicit word lets it through; nothing in the guest was touched.
+    lv.check_existing_domain(LibvirtPlatformSpec(domain=name, disk="vdd",
+                                                 destroy_contents=True), name="mine")
+    platform = LibvirtPlatform(LibvirtPlatformSpec(domain=name, disk="vdd",
+                                                   destroy_contents=True), name="mine")
+    with platform:
+        assert platform.disk_usage("vdd")[0].startswith("/srv/data (ext4 on vd")
+        assert platform.disk_usage("vdb") == []
 
 
 def test_kill_9_then_cleanup_leaves_no_hvbench_domain_and_spares_the_decoy(

@@ -13,7 +13,7 @@ from hvbench.cli.main import main
 from hvbench.cli.run import plan_lines, plan_table
 from hvbench.cli.runs import runs_table
 from hvbench.errors import SpecError
-from hvbench.model.study import select_cells
+from hvbench.model.study import parse_study, select_cells
 from hvbench.report.model import resolve_run_id
 from hvbench.run.plan import plan_study
 from hvbench.run.runner import load_study, resume_study
@@ -118,3 +118,38 @@ def test_runs_table_never_truncates_an_id_in_80_columns() -> None:
     text = _text(runs_table(runs, "/var/tmp/some/where/hvbench.db"), width=80)
     for run in runs:
         assert run.id in text
+
+
+ATTACH_STUDY = """
+[study]
+name = "attach"
+repetitions = 3
+
+[[platform]]
+kind = "native"
+name = "host"
+
+[[platform]]
+kind = "libvirt"
+name = "mine"
+domain = "web01"
+disk = "vdb"
+
+[[workload]]
+name = "dd"
+profile = "dd"
+target = "device"
+file_size = "16M"
+direct = true
+"""
+
+
+def test_the_dry_run_says_attach_for_an_existing_domain_not_boot() -> None:
+    study = parse_study(ATTACH_STUDY, "attach.toml", 24 << 30)
+    plan = plan_study(study)
+    assert (plan.platform_boots, plan.guest_boots, plan.attaches) == (0, 0, 3)
+    assert plan.attached == ("mine",)
+    lines = plan_lines(plan)
+    assert not any("guests to boot" in line for line in lines), lines
+    assert "existing domains to attach: 3 (platforms mine: never booted, stopped or " \
+           "changed)" in lines

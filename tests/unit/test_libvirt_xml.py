@@ -155,6 +155,8 @@ def test_study_declares_a_libvirt_guest_or_an_existing_domain() -> None:
     existing = _platform('uri = "qemu+ssh://root@lab/system"\ndomain = "web"\ndisk = "vdb"')
     assert existing.existing and existing.disk == "vdb" and existing.vm is None
     assert _platform('domain = "web"\npath = "/srv/bench"').path == "/srv/bench"
+    assert not existing.destroy_contents
+    assert _platform('domain = "web"\ndisk = "vdb"\ndestroy_contents = true').destroy_contents
     assert platform_kind(existing).kind == "libvirt"
 
 
@@ -164,6 +166,7 @@ def test_study_declares_a_libvirt_guest_or_an_existing_domain() -> None:
     ('disk = "vdb"', "disk"),
     ('uri = "not a uri"', "uri"),
     ('domain = "web"\ndisk = "/dev/vdb"', "disk"),
+    ('domain = "web"\npath = "/x"\ndestroy_contents = true', "destroy_contents.*disk"),
 ])
 def test_bad_libvirt_platforms_are_refused(body: str, words: str) -> None:
     with pytest.raises(SpecError, match=words):

@@ -341,6 +341,14 @@ def _life_metrics() -> list[MetricSpec]:
 def _runner_metrics() -> list[MetricSpec]:
     return [
         _m("boot_s", "s", "boot s", "lower", "runner", main=5),
+        # The phases of a libvirt guest's start, timed apart (they add up to nearly
+        # boot_s; hvbench's own staging of the image files is the rest).
+        _m("libvirt_define_s", "s", "libvirt define s (libvirt's own time)", "lower",
+           "runner", short="libvirt define s", detail=40),
+        _m("libvirt_start_s", "s", "libvirt start s (libvirt's own time)", "lower",
+           "runner", short="libvirt start s", detail=41),
+        _m("guest_boot_s", "s", "guest boot s (firmware and kernel to the agent)", "lower",
+           "runner", short="guest boot s", detail=42),
         _m("phase_wall_s", "s", "phase wall-clock s", "lower", "runner"),
         _m("vhost", "bool", "vhost-net in use", "neutral", "runner"),
         _m("cache_dropped.<which>", "bool", "page cache dropped", "neutral", "runner"),

@@ -16,7 +16,8 @@ from hvbench.cli.common import warn_tcg
 def register(sub: Any) -> None:
     doctor = sub.add_parser("doctor", help="what this host can do (KVM, QEMU, tools, cgroups)")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
-    doctor.add_argument("--refresh", action="store_true", help="re-probe KVM (ignore cache)")
+    doctor.add_argument("--refresh", action="store_true",
+                        help="re-probe KVM and re-time libvirt's start (ignore the cache)")
     doctor.add_argument("--timeout", type=float, default=20.0,
                         help="KVM probe boot timeout in seconds (default 20)")
     doctor.set_defaults(handler=handle)
@@ -40,6 +41,7 @@ def doctor_table(rows: list[tuple[str, str]]) -> Table:
     table.add_column(style="bold")
     table.add_column()
     for label, value in rows:
-        style = "red" if "MISSING" in value or "unusable" in value else ""
+        style = "red" if "MISSING" in value or "unusable" in value or "SLOW" in value \
+            else ""
         table.add_row(label, value, style=style)
     return table

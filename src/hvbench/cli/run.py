@@ -36,8 +36,8 @@ def register(sub: Any) -> None:
                      help="complete an interrupted run (its cells and repetitions as started)")
     add_db_option(run)
     run.add_argument("--dry-run", action="store_true",
-                     help="print the cells, repetitions, guests to boot and an estimated "
-                          "duration; start nothing")
+                     help="print the cells, repetitions, guests to boot (existing "
+                          "domains to attach) and an estimated duration; start nothing")
     run.add_argument("--only", action="append", default=[], metavar="PATTERN",
                      help="run only the cells whose name matches (shell pattern such as "
                           "'vm-*/dd' or '*@idle*/*'; repeatable)")
@@ -269,13 +269,25 @@ def plan_lines(plan: StudyPlan) -> list[str]:
              + (" at least (adaptive)" if adaptive else "")
              + f" = {measured} measurements to run"
              + (f" (+{len(plan.items) - measured} warm-up)" if plan.warmup else ""),
-             f"guests to boot: {plan.guest_boots} ({plan.platform_boots} for the cells' "
-             "own platforms)",
+             *_guest_lines(plan),
              f"estimated duration: {_duration(plan.estimate_s)} ({source})"]
     if plan.estimate_max_s is not None:
         lines.append(f"adaptive repetitions: up to {_duration(plan.estimate_max_s)} if "
                      "every adaptive cell needs its maximum")
     return [*lines, "dry run: nothing was started"]
+
+
+def _guest_lines(plan: StudyPlan) -> list[str]:
+    """Guests to boot, and the existing ones attached to instead (never booted,
+    stopped or changed); the boot line is left out when the study only attaches."""
+    lines = []
+    if plan.guest_boots or not plan.attaches:
+        lines.append(f"guests to boot: {plan.guest_boots} ({plan.platform_boots} for the "
+                     "cells' own platforms)")
+    if plan.attaches:
+        lines.append(f"existing domains to attach: {plan.attaches} (platforms "
+                     f"{', '.join(plan.attached)}: never booted, stopped or changed)")
+    return lines
 
 
 def plan_table(plan: StudyPlan) -> Table:

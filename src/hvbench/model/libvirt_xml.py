@@ -246,6 +246,38 @@ def build_domain_xml(plan: DomainPlan) -> str:
     return ET.tostring(root, encoding="unicode") + "\n"
 
 
+def tiny_domain_xml(name: str, owner: int, accel: ResolvedAccel = "tcg",
+                    emulator: str = "/usr/bin/qemu-system-x86_64") -> str:
+    """The smallest domain libvirt will start (pure): 32 MiB, one vCPU, no disk, NIC,
+    USB or balloon, hvbench's owner element; started paused it runs no guest code.
+    ``hvbench doctor`` times libvirt's own define and start with it."""
+    ET.register_namespace(OWNER_PREFIX, OWNER_NS)
+    root = ET.Element("domain", type="kvm" if accel == "kvm" else "qemu")
+    _sub(root, "name", name)
+    metadata = _sub(root, "metadata")
+    ET.SubElement(metadata, f"{{{OWNER_NS}}}owner", pid=str(owner))
+    _sub(root, "memory", "32", unit="MiB")
+    _sub(root, "vcpu", "1")
+    os_el = _sub(root, "os")
+    _sub(os_el, "type", "hvm", arch="x86_64", machine="pc")
+    devices = _sub(root, "devices")
+    _sub(devices, "emulator", emulator)
+    _sub(devices, "controller", type="usb", model="none")
+    _sub(devices, "memballoon", model="none")
+    _sub(root, "seclabel", type="none", model="dac")
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def caps_have_kvm(capabilities_xml: str) -> bool:
+    """Whether libvirt's host capabilities offer ``kvm`` domains, i.e. its probe of
+    QEMU found KVM (pure). False for XML that does not parse."""
+    try:
+        root = ET.fromstring(capabilities_xml)  # noqa: S314 - libvirt's own XML
+    except ET.ParseError:
+        return False
+    return root.find("guest/arch/domain[@type='kvm']") is not None
+
+
 def owner_pid(domain_xml: str) -> int | None:
     """The pid in a domain's hvbench owner element; None for a domain hvbench did not
     create (no such element, or XML that does not parse)."""

@@ -187,7 +187,10 @@ class LibvirtPlatformSpec(_Strict):
     """A guest run by libvirt: either ``vm`` (hvbench defines a transient domain from the
     same axes as ``kind = "qemu"``) or ``domain`` (an existing domain of the user's,
     measured as it is, on the disk ``disk`` (a target such as ``vdb``) or under the
-    guest directory ``path``)."""
+    guest directory ``path``). A ``disk`` that holds a mounted file system, swap or the
+    guest's root, or whose contents cannot be checked, is refused unless
+    ``destroy_contents`` is true: the study then says the disk's contents may be
+    destroyed."""
 
     kind: Literal["libvirt"] = "libvirt"
     uri: str = Field(default="qemu:///system", pattern=_URI_RE)
@@ -195,6 +198,7 @@ class LibvirtPlatformSpec(_Strict):
     domain: str | None = Field(default=None, min_length=1, max_length=200)
     disk: str | None = Field(default=None, pattern=_TARGET_RE)
     path: str | None = Field(default=None, pattern=r"^/[^\s]*$")
+    destroy_contents: bool = False
 
     @model_validator(mode="after")
     def _check_mode(self) -> LibvirtPlatformSpec:
@@ -206,6 +210,9 @@ class LibvirtPlatformSpec(_Strict):
                              "domain is measured: they need domain = \"NAME\"")
         if self.disk and self.path:
             raise ValueError("give either disk (a target such as vdb) or path, not both")
+        if self.destroy_contents and not self.disk:
+            raise ValueError("destroy_contents = true allows hvbench to destroy what is on "
+                             "an existing domain's disk: it needs disk = \"vdb\"")
         return self
 
     @property

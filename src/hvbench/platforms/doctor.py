@@ -13,7 +13,8 @@ from hvbench.host import facts
 from hvbench.host.paths import work_dir
 from hvbench.image.builder import find_image
 from hvbench.platforms.kvm_probe import DEFAULT_PROBE_TIMEOUT, kvm_status
-from hvbench.platforms.libvirt import libvirt_facts
+from hvbench.platforms.libvirt import is_local, libvirt_facts
+from hvbench.platforms.libvirt_start import start_verdict
 from hvbench.platforms.qemu import QEMU_BINARY
 
 SCHEMA_VERSION = 1
@@ -71,8 +72,18 @@ def collect(refresh: bool = False, timeout: float = DEFAULT_PROBE_TIMEOUT) -> di
         "cgroup": facts.cgroup_info(),
         "work_dir": facts.free_disk(work_dir()),
         "guest_image": _image_section(),
-        "libvirt": libvirt_facts(),
+        "libvirt": _libvirt_section(refresh),
     }
+
+
+def _libvirt_section(refresh: bool) -> dict[str, Any]:
+    """The libvirt URIs, and for each reachable local one libvirt's own time to
+    define and start a tiny domain, with the cause when slow (cached per boot)."""
+    section = libvirt_facts()
+    for uri, info in section["uris"].items():
+        if info.get("reachable") and is_local(uri):
+            info["start"] = start_verdict(uri, refresh=refresh)
+    return section
 
 
 def _fmt_bytes(value: object) -> str:
@@ -133,4 +144,16 @@ def _libvirt_lines(section: dict[str, Any] | None) -> list[tuple[str, str]]:
         domains = info.get("domains", {})
         listed = ", ".join(f"{n} ({s})" for n, s in domains.items()) or "no domains"
         rows.append((f"libvirt {uri}", f"reachable; {listed}"))
+        if "start" in info:
+            rows.append((f"libvirt {uri} start", _start_line(info["start"])))
     return rows
+
+
+def _start_line(start: dict[str, Any]) -> str:
+    """libvirt's own define and start times of a tiny domain, and why when slow."""
+    if "error" in start:
+        return f"not measured: {start['error']}"
+    cached = " (cached for this boot)" if start.get("cached") else ""
+    line = (f"a tiny domain: define {start['define_s']:.1f} s, start {start['start_s']:.1f} s"
+            f"{cached}")
+    return f"{line}; SLOW: {start['cause']}" if start["slow"] else line

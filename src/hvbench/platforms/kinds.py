@@ -23,7 +23,7 @@ from hvbench.model.study import (
 )
 from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.base import Platform
-from hvbench.platforms.libvirt import LibvirtPlatform
+from hvbench.platforms.libvirt import LibvirtPlatform, check_existing_domain
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 
@@ -50,6 +50,17 @@ class PlatformKind(Protocol):
     def vm(self, spec: Any) -> VmSpec | None:
         """The VM a guest kind declares (lifecycle and propagation boot copies of it);
         None for the host."""
+        ...
+
+    def attached(self, spec: Any) -> bool:
+        """True for a running guest of the user's that hvbench attaches to: it is never
+        booted, stopped or changed, and attaching is no boot."""
+        ...
+
+    def check(self, spec: Any, *, name: str) -> None:
+        """Before a run is created: what platform ``name`` points at outside hvbench (an
+        existing domain and its disk) exists and may be used. Changes nothing. Raises
+        :class:`SpecError` in one line naming what is wrong (and what exists)."""
         ...
 
     def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
@@ -79,6 +90,12 @@ class QemuKind:
     def vm(self, spec: Any) -> VmSpec | None:
         return _typed(spec, QemuPlatformSpec).vm
 
+    def attached(self, spec: Any) -> bool:
+        return False
+
+    def check(self, spec: Any, *, name: str) -> None:
+        """Nothing outside hvbench: the guest is hvbench's own."""
+
     def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
               resolve: Resolver | None = None) -> Platform:
         vm = _typed(spec, QemuPlatformSpec).vm
@@ -96,6 +113,16 @@ class LibvirtKind(QemuKind):
 
     def vm(self, spec: Any) -> VmSpec | None:
         return _typed(spec, LibvirtPlatformSpec).vm
+
+    def attached(self, spec: Any) -> bool:
+        return _typed(spec, LibvirtPlatformSpec).existing
+
+    def check(self, spec: Any, *, name: str) -> None:
+        """An existing domain: :func:`~hvbench.platforms.libvirt.check_existing_domain`
+        (attaches and lets go; agent commands up to 30 s each)."""
+        typed = _typed(spec, LibvirtPlatformSpec)
+        if typed.existing:
+            check_existing_domain(typed, name=name)
 
     def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
               resolve: Resolver | None = None) -> Platform:
@@ -118,6 +145,12 @@ class NativeKind:
 
     def vm(self, spec: Any) -> VmSpec | None:
         return None
+
+    def attached(self, spec: Any) -> bool:
+        return False
+
+    def check(self, spec: Any, *, name: str) -> None:
+        """Host devices are checked by the runner (:func:`check_devices`)."""
 
     def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
               resolve: Resolver | None = None) -> Platform:

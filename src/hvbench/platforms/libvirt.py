@@ -4,9 +4,10 @@ Two modes, one class:
 
 - **defined**: hvbench renders the platform's :class:`VmSpec` as domain XML
   (:mod:`hvbench.model.libvirt_xml`), stages the bundled image where libvirt's QEMU user
-  can read it (a directory of hvbench's own under libvirt's images directory), starts a
-  *transient* domain (``createXML``: it vanishes when destroyed) and talks to the guest
-  agent through libvirt (``qemuAgentCommand``). ``stop()`` asks the guest to power off,
+  can read it (a directory of hvbench's own under libvirt's images directory), defines,
+  starts and undefines the domain (so it runs *transient*: it vanishes when destroyed;
+  libvirt's define and start are timed apart from the guest's boot) and talks to the
+  guest agent through libvirt (``qemuAgentCommand``). ``stop()`` asks the guest to power off,
   destroys the domain after a timeout, and removes the staged files.
 - **existing**: ``domain = "NAME"`` measures a running domain of the user's as it is.
   hvbench reads its XML into the run's record, checks that its guest agent answers and
@@ -53,6 +54,7 @@ from hvbench.model.spec import PREALLOCATION, NicSpec, VmSpec
 from hvbench.model.study import LibvirtPlatformSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
+from hvbench.platforms.guest_disk import PROBE_SCRIPT, disk_usage, parse_probe
 from hvbench.platforms.qemu import AccelChoice, devices_with_serial, existing_source, fixed_accel
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
@@ -160,10 +162,11 @@ class LibvirtAgent(GuestAgent):
 class LibvirtPlatform(StartStop):
     """A libvirt guest: a transient domain hvbench defines, or the user's own.
 
-    ``boot_timeout`` bounds ``start()`` for a defined domain (createXML to the agent's
-    first answer, :class:`GuestBootError` after it). Raises :class:`HostError` when
-    libvirtd is unreachable and :class:`SpecError` for an existing domain that is not
-    there, not running, or lacks the named disk, agent or tools.
+    ``boot_timeout`` bounds ``start()`` for a defined domain (after libvirt defined it:
+    its start to the agent's first answer, :class:`GuestBootError` after it). Raises
+    :class:`HostError` when libvirtd is unreachable and :class:`SpecError` for an
+    existing domain that is not there, not running, or lacks the named disk, agent or
+    tools, or whose disk is in use (see :meth:`_check_contents`).
     """
 
     kind = "libvirt"
@@ -222,26 +225,58 @@ class LibvirtPlatform(StartStop):
         plan = self._plan(vm, choice, image)
         self._xml = build_domain_xml(plan)
         self.timings["prepared_s"] = time.monotonic() - started
-        conn = self._require_conn()
-        try:
-            self._domain = conn.createXML(self._xml, 0)
-        except libvirt.libvirtError as exc:
-            raise GuestBootError(f"libvirt refused domain {self.name}: {exc}",
-                                 argv=[], exit_status=None,
-                                 console_tail=self.console_tail() or "") from exc
-        self._registry.add(self)
+        self._define_and_start()
         # The XML libvirt completed (addresses, defaults) is what ran: keep that.
-        self._xml = self._domain.XMLDesc(0)
+        self._xml = self._require_domain().XMLDesc(0)
         self._pid = self._read_pid()
-        self._agent = LibvirtAgent(self._domain)
+        self._agent = LibvirtAgent(self._require_domain())
+        booting = time.monotonic()
         try:
-            self._agent.connect(started + self.boot_timeout, self.is_running)
+            self._agent.connect(started + self.boot_timeout + self.timings["define_s"],
+                                self.is_running)
         except AgentError as exc:
             raise GuestBootError(f"guest {self.name} did not boot: {exc}",
                                  argv=self.argv or [], exit_status=None,
                                  console_tail=self.console_tail() or "") from exc
+        self.timings["guest_boot_s"] = time.monotonic() - booting
         self.timings["agent_s"] = time.monotonic() - started
         self._attach_taps()
+
+    def _define_and_start(self) -> None:
+        """``defineXML``, then ``create``, then ``undefine``: the running domain is
+        transient (it vanishes when destroyed) as a ``createXML`` one would be, while
+        libvirt's time to define it (where a capability re-probe lands, see
+        :func:`libvirt_start_facts`) and to start it are timed apart
+        (``timings["define_s"]``, ``["start_s"]``). Raises :class:`GuestBootError`
+        with libvirt's words."""
+        conn = self._require_conn()
+        try:
+            t0 = time.monotonic()
+            self._domain = conn.defineXML(self._xml)
+            self._registry.add(self)
+            self.timings["define_s"] = time.monotonic() - t0
+            t0 = time.monotonic()
+            self._domain.create()
+            self.timings["start_s"] = time.monotonic() - t0
+            self._domain.undefine()
+        except libvirt.libvirtError as exc:
+            raise GuestBootError(f"libvirt refused domain {self.name}: {exc}",
+                                 argv=[], exit_status=None,
+                                 console_tail=self.console_tail() or "") from exc
+
+    def _require_domain(self) -> libvirt.virDomain:
+        if self._domain is None:
+            raise GuestError(f"guest {self.name}: no libvirt domain")
+        return self._domain
+
+    def boot_phases(self) -> dict[str, float]:
+        """The phases of the last start of a domain hvbench defined, as stored metrics:
+        libvirt's own define and start times, then firmware and kernel to the agent's
+        first answer; empty for an existing domain (attached, not booted)."""
+        names = {"define_s": "libvirt_define_s", "start_s": "libvirt_start_s",
+                 "guest_boot_s": "guest_boot_s"}
+        return {metric: self.timings[key] for key, metric in names.items()
+                if key in self.timings}
 
     def _plan(self, vm: VmSpec, choice: AccelChoice, image: GuestImage) -> DomainPlan:
         stage = make_owned_dir(IMAGES_DIR, f"{self.name}-")
@@ -283,7 +318,8 @@ class LibvirtPlatform(StartStop):
         try:
             domain = conn.lookupByName(name)
         except libvirt.libvirtError as exc:
-            raise SpecError(f"domain {name!r} at {self.spec.uri}: {exc}") from exc
+            raise SpecError(f"domain {name!r} is not defined at {self.spec.uri} (its "
+                            f"domains: {_domain_names(conn)}): {exc}") from exc
         if not domain.isActive():
             raise SpecError(f"domain {name!r} is not running: hvbench never starts or "
                             f"changes your domains; start it (virsh start {name}) first")
@@ -302,6 +338,7 @@ class LibvirtPlatform(StartStop):
                 "name='org.qemu.guest_agent.0'/></channel>") from exc
         self._agent = agent
         self._check_tools()
+        self._check_contents()
 
     def _check_disk(self) -> None:
         target = self.spec.disk
@@ -311,6 +348,55 @@ class LibvirtPlatform(StartStop):
         if target not in {d["target"] for d in disks}:
             raise SpecError(f"domain {self.name!r} has no disk {target} (its disks: "
                             f"{', '.join(d['target'] for d in disks) or 'none'})")
+
+    def _check_contents(self) -> None:
+        """Refuse the named disk when it is read-only, or holds what the guest uses (a
+        mounted file system, swap, its root, a stacked device) or what is on it cannot
+        be checked, unless the study set ``destroy_contents``. Raises
+        :class:`SpecError` in one line naming the disk and what is on it."""
+        target = self.spec.disk
+        if target is None:
+            return
+        what = f"domain {self.name!r} disk {target}"
+        if self._disk_facts(target)["readonly"] == "yes":
+            raise SpecError(f"{what} is read-only in the domain's XML: hvbench's disk "
+                            "workloads write; name a writable disk")
+        allowed = "name another disk, or set destroy_contents = true on the platform if " \
+                  "its contents may be destroyed"
+        try:
+            used = self.disk_usage(target)
+        except GuestError as exc:
+            if self.spec.destroy_contents:
+                return
+            reason = (str(exc).strip().splitlines() or ["no reason given"])[0]
+            raise SpecError(f"{what}: what is on it could not be checked through the "
+                            f"guest agent ({reason}); refused: {allowed}") from exc
+        if used and not self.spec.destroy_contents:
+            raise SpecError(f"{what} holds {'; '.join(used)}: hvbench's disk workloads "
+                            f"would destroy it; {allowed}")
+
+    def disk_usage(self, target: str) -> list[str]:
+        """What the guest uses on its disk ``target`` (mounted file systems, swap, its
+        root, stacked devices), in words, asked through the agent
+        (:mod:`hvbench.platforms.guest_disk`, up to 30 s); empty when nothing. Raises
+        :class:`GuestError` when the guest cannot tell (no such device, a command or
+        file read the agent refuses)."""
+        device = self._existing_device(target)
+        self._device = device
+        probe = self.exec(["sh", "-c", PROBE_SCRIPT, "probe", device], timeout=30)
+        if not probe.ok:
+            raise GuestError(f"the disk probe exited with {probe.exit_code}: "
+                             f"{probe.stderr.decode(errors='replace').strip()}")
+        devices = parse_probe(probe.text())
+        if not devices.parts:
+            raise GuestError(f"{device} has no entry under /sys/class/block")
+        tables = [self.read_file(p).decode(errors="replace")
+                  for p in ("/proc/1/mountinfo", "/proc/self/mountinfo")]
+        return disk_usage(devices, tables, self.read_file("/proc/swaps").decode(
+            errors="replace"))
+
+    def _disk_facts(self, target: str) -> dict[str, str]:
+        return next(d for d in io_settings(self._xml)["disks"] if d["target"] == target)
 
     def _check_tools(self) -> None:
         script = "; ".join(f"command -v {t} >/dev/null || echo {t}" for t in GUEST_TOOLS)
@@ -418,7 +504,7 @@ class LibvirtPlatform(StartStop):
             "label": vm.label() if vm is not None else f"domain {self.spec.domain}",
             "accel": self.accel, "accel_reason": self.accel_reason,
             "qemu_argv": self.argv, "timings": dict(self.timings),
-            "domain_xml": self._xml,
+            "boot_phases": self.boot_phases(), "domain_xml": self._xml,
             "io": io_settings(self._xml) if self._xml else {},
             "missing_metrics": self.missing_metrics(),
         }
@@ -460,7 +546,7 @@ class LibvirtPlatform(StartStop):
         return self._device
 
     def _existing_device(self, target: str) -> str:
-        disk = next(d for d in io_settings(self._xml)["disks"] if d["target"] == target)
+        disk = self._disk_facts(target)
         # A serial finds the disk whatever name the guest gave it; without one, the
         # guest's name usually follows the target's (vdb is the second virtio disk).
         found = devices_with_serial(self, disk["serial"]) if disk["serial"] else []
@@ -500,6 +586,24 @@ class LibvirtPlatform(StartStop):
         if self.is_running():
             with contextlib.suppress(libvirt.libvirtError):
                 domain.destroy()
+        # Defined but not (or not yet) made transient: a failed start leaves no definition.
+        with contextlib.suppress(libvirt.libvirtError):
+            if domain.isPersistent():
+                domain.undefine()
+
+
+def check_existing_domain(spec: LibvirtPlatformSpec, *, name: str) -> None:
+    """Attach to the existing domain ``spec`` names and let it go again: it is defined
+    and running, has the named disk, its agent answers, fio and iperf3 are there, and
+    the disk is one hvbench may write (:meth:`LibvirtPlatform.start`). Nothing in the
+    domain is changed; agent commands time out after 10-30 s each. Raises
+    :class:`SpecError` (one line naming the domain or disk and what exists or is on it)
+    and :class:`HostError` when libvirt does not answer."""
+    platform = LibvirtPlatform(spec, name=name)
+    try:
+        platform.start()
+    finally:
+        platform.stop()
 
 
 def _stage_file(source: Path | None, stage: Path) -> str:
@@ -521,6 +625,14 @@ def _give_to_qemu(path: Path) -> None:
     with contextlib.suppress(KeyError, PermissionError):
         user = pwd.getpwnam(QEMU_USER)
         os.chown(path, user.pw_uid, user.pw_gid)
+
+
+def _domain_names(conn: libvirt.virConnect) -> str:
+    """The names of the domains at ``conn``, for an error message."""
+    try:
+        return ", ".join(sorted(d.name() for d in conn.listAllDomains(0))) or "none"
+    except libvirt.libvirtError:
+        return "unknown"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -551,12 +663,15 @@ def _destroy_orphans(conn: libvirt.virConnect) -> list[str]:
             pid = owner_pid(domain.XMLDesc(0))
             if pid is None or _pid_alive(pid):
                 continue
-            if domain.isPersistent():
-                # hvbench only creates transient domains; a persistent one carrying
-                # its mark is not hvbench's to remove.
+            persistent = domain.isPersistent()
+            if persistent and not domain.name().startswith(f"{DOMAIN_PREFIX}{pid}-"):
+                # hvbench's domains are persistent only between define and start, and
+                # then named after their owner: any other persistent one is not its.
                 continue
             if domain.isActive():
                 domain.destroy()
+            if persistent:
+                domain.undefine()
             removed.append(f"libvirt domain {domain.name()}")
     return removed
 

@@ -50,7 +50,8 @@ class StudyPlan:
     repetitions: int
     warmup: int
     items: tuple[PlannedItem, ...]
-    #: Boots of the cells' own platforms (one per group of items on a guest).
+    #: Boots of the cells' own platforms (one per group of items on a guest hvbench
+    #: starts; an existing domain is attached to, not booted).
     platform_boots: int
     #: Every guest: the platforms', the scenarios' neighbours and on-demand guests,
     #: network peers, and the guests lifecycle and propagation cells boot themselves.
@@ -63,6 +64,10 @@ class StudyPlan:
     #: Adaptive repetitions: the estimate if every adaptive cell ran to its maximum
     #: (None when no cell is adaptive).
     estimate_max_s: float | None = None
+    #: Attaches to existing guests of the user's (one per group of items on one).
+    attaches: int = 0
+    #: The platforms that are attached to, never booted (existing domains).
+    attached: tuple[str, ...] = ()
 
 
 def repetition_order(study: Study, repetition: int) -> list[Cell]:
@@ -149,12 +154,28 @@ def groups(items: Sequence[PlannedItem]) -> Iterator[list[PlannedItem]]:
         yield group
 
 
-def platform_boots(group: Sequence[PlannedItem]) -> int:
-    """1 when the group's platform is a guest that some item needs booted (a reboot
-    after a guest dies is not foreseen), else 0."""
+def _needs_platform(group: Sequence[PlannedItem]) -> bool:
+    """Whether the group's platform is a guest that some item needs started."""
     if not group or not platform_kind(group[0].cell.platform.spec).is_guest:
-        return 0
-    return int(any(cell_kind(item.cell).boots_platform for item in group))
+        return False
+    return any(cell_kind(item.cell).boots_platform for item in group)
+
+
+def _attached(group: Sequence[PlannedItem]) -> bool:
+    spec = group[0].cell.platform.spec
+    return platform_kind(spec).attached(spec)
+
+
+def platform_boots(group: Sequence[PlannedItem]) -> int:
+    """1 when the group's platform is a guest hvbench boots and some item needs it (a
+    reboot after a guest dies is not foreseen), else 0; an existing guest of the
+    user's is attached to, not booted (:func:`platform_attaches`)."""
+    return int(_needs_platform(group) and not _attached(group))
+
+
+def platform_attaches(group: Sequence[PlannedItem]) -> int:
+    """1 when the group's platform is an existing guest hvbench attaches to, else 0."""
+    return int(_needs_platform(group) and _attached(group))
 
 
 def group_guests(group: Sequence[PlannedItem]) -> int:
@@ -189,10 +210,14 @@ def plan_study(study: Study, store: Store | None = None, *,
     items = run_items(study, done, warmup=warmup)
     history = store.cell_durations([cell_record(c) for c in study.cells]) if store else {}
     seconds = _item_seconds(study.cells, history)
-    boots = guests = 0
+    boots = guests = attaches = 0
     for group in groups(items):
         boots += platform_boots(group)
         guests += group_guests(group)
+        attaches += platform_attaches(group)
+    attached = tuple(dict.fromkeys(
+        c.platform.name for c in study.cells
+        if platform_kind(c.platform.spec).attached(c.platform.spec)))
     estimate = sum(seconds[item.cell.name] for item in items) + boots * BOOT_ESTIMATE_S
     return StudyPlan(
         estimate_max_s=_adaptive_max_s(study, done, seconds, estimate),
@@ -200,7 +225,7 @@ def plan_study(study: Study, store: Store | None = None, *,
         repetitions=base_rounds(study), warmup=study.study.warmup if warmup else 0,
         items=tuple(items), platform_boots=boots, guest_boots=guests, estimate_s=estimate,
         from_history=tuple(c.name for c in study.cells if history.get(c.name)),
-        cell_seconds=seconds)
+        cell_seconds=seconds, attaches=attaches, attached=attached)
 
 
 def _adaptive_max_s(study: Study, done: Collection[tuple[str, int]],

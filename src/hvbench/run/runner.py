@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from hvbench import __version__
 from hvbench.analysis.precision import CellPrecision, cell_precision
-from hvbench.errors import GuestError, HostError, HvbenchError
+from hvbench.errors import GuestError, HostError, HvbenchError, SpecError
 from hvbench.host import facts, interrupt
 from hvbench.host.blockdev import device_size, require_free_device
 from hvbench.host.cgroups import cleanup_orphaned_cgroups
@@ -319,7 +319,8 @@ class StudyRunner:
                     platform = self._boot(item, cell_ids)
                     if platform is None:
                         continue
-                    boot_s = self.boot_s[-1]
+                    # Attaching to the user's running domain is no boot: not stored as one.
+                    boot_s = None if _attached(item) else self.boot_s[-1]
                 alive = self._run_item(item, platform, cell_ids, boot_s)
                 if not alive:
                     self._stop_platform(platform)
@@ -346,7 +347,8 @@ class StudyRunner:
         except GuestError as exc:
             self._record_failure(item, cell_ids, exc, platform)
             return None
-        self.boot_s.append(time.monotonic() - started)
+        if not _attached(item):
+            self.boot_s.append(time.monotonic() - started)
         scenario = item.cell.scenario
         if scenario is not None:
             run = ScenarioRun(scenario.spec, scenario.name, platform, session=self.session,
@@ -449,6 +451,7 @@ class StudyRunner:
                                         json.dumps(ctx.scenario.describe())))
         if boot_s is not None and platform is not None and platform.is_guest:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
+            result.measurements += _boot_phases(platform)
         result.raw += _domain_xml(platform) + config
         self._note_maxima(item, result)
         self._record_ok(item, cell_ids, result, started, platform)
@@ -517,6 +520,21 @@ def _host_config(platform: Platform | None) -> list[RawRecord]:
     if pid is None:
         return []
     return [RawRecord("platform", HOST_CONFIG_KIND, json.dumps(read_host_config(pid)))]
+
+
+def _attached(item: PlannedItem) -> bool:
+    """Whether the item's platform is an existing guest attached to, not booted."""
+    spec = item.cell.platform.spec
+    return platform_kind(spec).attached(spec)
+
+
+def _boot_phases(platform: Platform) -> list[MeasurementRecord]:
+    """The phases of a guest's start its platform timed apart (``boot_phases`` in its
+    description, e.g. libvirt's own define and start times, then firmware and kernel
+    to the agent), stored next to ``boot_s`` in phase ``boot``."""
+    phases = platform.describe().get("boot_phases") or {}
+    return [MeasurementRecord("boot", name, float(value), "s")
+            for name, value in phases.items()]
 
 
 def _argv(platform: Platform | None) -> list[str] | None:
@@ -634,6 +652,8 @@ def run_study(study: Study, store: Store, *, resume: str | None = None,
     lock.acquire(resume or "(starting)", study.study.name)
     try:
         remove_orphans()
+        # Before the run exists: a wrong domain or disk leaves no interrupted run.
+        check_existing_domains(study)
         with contextlib.ExitStack() as stack:
             session = (stack.enter_context(LabSession(
                 study, native_server=needs_native_server(study))) if study.lab else None)
@@ -662,6 +682,20 @@ def check_devices(study: Study) -> None:
                 if wanted > size:
                     raise HostError(f"{what}: {source} holds {size} bytes, less than "
                                     f"workload {workload}'s file_size ({wanted})")
+
+
+def check_existing_domains(study: Study) -> None:
+    """Before anything is created: what each platform of ``study`` points at outside
+    hvbench (an existing libvirt domain: its disk, agent, tools, and what is on the
+    disk) is checked once per platform (:meth:`PlatformKind.check`). Raises
+    :class:`SpecError` in one line naming the study file, the platform and the problem,
+    and :class:`HostError` when libvirt does not answer."""
+    platforms = {c.platform.name: c.platform.spec for c in study.cells}
+    for name, spec in platforms.items():
+        try:
+            platform_kind(spec).check(spec, name=name)
+        except SpecError as exc:
+            raise SpecError(f"{study.path}: platform {name}: {exc}") from exc
 
 
 def remove_orphans() -> list[str]:
