@@ -15,9 +15,10 @@ from hvbench.analysis.findings import (
     evaluate,
     parse_findings,
 )
-from hvbench.report.model import RunReport
+from hvbench.analysis.preconditions import HostFacts
+from hvbench.report.model import RunReport, link_rates
 
-__all__ = ["FINDINGS_FILE", "SEED_STUDY_PREFIX", "is_seed_study", "load_findings",
+__all__ = ["FINDINGS_FILE", "SEED_STUDY_PREFIX", "host_facts", "is_seed_study", "load_findings",
            "parse_findings_text", "run_findings"]
 
 #: The data file, inside the ``hvbench.report`` package.
@@ -57,10 +58,21 @@ def is_seed_study(report: RunReport) -> bool:
     return report.run.study_name.startswith(SEED_STUDY_PREFIX)
 
 
+def host_facts(report: RunReport) -> HostFacts:
+    """What the run stored of its host (cores, memory) and lab (shaped links)."""
+    env = report.run.env
+    cpus, memory = env.get("cpus"), env.get("memory_bytes")
+    return HostFacts(cpus=cpus if isinstance(cpus, int) else None,
+                     memory_bytes=memory if isinstance(memory, int) else None,
+                     lab_rates=link_rates(report.run.study_text))
+
+
 def run_findings(report: RunReport, findings: list[Finding] | None = None
                  ) -> list[FindingResult]:
-    """Every finding evaluated on the report's run (measured or not)."""
+    """Every finding evaluated on the report's run (measured or not), with the
+    host's stored noise floors (the report's ``noise_floors``) as the margin."""
     chosen = load_findings() if findings is None else findings
     accelerator: Any = report.run.env.get("accelerator")
     return evaluate(chosen, report.cells, report.rows,
-                    accelerator=accelerator if isinstance(accelerator, str) else None)
+                    accelerator=accelerator if isinstance(accelerator, str) else None,
+                    host=host_facts(report), floors=report.noise_floors)
