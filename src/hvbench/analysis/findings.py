@@ -524,12 +524,13 @@ def _delta(finding: Finding, cells: Sequence[str], interval: RatioInterval,
 
 def _judge(finding: Finding, interval: RatioInterval | None, delta: float,
            checks: Sequence[Check], tcg: bool) -> Classification:
+    failed = "; ".join(f"{c.name}: {c.measured}" for c in checks if not c.met)
     if tcg and finding.tcg_distorted:
-        return Classification("not assessable under TCG", _TCG_NOTE)
-    failed = [c for c in checks if not c.met]
+        # A failed precondition is named too: it would still stand under KVM.
+        return Classification("not assessable under TCG", _TCG_NOTE + (
+            f"; precondition not met: {failed}" if failed else ""))
     if failed:
-        return Classification("precondition not met",
-                              "; ".join(f"{c.name}: {c.measured}" for c in failed))
+        return Classification("precondition not met", failed)
     if interval is None:
         return Classification("inconclusive", "a value <= 0: the ratio has no log")
     return classify(interval, finding.paper_ratio, equivalence=finding.expect == "a=b",
