@@ -15,6 +15,7 @@ from hvbench.analysis.stats import (
     stability_warnings,
     summarize,
     t_quantile,
+    welch_interval,
 )
 
 
@@ -216,3 +217,18 @@ def test_median_ratio_ci95_brackets_the_ratio_and_is_deterministic() -> None:
     assert (low, high) == median_ratio_ci95(a, b)
     with pytest.raises(ValueError, match="non-empty"):
         median_ratio_ci95([], b)
+
+
+def test_welch_interval_matches_a_hand_computation() -> None:
+    # a: mean 2, var 1 (n 3); b: mean 5, var 4 (n 3). se^2 = 1/3 + 4/3 = 5/3;
+    # df = (5/3)^2 / ((1/3)^2/2 + (4/3)^2/2) = 2.94 -> 2, t(0.975, 2) = 4.303.
+    diff, low, high, df = welch_interval([1.0, 2.0, 3.0], [3.0, 5.0, 7.0])
+    assert (diff, df) == (-3.0, 2)
+    half = 4.302652729911275 * math.sqrt(5.0 / 3.0)
+    assert low == pytest.approx(-3.0 - half) and high == pytest.approx(-3.0 + half)
+
+
+def test_welch_interval_without_spread_is_a_point_and_needs_two_values() -> None:
+    assert welch_interval([2.0, 2.0], [1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0, 3)
+    with pytest.raises(ValueError, match="2 values per sample"):
+        welch_interval([1.0], [1.0, 2.0])

@@ -3,7 +3,13 @@
 A *finding* is one comparison a paper made: two sides (A and B), each a set of cells
 chosen by the facts of their stored platform and workload definitions, one phase and
 one metric of the catalogue (:mod:`hvbench.analysis.metrics`), the direction the paper
-found (``a<b``, ``a>b``, or the ratio A/B inside a range) and the paper's own numbers.
+found (``a<b``, ``a>b``, or ``a=b``: no difference), the paper's own numbers and what
+the set-up must provide for the comparison to mean anything
+(:mod:`hvbench.analysis.preconditions`).
+
+Each finding is judged by the verdict scheme of :mod:`hvbench.analysis.replication`:
+our A/B ratio per repetition round, in logs, with a t-interval, against the paper's A/B
+and a margin δ (10 %, or the host's noise floor when stored and larger).
 
 Pure: the findings data (parsed TOML), the run's cells and measurements in, results and
 text tables out. :func:`parse_findings` checks the data and names the file, the finding
@@ -22,12 +28,30 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from hvbench.analysis.metrics import is_known, lookup
+from hvbench.analysis.noise import NoiseFloor
+from hvbench.analysis.preconditions import (
+    Check,
+    HostFacts,
+    Requirements,
+    check,
+    parse_requirements,
+)
+from hvbench.analysis.replication import (
+    MIN_MARGIN,
+    Classification,
+    RatioInterval,
+    Verdict,
+    classify,
+    log_ratio_interval,
+    margin,
+)
 from hvbench.analysis.stats import Summary, summarize
 from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text
 from hvbench.errors import SpecError
@@ -45,20 +69,24 @@ __all__ = [
     "findings_table",
     "matches",
     "parse_findings",
+    "verdict_text",
 ]
 
-Expectation = Literal["a<b", "a>b", "ratio"]
-EXPECTATIONS: tuple[Expectation, ...] = ("a<b", "a>b", "ratio")
+Expectation = Literal["a<b", "a>b", "a=b"]
+EXPECTATIONS: tuple[Expectation, ...] = ("a<b", "a>b", "a=b")
 #: The papers' numbers (``paper``) name these seeds (001 and 002 are one paper).
 SEEDS = ("000", "001", "003", "004")
-Verdict = Literal["agrees", "agrees (within noise)", "disagrees", "disagrees (within noise)",
-                  "not measured"]
 _SIDE_KEYS = frozenset({"label", "value", "platform", "workload"})
 _FINDING_KEYS = frozenset({"id", "seed", "source", "statement", "unit", "metric", "phase",
-                           "expect", "ratio", "tcg_distorted", "same_workload", "workload",
-                           "paper_setting",
+                           "expect", "tcg_distorted", "same_workload", "workload",
+                           "paper_setting", "requires",
                            "a", "b"})
-_TCG_NOTE = "TCG distorts CPU cost and latency"
+_TCG_NOTE = ("TCG emulates the guest CPU: a finding whose cause is CPU cost or latency "
+             "measures the emulator here")
+#: The multiplication sign of "paper x2, ours x1.9 [1.7, 2.1]" (a ratio factor).
+TIMES = "\u00d7"
+#: The noise floor's level: the same 95 % as the intervals it widens the margin of.
+_FLOOR_ALPHA = 0.05
 
 
 class Identity(Protocol):
@@ -116,22 +144,25 @@ class Finding:
     expect: Expectation
     a: Side
     b: Side
-    #: ``expect = "ratio"``: the range A/B must fall in (inclusive).
-    ratio: tuple[float, float] | None = None
-    #: True when the finding is about CPU cost or latency, which TCG's emulated CPU
-    #: distorts: under TCG it is labelled, not trusted.
+    #: True when the finding's cause is CPU cost or latency magnitude, which TCG's
+    #: emulated CPU distorts: under TCG it is ``not assessable under TCG``.
     tcg_distorted: bool = False
     #: True: compare only workloads (by name) both sides ran, so that "alone" means the
     #: same workload the scenario ran, not every workload of the platform.
     same_workload: bool = False
     #: What the paper compared, in short (its platforms and settings).
     paper_setting: str = ""
+    #: What the set-up must provide (``requires`` in the data file).
+    requires: Requirements = dataclasses.field(default_factory=Requirements)
 
     def direction_text(self) -> str:
-        """The paper's direction as text (``A < B``, ``A/B in 0.9-1.1``)."""
-        if self.expect == "ratio" and self.ratio is not None:
-            return f"A/B in {fmt_value(self.ratio[0])}-{fmt_value(self.ratio[1])}"
-        return "A < B" if self.expect == "a<b" else "A > B"
+        """The paper's direction as text (``A < B``, ``A > B``, ``A = B``)."""
+        return {"a<b": "A < B", "a>b": "A > B"}.get(self.expect, "A = B")
+
+    @property
+    def paper_ratio(self) -> float:
+        """The paper's A/B (its two numbers are positive: the parser checks)."""
+        return self.a.value / self.b.value
 
 
 @dataclass(frozen=True)
@@ -145,8 +176,17 @@ class FindingResult:
     a: Summary | None
     b: Summary | None
     verdict: Verdict
-    #: The TCG caveat, "" when none applies.
-    caveat: str = ""
+    #: Why, in a few words ("" when the verdict says it all): the failed precondition
+    #: with its measured value, the repetitions a decision needs, the TCG caveat.
+    reason: str = ""
+    #: Our A/B with its interval (None: not measured, or a value <= 0).
+    interval: RatioInterval | None = None
+    #: The margin δ (a fraction) the verdict used.
+    delta: float = MIN_MARGIN
+    #: For ``inconclusive``: the repetitions per side a decision would need.
+    needed_repetitions: int | None = None
+    #: Every precondition checked, met or not.
+    checks: tuple[Check, ...] = ()
 
     @property
     def measured(self) -> bool:
@@ -157,11 +197,22 @@ class FindingResult:
         """The direction our means show, in the finding's terms."""
         if self.a is None or self.b is None:
             return "-"
-        if self.finding.expect == "ratio":
-            return f"A/B = {_ratio_text(self.a.mean, self.b.mean)}"
         if self.a.mean == self.b.mean:
             return "A = B"
         return "A < B" if self.a.mean < self.b.mean else "A > B"
+
+    def ratio_text(self) -> str:
+        """``paper xRp, ours xR [lo, hi]`` (with the multiplication sign; ``ours -`` when
+        not measured)."""
+        paper = f"paper {TIMES}{fmt_value(self.finding.paper_ratio)}"
+        iv = self.interval
+        if iv is None:
+            return f"{paper}, ours -" if self.measured else \
+                f"{paper}, ours - (a value <= 0: no log ratio)"
+        bounds = (f"[{fmt_value(iv.low)}, {fmt_value(iv.high)}]" if iv.has_interval
+                  else "[no interval: n = 1]")
+        return (f"{paper}, ours {TIMES}{fmt_value(iv.ratio)} {bounds} ({iv.test}, "
+                f"n = {iv.n_a}|{iv.n_b}, δ {self.delta * 100:.0f} %)")
 
 
 # -- parsing ---------------------------------------------------------------------------
@@ -225,24 +276,22 @@ def _metric(raw: Mapping[str, Any], path: str, fid: str) -> str:
     return metric
 
 
-def _ratio(raw: Mapping[str, Any], expect: str, path: str, fid: str
-           ) -> tuple[float, float] | None:
-    value = raw.get("ratio")
-    if expect != "ratio":
-        if value is not None:
-            raise _fail(path, fid, "ratio", 'only with expect = "ratio"')
-        return None
-    if (not isinstance(value, list) or len(value) != 2
-            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
-            or not 0 <= value[0] <= value[1]):
-        raise _fail(path, fid, "ratio", "expected [low, high] with 0 <= low <= high")
-    return float(value[0]), float(value[1])
+def _requires(raw: Mapping[str, Any], path: str, fid: str) -> Requirements:
+    parsed, problem = parse_requirements(raw.get("requires"))
+    if parsed is None:
+        field, _, expected = problem.partition(": ")
+        raise _fail(path, fid, f"requires.{field}" if expected else "requires",
+                    expected or problem)
+    return parsed
 
 
 def _check_paper_agrees(finding: Finding, path: str) -> None:
     """The paper's own numbers must show the direction the finding states (a typo in a
     value or in ``expect`` fails here)."""
     paper_a, paper_b = finding.a.value, finding.b.value
+    if paper_a <= 0 or paper_b <= 0:
+        raise _fail(path, finding.id, "a.value" if paper_a <= 0 else "b.value",
+                    "expected a positive number (the verdict reads the paper's A/B)")
     if not _holds(finding, paper_a, paper_b):
         raise _fail(path, finding.id, "expect",
                     f"the paper's values {fmt_value(paper_a)} and {fmt_value(paper_b)} do "
@@ -274,8 +323,9 @@ def _finding(raw: Any, index: int, path: str) -> Finding:
         metric=_metric(raw, path, fid), phase=_text(raw, "phase", path, fid),
         expect=expect,  # checked against EXPECTATIONS above
         a=_side(raw.get("a"), "a", path, fid), b=_side(raw.get("b"), "b", path, fid),
-        ratio=_ratio(raw, expect, path, fid), tcg_distorted=distorted, same_workload=same,
-        paper_setting=_optional_text(raw, "paper_setting", path, fid))
+        tcg_distorted=distorted, same_workload=same,
+        paper_setting=_optional_text(raw, "paper_setting", path, fid),
+        requires=_requires(raw, path, fid))
     shared = _selector(raw, "workload", path, fid, "")
     finding = _with_shared_workload(finding, shared)
     _check_paper_agrees(finding, path)
@@ -377,43 +427,12 @@ def matches(facts: Mapping[str, Any], platform: Mapping[str, Any],
 
 
 def _holds(finding: Finding, a: float, b: float) -> bool:
+    """The paper's own numbers show its direction (``a=b``: A/B inside 1 ± 10 %)."""
     if finding.expect == "a<b":
         return a < b
     if finding.expect == "a>b":
         return a > b
-    low, high = finding.ratio or (0.0, 0.0)
-    return b != 0 and low <= a / b <= high
-
-
-def _separated(finding: Finding, a: Summary, b: Summary) -> bool:
-    """True when the 95 % intervals say the same as the means (for a ratio: the ratio of
-    the interval ends stays in range)."""
-    if finding.expect == "a<b":
-        return a.ci95_high < b.ci95_low
-    if finding.expect == "a>b":
-        return a.ci95_low > b.ci95_high
-    if b.ci95_low <= 0:
-        return False
-    return (_holds(finding, a.ci95_low, b.ci95_high)
-            and _holds(finding, a.ci95_high, b.ci95_low))
-
-
-def _contradicted(finding: Finding, a: Summary, b: Summary) -> bool:
-    """True when the 95 % intervals, not only the means, show the opposite of the paper
-    (for a ratio: the whole interval of A/B lies outside the range). Opposite means with
-    overlapping intervals are no evidence against the paper, only no evidence for it."""
-    if finding.expect == "a<b":
-        return a.ci95_low > b.ci95_high
-    if finding.expect == "a>b":
-        return a.ci95_high < b.ci95_low
-    if b.ci95_low <= 0 or b.ci95_high <= 0:
-        return False
-    low, high = finding.ratio or (0.0, 0.0)
-    return a.ci95_high / b.ci95_low < low or a.ci95_low / b.ci95_high > high
-
-
-def _ratio_text(a: float, b: float) -> str:
-    return "-" if b == 0 else fmt_value(a / b)
+    return b > 0 and 1 / (1 + MIN_MARGIN) <= a / b <= 1 + MIN_MARGIN
 
 
 def _side_values(cells: Sequence[str], values: Mapping[str, Mapping[int, list[float]]]
@@ -426,6 +445,18 @@ def _side_values(cells: Sequence[str], values: Mapping[str, Mapping[int, list[fl
             if per_rep:
                 out.append(sum(per_rep) / len(per_rep))
     return out
+
+
+def _rounds(cells: Sequence[str], values: Mapping[str, Mapping[int, list[float]]]
+            ) -> dict[int, float]:
+    """One value per repetition round: the mean of the side's cells in that round (the
+    runner measures every cell of a repetition in one round, back to back)."""
+    per_round: dict[int, list[float]] = defaultdict(list)
+    for cell in cells:
+        for rep, per_rep in values.get(cell, {}).items():
+            if per_rep:
+                per_round[rep].append(sum(per_rep) / len(per_rep))
+    return {rep: sum(v) / len(v) for rep, v in per_round.items()}
 
 
 def _phase_matches(finding: Finding, phase: str) -> bool:
@@ -453,46 +484,103 @@ def _common_workloads(a_cells: tuple[str, ...], b_cells: tuple[str, ...],
             tuple(c for c in b_cells if facts[c]["workload_name"] in common))
 
 
-def _evaluate_one(finding: Finding, facts: Mapping[str, Mapping[str, Any]],
-                  rows: Sequence[Row], tcg: bool) -> FindingResult:
+@dataclass(frozen=True)
+class _Context:
+    facts: Mapping[str, Mapping[str, Any]]
+    rows: Sequence[Row]
+    tcg: bool
+    host: HostFacts
+    floors: Mapping[tuple[str, str, str], NoiseFloor]
+
+
+def _values_of(metric: str, phase: str, cells: Sequence[str], rows: Sequence[Row]
+               ) -> list[float]:
+    wanted = set(cells)
+    return [float(r.value) for r in rows
+            if r.cell in wanted and r.metric == metric and fnmatch.fnmatchcase(r.phase, phase)]
+
+
+def _checks(finding: Finding, a_cells: Sequence[str], b_cells: Sequence[str],
+            ctx: _Context) -> tuple[Check, ...]:
+    if not finding.requires.any():
+        return ()
+    facts = [ctx.facts[c] for c in (*a_cells, *b_cells)]
+    rates = [{m: _values_of(m, finding.phase, side, ctx.rows)
+              for m in ("replies_s", "offered_rps")} for side in (a_cells, b_cells)]
+    return tuple(check(finding.requires, facts, ctx.host, rates))
+
+
+def _delta(finding: Finding, cells: Sequence[str], interval: RatioInterval,
+           floors: Mapping[tuple[str, str, str], NoiseFloor]) -> float:
+    """δ: 10 %, or the largest stored noise floor of the compared cells, phase and
+    metric at these sample sizes when larger."""
+    wanted = set(cells)
+    found = [f.floor_pct(interval.n_a, interval.n_b, _FLOOR_ALPHA)
+             for (cell, phase, metric), f in floors.items()
+             if cell in wanted and fnmatch.fnmatchcase(phase, finding.phase)
+             and fnmatch.fnmatchcase(metric, finding.metric)]
+    return margin(found)
+
+
+def _judge(finding: Finding, interval: RatioInterval | None, delta: float,
+           checks: Sequence[Check], tcg: bool) -> Classification:
+    failed = "; ".join(f"{c.name}: {c.measured}" for c in checks if not c.met)
+    if tcg and finding.tcg_distorted:
+        # A failed precondition is named too: it would still stand under KVM.
+        return Classification("not assessable under TCG", _TCG_NOTE + (
+            f"; precondition not met: {failed}" if failed else ""))
+    if failed:
+        return Classification("precondition not met", failed)
+    if interval is None:
+        return Classification("inconclusive", "a value <= 0: the ratio has no log")
+    return classify(interval, finding.paper_ratio, equivalence=finding.expect == "a=b",
+                    delta=delta)
+
+
+def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
+    facts = ctx.facts
     a_cells = tuple(n for n, f in facts.items()
                     if matches(f, finding.a.platform, finding.a.workload))
     b_cells = tuple(n for n, f in facts.items()
                     if matches(f, finding.b.platform, finding.b.workload))
     if finding.same_workload:
         a_cells, b_cells = _common_workloads(a_cells, b_cells, facts)
-    values = _values_by_cell(finding, rows)
+    values = _values_by_cell(finding, ctx.rows)
     a_values = _side_values(a_cells, values)
     b_values = _side_values(b_cells, values)
-    caveat = _TCG_NOTE if tcg and finding.tcg_distorted else ""
     if not a_values or not b_values:
-        return FindingResult(finding, a_cells, b_cells, None, None, "not measured", caveat)
-    a, b = summarize(a_values), summarize(b_values)
-    if _holds(finding, a.mean, b.mean):
-        verdict: Verdict = ("agrees" if _separated(finding, a, b)
-                            else "agrees (within noise)")
-    else:
-        verdict = ("disagrees" if _contradicted(finding, a, b)
-                   else "disagrees (within noise)")
-    return FindingResult(finding, a_cells, b_cells, a, b, verdict, caveat)
+        return FindingResult(finding, a_cells, b_cells, None, None, "not measured")
+    interval = log_ratio_interval(_rounds(a_cells, values), _rounds(b_cells, values))
+    delta = (_delta(finding, (*a_cells, *b_cells), interval, ctx.floors)
+             if interval is not None else MIN_MARGIN)
+    checks = _checks(finding, a_cells, b_cells, ctx)
+    judged = _judge(finding, interval, delta, checks, ctx.tcg)
+    return FindingResult(finding, a_cells, b_cells, summarize(a_values),
+                         summarize(b_values), judged.verdict, judged.reason, interval,
+                         delta, judged.needed_repetitions, checks)
 
 
 def evaluate(findings: Sequence[Finding], cells: Iterable[CellLike],
-             rows: Sequence[Row], *,
-             accelerator: str | None = None) -> list[FindingResult]:
+             rows: Sequence[Row], *, accelerator: str | None = None,
+             host: HostFacts | None = None,
+             floors: Mapping[tuple[str, str, str], NoiseFloor] | None = None
+             ) -> list[FindingResult]:
     """Every finding on one run: ``cells`` are the store's CellRows (``name``,
-    ``platform``, ``workload``, ``identity``), ``rows`` its measurements. Both sides
-    must have values for a verdict; else the result is ``not measured``."""
+    ``platform``, ``workload``, ``identity``), ``rows`` its measurements, ``host`` what
+    the run stored of its host and lab (the preconditions), ``floors`` this host's
+    noise floors by (cell, phase, metric) (the margin δ). Both sides must have values
+    for a verdict; else the result is ``not measured``."""
     facts = {c.name: cell_facts(c.platform, c.workload, c.identity.scenario,
                                 c.identity.neighbour_roles, c.workload_name)
              for c in cells}
-    return [_evaluate_one(f, facts, rows, accelerator == "tcg") for f in findings]
+    ctx = _Context(facts, rows, accelerator == "tcg", host or HostFacts(), floors or {})
+    return [_evaluate_one(f, ctx) for f in findings]
 
 
 # -- rendering -------------------------------------------------------------------------
 
 FINDINGS_HEADERS = ("finding", "source", "A vs B", "paper A | B", "ours A | B",
-                    "paper finds", "we find", "verdict")
+                    "A/B: paper, ours [95 % CI]", "verdict")
 
 
 def _paper_text(finding: Finding) -> str:
@@ -507,12 +595,28 @@ def _ours_text(result: FindingResult) -> str:
     return f"{mean_ci_text(result.a)} | {mean_ci_text(result.b, unit)}"
 
 
+def verdict_text(result: FindingResult) -> str:
+    """The verdict with its reason (``inconclusive: n = 1: ...``)."""
+    return result.verdict + (f": {result.reason}" if result.reason else "")
+
+
 def _row(result: FindingResult) -> tuple[str, ...]:
     finding = result.finding
-    verdict = result.verdict + (f" ({result.caveat})" if result.caveat else "")
+    ratio = (result.ratio_text() if result.measured
+             else f"paper {TIMES}{fmt_value(finding.paper_ratio)} ({finding.direction_text()})")
     return (finding.id, f"seed {finding.seed} {finding.source}",
             f"{finding.a.label} vs {finding.b.label}", _paper_text(finding),
-            _ours_text(result), finding.direction_text(), result.ours_direction(), verdict)
+            _ours_text(result), ratio, verdict_text(result))
+
+
+_NOTE = ("paper A | B: the paper's numbers in its units (what it compared: docs/seeds.md, "
+         "--format json); ours: mean ± 95 % CI over the repetitions of the matching "
+         "cells, in the metric's unit. A/B: ours is the geometric mean of the per-round "
+         "ratios with a paired t 95 % interval (Welch's on the logs when the rounds do not "
+         "pair), n per side, and the margin δ (10 %, or the host's noise floor if larger). "
+         "reproduced: the interval clears 1 ± δ in the paper's direction and stays within "
+         "a factor 2 of its size in log; effect absent: the interval lies inside 1 ± δ; "
+         "a verdict needs 3 repetitions per side (docs/seeds.md).")
 
 
 def findings_table(results: Sequence[FindingResult], *, include_unmeasured: bool = False
@@ -522,13 +626,9 @@ def findings_table(results: Sequence[FindingResult], *, include_unmeasured: bool
     shown = [r for r in results if r.measured or include_unmeasured]
     if not shown:
         return None
-    note = ("paper A | B: the paper's numbers in its units (what it compared: "
-            "docs/seeds.md, --format json); ours: mean ± 95 % CI over the repetitions of "
-            "the matching cells, in the metric's unit; 'within noise': the 95 % intervals "
-            "overlap, so the means' direction is not settled.")
     return TextTable(title="Findings: the seed papers next to this run",
                      headers=FINDINGS_HEADERS, rows=tuple(_row(r) for r in shown), left=3,
-                     note=note)
+                     note=_NOTE)
 
 
 def _summary_json(summary: Summary | None) -> dict[str, float] | None:
@@ -536,6 +636,19 @@ def _summary_json(summary: Summary | None) -> dict[str, float] | None:
         return None
     return {"n": summary.n, "mean": summary.mean, "ci95_low": summary.ci95_low,
             "ci95_high": summary.ci95_high}
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _ratio_json(result: FindingResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"paper": result.finding.paper_ratio, "delta": result.delta}
+    iv = result.interval
+    if iv is not None:
+        out.update({"ours": iv.ratio, "low": _finite(iv.low), "high": _finite(iv.high),
+                    "test": iv.test, "n_a": iv.n_a, "n_b": iv.n_b})
+    return out
 
 
 def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool = False
@@ -556,6 +669,9 @@ def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool 
                   "summary": _summary_json(result.a)},
             "b": {"label": finding.b.label, "cells": list(result.b_cells),
                   "summary": _summary_json(result.b)},
-            "ours": result.ours_direction(), "verdict": result.verdict,
-            "tcg_caveat": result.caveat or None})
+            "ours": result.ours_direction(), "ratio": _ratio_json(result),
+            "verdict": result.verdict, "reason": result.reason or None,
+            "needed_repetitions": result.needed_repetitions,
+            "preconditions": [{"name": c.name, "met": c.met, "measured": c.measured}
+                              for c in result.checks]})
     return out

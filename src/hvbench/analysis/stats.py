@@ -26,6 +26,7 @@ __all__ = [
     "stability_warnings",
     "summarize",
     "t_quantile",
+    "welch_interval",
 ]
 
 # Above this many degrees of freedom the Cornish-Fisher expansion of the t quantile around
@@ -171,6 +172,35 @@ def summarize(values: Sequence[float]) -> Summary:
         median=_median(ordered), min=ordered[0], max=ordered[-1],
         ci95_low=mean - half, ci95_high=mean + half,
     )
+
+
+def welch_interval(a: Sequence[float], b: Sequence[float], level: float = 0.95
+                   ) -> tuple[float, float, float, int]:
+    """Welch's t-interval of mean(a) - mean(b) for two independent samples of unequal
+    variance: ``(difference, low, high, df)``. The Welch-Satterthwaite degrees of
+    freedom are rounded down (``t_quantile`` takes whole df; fewer df widen the
+    interval, never narrow it). Two samples without spread give a zero-width interval.
+
+    Raises:
+        ValueError: a sample has fewer than 2 values or a value is not finite, or
+            ``level`` is not strictly between 0 and 1.
+    """
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"a Welch interval needs 2 values per sample, got {len(a)} and "
+                         f"{len(b)}")
+    _check_finite(a, "a")
+    _check_finite(b, "b")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1), got {level}")
+    sa, sb = summarize(a), summarize(b)
+    va, vb = sa.sd**2 / sa.n, sb.sd**2 / sb.n
+    diff = sa.mean - sb.mean
+    if va + vb == 0:
+        return diff, diff, diff, sa.n + sb.n - 2
+    df_real = (va + vb) ** 2 / (va**2 / (sa.n - 1) + vb**2 / (sb.n - 1))
+    df = max(1, math.floor(df_real))
+    half = t_quantile(0.5 + level / 2.0, df) * math.sqrt(va + vb)
+    return diff, diff - half, diff + half, df
 
 
 def percent_of(value: float, baseline: float) -> float | None:

@@ -176,25 +176,13 @@ def _check_run_lists(store: Store, a: list[str], b: list[str], force: bool) -> l
 def _floors(store: Store, run: str, platform: str | None) -> dict[Any, Any]:
     """This host's newest noise floor of each of A's (cell, phase, metric), keyed as
     A's side is (by workload for a platform side); empty when none was measured."""
-    from hvbench.analysis.noise import NoiseFloor
-    from hvbench.store.records import definition_key
+    from hvbench.report.model import run_noise_floors
 
-    record = store.get_run(run)
-    host = str(record.host or record.env.get("hostname") or "")
     cells = [c for c in store.cells(run) if platform is None or c.platform_name == platform]
-    # Cells defined alike (an A/A pair under two names) share one definition and floor.
-    keys: dict[str, list[str]] = {}
-    for c in cells:
-        keys.setdefault(definition_key(c.platform, c.workload), []).append(
-            c.workload_name if platform is not None else c.name)
-    out: dict[Any, Any] = {}
-    for row in store.noise_floors(host, list(keys)):
-        f = row.floor
-        for name in keys[f.definition]:
-            out.setdefault((name, f.phase, f.metric), NoiseFloor(
-                sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean, run_id=row.run_id,
-                measured_at=row.created_at))
-    return out
+    if platform is None:
+        return dict(run_noise_floors(store, store.get_run(run), cells))
+    return dict(run_noise_floors(store, store.get_run(run), cells,
+                                 name=lambda c: c.workload_name))
 
 
 def _host_sides(store: Store, fleet_id: str, host: str) -> tuple[Any, Any]:

@@ -925,7 +925,10 @@ def _findings_section(table: TextTable | None) -> str:
     if table is None:
         return ""
     return ('<h2 id="findings">Findings</h2><p>What the seed papers found, their numbers, '
-            "ours (mean ± 95 % CI) and whether the two agree (docs/seeds.md).</p>"
+            "ours (mean ± 95 % CI), our A/B ratio with its 95 % interval next to the "
+            "paper's, and the verdict: reproduced, weaker or stronger, effect absent, "
+            "size excluded, opposite, inconclusive, precondition not met or not "
+            "assessable under TCG (docs/seeds.md).</p>"
             + _text_table(table))
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from hvbench.analysis.diagnosis import Verdict, diagnose_all, needs_flatness
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_histogram
 from hvbench.analysis.layers import LayerRow, layer_rows
+from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.precision import cell_precision, precision_line
 from hvbench.analysis.resources import CellModel, build_models, with_flatness
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
@@ -44,7 +45,14 @@ from hvbench.model.libvirt_xml import (
 )
 from hvbench.model.study import parse_study, repetition_rule
 from hvbench.store.database import Store
-from hvbench.store.records import CellRow, FailureRow, MeasurementRow, RunRecord, SampleRow
+from hvbench.store.records import (
+    CellRow,
+    FailureRow,
+    MeasurementRow,
+    RunRecord,
+    SampleRow,
+    definition_key,
+)
 from hvbench.workloads.fio import RAW_KIND as FIO_RAW_KIND
 from hvbench.workloads.wrk import RAW_KIND as WRK_RAW_KIND
 
@@ -89,6 +97,9 @@ class RunReport:
     stages: list[StageRow] = field(default_factory=list)
     #: The latency of every guest disk cell split into its measured layers.
     layers: list[LayerRow] = field(default_factory=list)
+    #: This host's newest stored noise floor of each (cell, phase, metric) of the run
+    #: (``hvbench noise``); empty when none was measured.
+    noise_floors: dict[tuple[str, str, str], NoiseFloor] = field(default_factory=dict)
 
     @property
     def has_scenarios(self) -> bool:
@@ -291,6 +302,7 @@ def load_run_report(store: Store, run_id: str, *,
         report.stages[:] = stage_rows(stage_windows(
             rows, ok_samples(store, run_id, rows, staged), report.cell_dimensions()))
     report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
+    report.noise_floors.update(run_noise_floors(store, run, cells))
     if not steady:
         return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
     measured = {(r.cell, r.phase) for r in rows if r.metric in STEADY_METRICS}
@@ -299,6 +311,30 @@ def load_run_report(store: Store, run_id: str, *,
     return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
                                steady=states,
                                warnings=report.warnings + steady_warnings(states))
+
+
+def run_noise_floors(store: Store, run: RunRecord, cells: Sequence[CellRow],
+                     name: Callable[[CellRow], str] = lambda c: c.name
+                     ) -> dict[tuple[str, str, str], NoiseFloor]:
+    """The run's host's newest stored noise floor of each (cell, phase, metric), the
+    cell named by ``name`` (default: its name); cells defined alike share one
+    definition and so one floor.
+
+    Raises:
+        StoreError: the database cannot be read.
+    """
+    host = str(run.host or run.env.get("hostname") or "")
+    names: dict[str, list[str]] = {}
+    for cell in cells:
+        names.setdefault(definition_key(cell.platform, cell.workload), []).append(name(cell))
+    out: dict[tuple[str, str, str], NoiseFloor] = {}
+    for row in store.noise_floors(host, list(names)):
+        f = row.floor
+        for cell_name in names[f.definition]:
+            out.setdefault((cell_name, f.phase, f.metric), NoiseFloor(
+                sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean, run_id=row.run_id,
+                measured_at=row.created_at))
+    return out
 
 
 def adaptive_warnings(run: RunRecord, rows: Sequence[MeasurementRow],
