@@ -1,13 +1,18 @@
-"""The suite's time budget (tests/budget.toml) and the guard tests/conftest.py runs at
-the end of a session: pure functions here, so that tests/unit/test_budget.py checks the
-decisions without running a suite."""
+"""The suite's time budget (tests/budget.toml) and the guard (:class:`BudgetGuard`, a
+pytest plugin tests/conftest.py registers) that checks it at the end of a session. The
+decisions are pure functions, checked by tests/unit/test_budget.py, which also runs the
+guard in a throwaway suite."""
 
 from __future__ import annotations
 
+import time
 import tomllib
+from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 TESTS = Path(__file__).resolve().parent
 BUDGET_FILE = TESTS / "budget.toml"
@@ -62,15 +67,58 @@ def slowest(durations: Mapping[str, float], count: int) -> list[tuple[str, float
     return sorted(durations.items(), key=lambda item: (-item[1], item[0]))[:count]
 
 
-def over_budget_lines(wall_s: float, budget: Budget, durations: Mapping[str, float]
-                      ) -> list[str]:
-    """The failure's text when ``wall_s`` exceeds :attr:`Budget.limit_s`, else []."""
+def over_budget_lines(wall_s: float, budget: Budget, durations: Mapping[str, float],
+                      source: Path = BUDGET_FILE) -> list[str]:
+    """The failure's text when ``wall_s`` exceeds :attr:`Budget.limit_s`, else []
+    (``source``: the budget's file, named in it)."""
     if wall_s <= budget.limit_s:
         return []
     lines = [f"test suite over budget: {wall_s:.0f} s wall, budget {budget.full_s:.0f} s "
-             f"+ {100 * budget.tolerance:.0f} % = {budget.limit_s:.0f} s "
-             f"({BUDGET_FILE.relative_to(TESTS.parent)}); the {budget.slowest} slowest tests "
-             "(setup + call + teardown):"]
+             f"+ {100 * budget.tolerance:.0f} % = {budget.limit_s:.0f} s ({source}); "
+             f"the {budget.slowest} slowest tests (setup + call + teardown):"]
     lines += [f"  {seconds:8.1f} s  {node}" for node, seconds in slowest(durations,
                                                                           budget.slowest)]
     return lines
+
+
+class BudgetGuard:
+    """Times the session and each test (setup + call + teardown); at the end of a full
+    run (:func:`tests.budget.is_full_run`) over its budget, fails the session and
+    prints why with the slowest tests."""
+
+    def __init__(self, tests: Path = TESTS, budget_file: Path = BUDGET_FILE) -> None:
+        self.tests, self.budget_file = tests, budget_file
+        self.started = time.monotonic()
+        self.durations: dict[str, float] = defaultdict(float)
+        self.deselected = 0
+        self.files: set[Path] = set()
+        self.failure: list[str] = []
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self.files = {Path(item.path) for item in items}
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected += len(items)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.durations[report.nodeid] += report.duration
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            return
+        option = session.config.option
+        if not is_full_run(self.files, self.deselected, option.keyword, option.markexpr,
+                           self.tests):
+            return
+        self.failure = over_budget_lines(time.monotonic() - self.started,
+                                         load_budget(self.budget_file), self.durations,
+                                         self.budget_file)
+        if self.failure:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.failure:
+            terminalreporter.section("time budget", sep="=", red=True, bold=True)
+            for line in self.failure:
+                terminalreporter.write_line(line)

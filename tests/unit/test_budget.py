@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.budget import (
     BUDGET_FILE,
     Budget,
@@ -15,6 +17,8 @@ from tests.budget import (
     slowest,
     suite_files,
 )
+
+pytest_plugins = ("pytester",)
 
 
 def _tree(root: Path) -> list[Path]:
@@ -54,7 +58,34 @@ def test_over_budget_by_more_than_the_tolerance_fails_with_the_slowest_tests() -
     assert over_budget_lines(125.0, budget, durations) == []
     lines = over_budget_lines(125.1, budget, durations)
     assert "125 s wall, budget 100 s + 25 % = 125 s" in lines[0]
-    assert "tests/budget.toml" in lines[0]
+    assert str(BUDGET_FILE) in lines[0]
     # the two slowest, ties by name
     assert [line.split()[-1] for line in lines[1:]] == ["t::b", "t::d"]
     assert slowest(durations, 3) == [("t::b", 30.0), ("t::d", 30.0), ("t::c", 20.0)]
+
+
+def test_the_guard_fails_a_full_run_over_budget_and_spares_partial_runs(
+        pytester: pytest.Pytester) -> None:
+    """A throwaway suite (two files, 0.6 s) against a budget of 0.1 s: the full run fails
+    and names the slowest test; one file, or -k, passes."""
+    for suite in ("unit", "integration"):
+        pytester.mkdir(suite)
+        (pytester.path / suite / f"test_{suite}_slow.py").write_text(
+            "import time\n\n\ndef test_slow():\n    time.sleep(0.3)\n")
+    budget = pytester.path / "budget.toml"
+    budget.write_text("[suite]\nfull_s = 0.1\ntolerance = 0.25\nslowest = 1\n")
+    pytester.makeconftest(
+        "from pathlib import Path\n\nfrom tests.budget import BudgetGuard\n\n\n"
+        "def pytest_configure(config):\n"
+        f"    config.pluginmanager.register(BudgetGuard(Path({str(pytester.path)!r}), "
+        f"Path({str(budget)!r})), 'guard')\n")
+    full = pytester.runpytest("unit", "integration")
+    full.assert_outcomes(passed=2)
+    assert full.ret == pytest.ExitCode.TESTS_FAILED
+    full.stdout.fnmatch_lines([f"*test suite over budget*budget 0 s + 25 %*({budget})*",
+                               "*s  *_slow.py::test_slow"])
+    for partial in (["unit"], ["unit", "integration", "-k", "slow"],
+                    ["unit", "integration", "--deselect", "unit/test_unit_slow.py::test_slow"]):
+        done = pytester.runpytest(*partial)
+        assert done.ret == pytest.ExitCode.OK, partial
+        assert "over budget" not in done.stdout.str()
