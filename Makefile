@@ -17,7 +17,7 @@ APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf wrk stress-ng ligh
 	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \
 	gcc python3-dev openssh-server fio-examples postgresql libxml2-utils
 
-.PHONY: all deps venv image lint unit integration test demo clean
+.PHONY: all deps venv image lint unit integration test test-fast demo clean
 
 all: test
 
@@ -70,8 +70,16 @@ unit: deps
 integration: image
 	$(BIN)/pytest -q tests/integration
 
+# The whole suite; its wall time is held to tests/budget.toml (tests/conftest.py fails
+# the session when it runs over by more than the tolerance, listing the slowest tests).
 test: image lint
 	$(BIN)/pytest -q tests/unit tests/integration
+
+# A developer's loop (at most 3 minutes): the unit suite, then one smoke integration
+# test (a TCG guest boots and runs a command through the agent).
+SMOKE := tests/integration/test_cli.py::test_guest_exec_passes_output_and_exit_code
+test-fast: image
+	$(BIN)/pytest -q tests/unit $(SMOKE)
 
 demo: image
 	$(BIN)/hvbench doctor

@@ -1,6 +1,7 @@
 """Fixtures every test layer shares: a private PostgreSQL server (started once per
 session by the first test that asks for it, stopped and removed at the end) and a fresh
-database on it per test."""
+database on it per test. And the suite's time budget (tests/budget.toml): a full run
+that exceeds it by more than its tolerance fails, listing the slowest tests."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from hvbench.store.pgserver import PostgresServer
+from tests.budget import BudgetGuard
 
 _names = itertools.count()
 
@@ -26,3 +28,7 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """The URL of a new, empty database on the session's private server."""
     return postgres_server.create_database(f"test_{next(_names)}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(BudgetGuard(), "hvbench-budget-guard")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import ipaddress
 import os
+import secrets
 import subprocess
 import tempfile
 import time
@@ -14,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.host import proctree
 from hvbench.image.builder import GuestImage, build_image
-from hvbench.netlab.lab import OWNER_ALIAS_PREFIX
-from hvbench.netlab.names import BRIDGE_PREFIX, TAG_LEN, VETH_PREFIX, bridge_name
+from hvbench.netlab.lab import OWNER_ALIAS_PREFIX, used_networks
+from hvbench.netlab.names import BRIDGE_PREFIX, TAG_LEN, VETH_PREFIX, bridge_name, overlaps
 from hvbench.platforms.qemu import TAP_PREFIX
 from hvbench.platforms.registry import REGISTRY
 
@@ -92,15 +95,20 @@ def _lab_tags(links: set[str], netns: set[str]) -> set[str]:
     return tags
 
 
+def _bridge_alias(tag: str) -> str | None:
+    """The alias of the lab's bridge (its creator's pid, after OWNER_ALIAS_PREFIX)."""
+    try:
+        return Path(f"/sys/class/net/{bridge_name(tag)}/ifalias").read_text().strip()
+    except OSError:
+        return None
+
+
 def _bridge_owned_elsewhere(tag: str, me: int) -> bool:
     """True when the lab's bridge names (in its alias) a live creator that this test
     session did not start: a lab that another hvbench has just created, before any
     process runs in its namespaces."""
-    try:
-        alias = Path(f"/sys/class/net/{bridge_name(tag)}/ifalias").read_text().strip()
-    except OSError:
-        return False
-    if not alias.startswith(OWNER_ALIAS_PREFIX):
+    alias = _bridge_alias(tag)
+    if alias is None or not alias.startswith(OWNER_ALIAS_PREFIX):
         return False
     pid = int(alias.removeprefix(OWNER_ALIAS_PREFIX))
     return Path(f"/proc/{pid}").exists() and me not in _ancestors(pid)
@@ -139,6 +147,68 @@ def new_network_objects(links_before: set[str], netns_before: set[str]) -> list[
         if not found or time.monotonic() >= deadline:
             return found
         time.sleep(0.1)
+
+
+def network_objects_of(pid: int) -> set[str]:
+    """The hvb- links and namespaces that the running hvbench ``pid`` created: those of
+    the labs whose bridge names it as creator, and the taps its QEMUs (descendants of
+    it) opened. Taken while it runs, to check after it is gone that they went too."""
+    links, netns = set(hvbench_links()), set(hvbench_netns())
+    tags = {tag for tag in _lab_tags(links, netns)
+            if _bridge_alias(tag) == f"{OWNER_ALIAS_PREFIX}{pid}"}
+    found = {n for n in links | netns for tag in tags
+             if n == bridge_name(tag) or n.startswith((f"{VETH_PREFIX}{tag}",
+                                                       f"{NET_PREFIX}{tag}-"))}
+    for info in proctree.descendants(pid):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{info.pid}/cmdline").read_bytes().split(b"\0")
+            found |= {part.split("ifname=", 1)[1].split(",")[0]
+                      for part in (a.decode(errors="replace") for a in argv)
+                      if "ifname=" + TAP_PREFIX in part}
+    return found
+
+
+def existing_network_objects(names: set[str]) -> set[str]:
+    """Those of ``names`` (hvb- links and namespaces) that exist now."""
+    return names & (set(hvbench_links()) | set(hvbench_netns()))
+
+
+#: Where the tests' own bridges and fixed-subnet labs take a /24: the benchmarking range
+#: 198.18.0.0/15, outside 10.213.0.0/16 that hvbench's labs allocate from.
+TEST_NETWORKS = ipaddress.IPv4Network("198.18.0.0/15")
+
+
+def free_test_subnet() -> ipaddress.IPv4Network:
+    """A /24 of :data:`TEST_NETWORKS` that nothing on this host uses (addresses and
+    routes), from a random start so that two sessions are unlikely to pick the same one
+    at the same moment.
+
+    Raises:
+        RuntimeError: every one is in use.
+    """
+    used = used_networks()
+    subnets = list(TEST_NETWORKS.subnets(new_prefix=24))
+    start = secrets.randbelow(len(subnets))
+    for subnet in subnets[start:] + subnets[:start]:
+        if not overlaps(str(subnet), used):
+            return subnet
+    raise RuntimeError(f"every /24 of {TEST_NETWORKS} is in use on this host")
+
+
+#: Guests (or other registered processes) that a module fixture shares between its
+#: tests: the leak check after each test leaves them alone; the fixture stops them.
+SHARED: list[object] = []
+
+
+@contextlib.contextmanager
+def shared(*items: object) -> Iterator[None]:
+    """Mark ``items`` as shared between tests while the block runs."""
+    SHARED.extend(items)
+    try:
+        yield
+    finally:
+        for item in items:
+            SHARED.remove(item)
 
 
 @contextlib.contextmanager
@@ -185,7 +255,8 @@ def no_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         # outside the lock) are not its.
         links_before, netns_before = set(hvbench_links()), set(hvbench_netns())
         yield work
-        assert REGISTRY.live() == [], "a guest outlived its test"
+        own = [p for p in REGISTRY.live() if not any(p is s for s in SHARED)]
+        assert own == [], "a guest outlived its test"
         assert list(work.iterdir()) == [], f"left in the work dir: {list(work.iterdir())}"
         assert list(tmp.iterdir()) == [], f"left in TMPDIR: {list(tmp.iterdir())}"
         leaked = new_network_objects(links_before, netns_before)

@@ -231,6 +231,30 @@ def test_same_guest_through_qemu_and_libvirt_gives_the_same_numbers(
     assert not list(IMAGES_DIR.glob(f"hvbench-{os.getpid()}-*.hvb{os.getpid()}"))
 
 
+def test_the_libvirt_example_runs_and_is_explained(daemons: list[str], image: GuestImage,
+                                                   tmp_path: Path) -> None:
+    """examples/libvirt.toml as shipped, one repetition of a smaller dd: native, the
+    QEMU guest and the libvirt domain are each measured, and `hvbench explain` gives
+    every measured cell a verdict, the domain's included."""
+    path = Path(__file__).resolve().parents[2] / "examples" / "libvirt.toml"
+    study = parse_study(path.read_text(), str(path), HOST_RAM,
+                        ["study.repetitions=1", "workload.dd.file_size=16M"])
+    db = tmp_path / "example.db"
+    with Store(db) as store:
+        outcome = run_study(study, store)
+        assert outcome.failures == 0, store.failures(outcome.run_id)
+    explained = _hvbench("explain", outcome.run_id, "--db", str(db), "--format", "json")
+    assert explained.returncode == 0, explained.stderr
+    verdicts = json.loads(explained.stdout)["verdicts"]
+    assert {v["platform"] for v in verdicts if v["phase"] != "boot"} == {
+        "native", "guest", "libvirt"}, verdicts
+    conn = connect(URI)
+    try:
+        assert _hvbench_domains(conn) == []
+    finally:
+        conn.close()
+
+
 def test_existing_domain_is_measured_on_the_named_disk_and_left_unchanged(
     user_domain: dict[str, str], tmp_path: Path
 ) -> None:

@@ -4,10 +4,12 @@ during a measurement, CPU weights through the host's cgroups, and cleanup after
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -15,21 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.host import proctree
 from hvbench.host.cgroups import detect_cpu_cgroups
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import Study, parse_study
 from hvbench.run.runner import run_study
 from hvbench.store.database import MeasurementRow, Store
+from tests.integration.conftest import existing_network_objects, network_objects_of
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(os.geteuid() != 0, reason="the net lab and cgroups need root"),
-    # Known open bug, not yet explained: now and then (about 1 full suite in 3 here) a
-    # target guest's iperf3 transmission to a lab host stalls at 0 bytes/s for tens of
-    # seconds next to a neighbour guest, and iperf3 ends with "control socket has closed
-    # unexpectedly" / "select failed: Bad file descriptor". One rerun keeps the suite
-    # usable while it is investigated; two failures in a row still fail.
-    pytest.mark.flaky(reruns=1),
 ]
 HVBENCH = str(Path(sys.executable).parent / "hvbench")
 HOST_RAM = 24 << 30
@@ -141,12 +139,22 @@ def _run(text: str, tmp_path: Path) -> tuple[list[MeasurementRow], Path, str]:
     return _run_study(parse_study(text, str(tmp_path / "study.toml"), HOST_RAM), tmp_path)
 
 
+#: iperf3's last words in the known open bug (not yet explained): now and then (about 1
+#: full suite in 3 when it was seen) a target guest's iperf3 transmission to a lab host
+#: stalls at 0 bytes/s for tens of seconds next to a neighbour guest, and iperf3 ends
+#: with one of these. Nothing reruns: a failure with them names the bug, and fails.
+TX_STALL = ("control socket has closed unexpectedly", "select failed: Bad file descriptor")
+
+
 def _run_study(study: Study, tmp_path: Path) -> tuple[list[MeasurementRow], Path, str]:
     db = tmp_path / "r.db"
     with Store(db) as store:
         outcome = run_study(study, store)
-        failures = store.failures(outcome.run_id)
-        assert outcome.failures == 0, "\n\n".join(f.error or "" for f in failures)
+        errors = [f.error or "" for f in store.failures(outcome.run_id)]
+        stalled = any(words in e for e in errors for words in TX_STALL)
+        assert outcome.failures == 0, (
+            ("known open bug, the guest TX stall (TX_STALL): " if stalled else "")
+            + "\n\n".join(errors))
         return store.measurements(outcome.run_id), db, outcome.run_id
 
 
@@ -206,18 +214,27 @@ def check_context_switches(values: dict[tuple[str, str], float], db: Path,
 
 def test_guests_started_on_demand_are_timed_and_the_dip_measured(
         image: GuestImage, tmp_path: Path) -> None:
-    rows, db, _ = _run(ONDEMAND, tmp_path)
+    rows, db, run_id = _run(ONDEMAND, tmp_path)
     values = _values(rows)
     for index in (0, 1):
         assert 0.5 < values[("vm@od", f"ondemand.{index}.startup_s")] < 60.0
     assert values[("vm@od", "ondemand.0.asked_at_s")] == pytest.approx(4.0, abs=0.5)
     assert values[("vm@od", "ondemand.1.asked_at_s")] >= 5.0
-    assert values[("vm@od", "dip.baseline")] > 1.0
-    assert 0.0 <= values[("vm@od", "dip.depth_pct")] <= 100.0
-    with sqlite3.connect(db) as conn:
-        seconds = [t for (t,) in conn.execute(
-            "SELECT t FROM samples WHERE monitor = 'throughput' ORDER BY t")]
-    assert seconds[0] == 0.0 and len(seconds) >= 12
+    with Store(db) as store:
+        buckets = sorted((int(s.t), float(s.values["value"]))
+                         for s in store.samples(run_id, monitor="throughput"))
+    assert buckets[0][0] == 0 and len(buckets) >= 12
+    # The dip, from the stored 1 s buckets (docs: the first and last bucket are not
+    # steady; baseline: the median before the first start; depth: the lowest after it).
+    steady = buckets[1:-1]
+    first_start = values[("vm@od", "ondemand.0.asked_at_s")]
+    before = sorted(v for t, v in steady if t + 1 <= first_start)
+    baseline = statistics.median(before)
+    lowest = min(v for t, v in steady if t + 1 > first_start)
+    assert baseline > 1.0
+    assert values[("vm@od", "dip.baseline")] == pytest.approx(baseline)
+    assert values[("vm@od", "dip.depth_pct")] == pytest.approx(
+        max(0.0, 100.0 * (1.0 - lowest / baseline)))
 
 
 def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Path) -> None:
@@ -263,10 +280,29 @@ def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Pa
     print(json.dumps(list(stages.values()), indent=1))
 
 
-def _cgroup_dirs() -> set[str]:
-    support = detect_cpu_cgroups()
-    roots = [r for r in (support.cpu_root, support.cpuset_root, support.cpuacct_root) if r]
-    return {str(p) for root in roots for p in root.glob("hvbench-*")}
+def _own_cgroups() -> set[str]:
+    """The cgroups this test's hvbench recorded (owner records in the test's own work
+    directory, written before each cgroup is created): other runs' are not checked."""
+    paths: set[str] = set()
+    for record in Path(os.environ["HVBENCH_WORKDIR"]).glob("cgroups-*.json"):
+        with contextlib.suppress(OSError, ValueError):
+            paths.update(json.loads(record.read_text()).get("paths", []))
+    return paths
+
+
+def _existing(paths: set[str]) -> set[str]:
+    return {p for p in paths if Path(p).exists()}
+
+
+def _populated(paths: set[str]) -> bool:
+    """True when a thread or process sits in one of the cgroups ``paths`` (the weights
+    are applied)."""
+    for path in paths:
+        for name in ("cgroup.threads", "tasks", "cgroup.procs"):
+            with contextlib.suppress(OSError):
+                if (Path(path) / name).read_text().strip():
+                    return True
+    return False
 
 
 def test_weights_go_into_cgroups_that_are_removed_afterwards(
@@ -274,7 +310,6 @@ def test_weights_go_into_cgroups_that_are_removed_afterwards(
     support = detect_cpu_cgroups()
     if support.version is None:
         pytest.skip(f"no CPU cgroups here: {support.reason}")
-    before = _cgroup_dirs()
     # examples/weights.toml reduced: two of its three weights, a short phase.
     path = Path(__file__).resolve().parents[2] / "examples" / "weights.toml"
     study = parse_study(path.read_text(), str(path), HOST_RAM, [
@@ -286,40 +321,56 @@ def test_weights_go_into_cgroups_that_are_removed_afterwards(
     described = {r["scenario"]: r["cgroups"] for r in raw}
     assert set(described) == {"w.0.5", "w.2"}
     assert all(d is not None and d["version"] == support.version for d in described.values())
-    assert _cgroup_dirs() == before
+    # Every cgroup the scenarios describe is gone (their paths, from the stored JSON).
+    made = {p for d in described.values() for p in d["paths"]}
+    assert made and _existing(made) == set(), made
     values = _values(rows)
     assert values[("guest@w.0.5", "replies_s")] > 0 and values[("guest@w.2", "replies_s")] > 0
 
 
-def _qemu_pids() -> set[str]:
-    out = subprocess.run(["pgrep", "-f", "qemu-system"], capture_output=True, text=True,
-                         check=False).stdout
-    return set(out.split())
+def _own_qemus(pid: int) -> set[int]:
+    """The QEMUs that hvbench ``pid`` started (its descendants)."""
+    return {p.pid for p in proctree.descendants(pid) if p.comm.startswith("qemu-system")}
+
+
+def _running(pids: set[int]) -> set[int]:
+    """Those of ``pids`` still running (not zombies)."""
+    alive = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                alive.add(pid)
+    return alive
 
 
 def test_kill_9_then_cleanup_removes_neighbours_cgroups_and_lab(
         image: GuestImage, tmp_path: Path) -> None:
+    if detect_cpu_cgroups().version is None:
+        pytest.skip("no CPU cgroups here")
     study, db = tmp_path / "w.toml", tmp_path / "r.db"
     study.write_text(WEIGHTS.replace("duration_s = 3", "duration_s = 20"))
-    before_qemu, before_cg = _qemu_pids(), _cgroup_dirs()
     proc = subprocess.Popen([HVBENCH, "run", str(study), "--db", str(db)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
-    # Wait until the scenario's neighbour is up: two more QEMUs than before.
-    while len(_qemu_pids() - before_qemu) < 2 and time.monotonic() < deadline:
+    # Wait until the scenario's neighbour is up (two QEMUs of this hvbench) and the
+    # weights are in place (a cgroup of the scenario is recorded and exists).
+    while not (len(_own_qemus(proc.pid)) >= 2 and _populated(_own_cgroups())):
         assert proc.poll() is None, "the study ended before it could be killed"
+        assert time.monotonic() < deadline, "no neighbour with weights came up"
         time.sleep(0.2)
-    time.sleep(2.0)
+    qemus, cgroups = _own_qemus(proc.pid), _own_cgroups()
+    made = network_objects_of(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = subprocess.run([HVBENCH, "cleanup"], capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 0, done.stderr
     deadline = time.monotonic() + 15
-    while _qemu_pids() - before_qemu and time.monotonic() < deadline:
+    while _running(qemus) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not _qemu_pids() - before_qemu, "a guest outlived hvbench"
-    assert _cgroup_dirs() == before_cg
+    assert not _running(qemus), "a guest outlived hvbench"
+    assert _existing(cgroups) == set(), cgroups
+    assert existing_network_objects(made) == set(), made
 
 
 def test_the_hyperconverged_example_runs_and_is_explained(image: GuestImage,
@@ -405,9 +456,19 @@ def test_relative_rates_follow_their_reference_and_sweep_a_neighbour(
     scenarios = json.loads(done.stdout)["scenarios"]
     (sweep,) = scenarios["rate_sweeps"]
     assert [r["neighbour_rates"] for r in sweep["rows"]] == [["20%"], ["40%"]]
-    assert all(r["aggregated"] is not None for r in sweep["rows"])
+    # Fig. 20 from the stored rows: each side's replies/s over the best replies/s of the
+    # guest alone at the file size (1 kB: the fixed phase's), summed.
+    alone = max(r.value for r in rows if r.platform == "vm" and r.metric == "replies_s"
+                and r.phase == "1kB")
+    for row, pct in zip(sweep["rows"], (20, 40), strict=True):
+        platform = f"vm@sweep.r{pct}pct"
+        assert row["aggregated"]["mean"] == pytest.approx(
+            (values[(platform, "replies_s")] + values[(platform, "nb0.load.replies_per_s")])
+            / alone), platform
+    # Jain's index of the pair's two sides, (x + y)^2 / (2 (x^2 + y^2)), from their rows.
     pair = next(a for a in scenarios["aggregated_ratio"] if a["platform"] == "vm@pair")
-    assert 0.5 <= pair["jain_fairness"]["mean"] <= 1.0
+    x, y = values[("vm@pair", "replies_s")], values[("vm@pair", "nb0.load.replies_per_s")]
+    assert pair["jain_fairness"]["mean"] == pytest.approx((x + y) ** 2 / (2 * (x * x + y * y)))
     text = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)], capture_output=True,
                           text=True, timeout=120, check=True,
                           env={**os.environ, "COLUMNS": "200"}).stdout

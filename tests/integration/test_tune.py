@@ -169,3 +169,53 @@ def _check_other_commands(answer: dict[str, Any], run_id: str, db: Path) -> None
              "--db", str(db), "--metric", "mb_s"],
             capture_output=True, text=True, timeout=300, check=False)
         assert compared.returncode == 0, compared.stderr
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+#: The examples' budgets, cut to the smallest search that still explores, promotes and
+#: ranks: two configurations, a rung of one repetition, then two for the finalists.
+SMALL_BUDGET = "budget = { trials = 2, seconds = 300 }"
+SMALL_HALVING = "halving = { rungs = [1, 2], eta = 2, finalists = 2, max_repetitions = 2 }"
+
+
+def _reduced_example(name: str, directory: Path) -> Path:
+    """examples/NAME.toml with :data:`SMALL_BUDGET` and :data:`SMALL_HALVING` in place of
+    its own (the rest, axes and workload included, as shipped)."""
+    lines = (EXAMPLES / name).read_text().splitlines()
+    budget = [i for i, line in enumerate(lines) if line.startswith("budget = ")]
+    halving = [i for i, line in enumerate(lines) if line.startswith("halving = ")]
+    assert len(budget) == len(halving) == 1, f"{name}: expected one budget and halving line"
+    lines[budget[0]], lines[halving[0]] = SMALL_BUDGET, SMALL_HALVING
+    path = directory / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_tune_examples_search_and_are_explained(image: GuestImage, tmp_path: Path) -> None:
+    """examples/tune-disk.toml and tune-net.toml, each searched for real (a reduced
+    budget): the search measures its trials against the native baseline and names a
+    winner from its ranking, and `hvbench explain` gives a verdict for the winner's
+    cells."""
+    for example in ("tune-disk.toml", "tune-net.toml"):
+        db = tmp_path / f"{example}.db"
+        done = subprocess.run(
+            [*HVBENCH, "tune", str(_reduced_example(example, tmp_path)), "--db", str(db),
+             "--format", "json"], capture_output=True, text=True, timeout=400, check=False)
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        ranking = answer["ranking"]
+        assert len(ranking) == 2, (example, ranking)
+        assert answer["winner"] == ranking[0]["configuration"], example
+        assert ranking[0]["mean"] >= ranking[1]["mean"], example
+        with sqlite3.connect(db) as conn:
+            (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
+            natives = conn.execute("SELECT count(*) FROM repetitions p JOIN cells c ON "
+                                   "p.cell_id = c.id WHERE p.status = 'ok' AND "
+                                   "c.platform_kind = 'native'").fetchone()[0]
+        assert natives >= 1, f"{example}: no native baseline measured"
+        explained = subprocess.run([*HVBENCH, "explain", run_id, "--db", str(db),
+                                    "--format", "json"], capture_output=True, text=True,
+                                   timeout=300, check=False)
+        assert explained.returncode == 0, explained.stderr
+        verdicts = json.loads(explained.stdout)["verdicts"]
+        assert any(v["platform"] == answer["winner"] for v in verdicts), (example, verdicts)
