@@ -36,6 +36,7 @@ from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
 from hvbench.model.overrides import STUDY_OVERRIDES
+from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE, GUEST_CLOCKSOURCE_KIND
 from hvbench.model.spec import source_kind
 from hvbench.model.study import (
     Cell,
@@ -444,7 +445,7 @@ class StudyRunner:
                                         json.dumps(ctx.scenario.describe())))
         if boot_s is not None and platform is not None and platform.is_guest:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
-        result.raw += _domain_xml(platform)
+        result.raw += _domain_xml(platform) + _guest_clocksource(platform)
         self._note_maxima(item, result)
         self._record_ok(item, cell_ids, result, started, platform)
         return True
@@ -503,6 +504,20 @@ def _domain_xml(platform: Platform | None) -> list[RawRecord]:
     if cgroup:
         raw.append(RawRecord("platform", MEMORY_CGROUP_KIND, json.dumps(cgroup)))
     return raw
+
+
+def _guest_clocksource(platform: Platform | None) -> list[RawRecord]:
+    """The clocksource the guest's kernel used as the repetition ended (it may differ
+    from the one declared: the kernel falls back when one is unusable), read through
+    the agent as a file (no process in the guest, milliseconds). Nothing for the host,
+    or when the guest cannot answer (its repetition fails elsewhere then)."""
+    if platform is None or not platform.is_guest:
+        return []
+    try:
+        text = platform.read_file(CURRENT_CLOCKSOURCE).decode(errors="replace").strip()
+    except HvbenchError:
+        return []
+    return [RawRecord("platform", GUEST_CLOCKSOURCE_KIND, text)]
 
 
 def _argv(platform: Platform | None) -> list[str] | None:
