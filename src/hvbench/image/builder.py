@@ -32,7 +32,7 @@ from hvbench.image.cpio import write_newc
 from hvbench.image.vmlinux import extract_vmlinux
 
 #: Bump whenever the image layout or the way it is built changes: it is part of the key.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 #: Kernel command line to boot the image with. ``panic=-1`` turns a broken /init into an
 #: immediate reboot, which QEMU's ``-no-reboot`` turns into an exit. The rest trims boot
@@ -123,7 +123,7 @@ exec busybox "$action" -f
 #: writable through the overlay, so the directory ships in the image.
 _GUEST_DIRS = ("proc", "sys", "dev", "tmp", "run", "root", "etc", "var", "mnt", "mnt/hvbench")
 #: The stage-1 initramfs: mount points and the switch_root target.
-_STAGE1_DIRS = ("proc", "sys", "dev", "newroot")
+_STAGE1_DIRS = ("proc", "sys", "dev", "newroot", "lower", "rw")
 
 
 @dataclass(frozen=True)

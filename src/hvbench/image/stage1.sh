@@ -59,12 +59,13 @@ mount -t devtmpfs devtmpfs /dev || fail "cannot mount /dev"
 msg "loading the root disk drivers"
 
 # Both virtio transports: PCI for q35/pc, MMIO for microvm. The one without devices
-# costs only its registration.
-modprobe -a virtio_pci virtio_mmio virtio_blk squashfs overlay \
+# costs only its registration. virtio_console carries the guest agent: loading it here,
+# in the same process, saves stage 2 a modprobe (a fork and a modules.dep parse).
+modprobe -a virtio_pci virtio_mmio virtio_blk squashfs overlay virtio_console \
     || fail "cannot load the root disk drivers"
 root=$(wait_root_device) || fail "no virtio disk with serial $ROOT_SERIAL (is rootfs.img attached?)"
 
-mkdir -p /lower /rw /newroot
+# /lower, /rw and /newroot ship in the initramfs (no mkdir process at boot).
 mount -t squashfs -o ro "$root" /lower || fail "cannot mount $root"
 # upperdir and workdir must be on the same file system: one tmpfs holds both.
 mount -t tmpfs -o mode=755 tmpfs /rw || fail "cannot mount the overlay tmpfs"
