@@ -39,8 +39,9 @@ load_for() {
     [ -n "$aliases" ] && modprobe -qa $aliases
 }
 
-# Print the value of the hvbench.drivers= word with commas as spaces, and fail if the
-# kernel command line has no such word. An empty value is valid: no disks, no NICs.
+# Set $hint to the value of the hvbench.drivers= word with commas as spaces, and fail
+# if the kernel command line has no such word. An empty value is valid: no disks, no
+# NICs. A variable rather than $(...): a command substitution forks.
 driver_hint() {
     read -r cmdline </proc/cmdline
     for word in $cmdline; do
@@ -51,7 +52,7 @@ driver_hint() {
             IFS=,
             set -- $list
             IFS=$old_ifs
-            echo "$*"
+            hint="$*"
             return 0
             ;;
         esac
@@ -89,7 +90,7 @@ scan_drivers() {
 }
 
 load_drivers() {
-    if hint=$(driver_hint); then
+    if driver_hint; then
         load_named_drivers "$hint"
     else
         scan_drivers
@@ -171,8 +172,9 @@ setup_net() {
     done
 }
 
-# The port name arrives from the host in a virtio control message, slightly after the
-# port device appears, hence the retry loop (at most ~5 s).
+# Set $port to the agent's port device. The port name arrives from the host in a virtio
+# control message, slightly after the port device appears, hence the retry loop (at
+# most ~5 s).
 agent_port() {
     tries=100
     while [ "$tries" -gt 0 ]; do
@@ -180,7 +182,7 @@ agent_port() {
             name=
             read -r name <"$p/name" 2>/dev/null
             if [ "$name" = org.qemu.guest_agent.0 ] && [ -e "/dev/${p##*/}" ]; then
-                echo "/dev/${p##*/}"
+                port=/dev/${p##*/}
                 return 0
             fi
         done
@@ -208,7 +210,7 @@ msg "loading drivers"
 load_drivers
 settle_block
 setup_net
-if port=$(agent_port); then
+if agent_port; then
     run_agent "$port" &
     msg "guest agent on $port"
 else
