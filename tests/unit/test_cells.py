@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.errors import GuestError, HvbenchError, SpecError
+from hvbench.errors import GuestError, HvbenchError, InterruptedRun, SpecError
 from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE, GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import (
     SELF_BOOTING_KINDS,
@@ -289,3 +289,12 @@ def test_a_guest_repetition_keeps_the_clocksource_its_kernel_used() -> None:
     assert _guest_clocksource(_ClockGuest(None)) == []
     assert _guest_clocksource(NativePlatform()) == []
     assert _guest_clocksource(None) == []
+
+
+def test_an_interruption_while_reading_the_clocksource_propagates() -> None:
+    class _Interrupted(_Guest):
+        def read_file(self, path: str) -> bytes:
+            raise InterruptedRun(2)
+
+    with pytest.raises(InterruptedRun):
+        _guest_clocksource(_Interrupted())

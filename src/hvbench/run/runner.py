@@ -510,12 +510,14 @@ def _guest_clocksource(platform: Platform | None) -> list[RawRecord]:
     """The clocksource the guest's kernel used as the repetition ended (it may differ
     from the one declared: the kernel falls back when one is unusable), read through
     the agent as a file (no process in the guest, milliseconds). Nothing for the host,
-    or when the guest cannot answer (its repetition fails elsewhere then)."""
+    or when the guest cannot answer (its repetition fails elsewhere then); an
+    interruption propagates."""
     if platform is None or not platform.is_guest:
         return []
     try:
         text = platform.read_file(CURRENT_CLOCKSOURCE).decode(errors="replace").strip()
-    except HvbenchError:
+    except HvbenchError as exc:
+        interrupt.check(exc)
         return []
     return [RawRecord("platform", GUEST_CLOCKSOURCE_KIND, text)]
 
