@@ -11,6 +11,7 @@ import pytest
 
 from hvbench.errors import GuestBootError, GuestTimeoutError
 from hvbench.image.builder import GuestImage
+from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE
 from hvbench.model.spec import DiskSpec, VmSpec
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.platforms.registry import REGISTRY
@@ -36,6 +37,9 @@ def test_exec_files_and_double_stop(image: GuestImage) -> None:
         assert guest.read_file("/tmp/blob") == payload
         release = guest.exec(["uname", "-r"], timeout=30).text().strip()
         assert release == image.kernel_release
+        # clocksource = "auto" under TCG is the TSC (tsc-early until the kernel's
+        # refined calibration switches to tsc), as in every earlier run.
+        assert guest.read_file(CURRENT_CLOCKSOURCE).strip() in (b"tsc", b"tsc-early")
         pid = guest.pid
     finally:
         guest.stop()
@@ -95,7 +99,10 @@ def test_qcow2_preallocated_and_native_aio(image: GuestImage) -> None:
         DiskSpec(format="qcow2", allocation="preallocated", size=32 << 20),
         DiskSpec(aio="native", cache="none", allocation="preallocated", size=32 << 20),
     )
-    with QemuPlatform(VmSpec(accel="tcg", disks=disks), image=image) as guest:
+    # The declared clocksource reaches the guest's kernel (hpet: a stock TCG guest's).
+    spec = VmSpec(accel="tcg", disks=disks, clocksource="hpet")
+    with QemuPlatform(spec, image=image) as guest:
+        assert guest.read_file(CURRENT_CLOCKSOURCE).strip() == b"hpet"
         raw = Path(guest.disk_images[1])
         # falloc preallocation reserves every block up front.
         assert raw.stat().st_blocks * 512 >= 32 << 20

@@ -15,6 +15,7 @@ import pytest
 
 from hvbench.errors import HostError
 from hvbench.image.builder import GuestImage
+from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import parse_study
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.runner import RunLock, run_study
@@ -89,6 +90,7 @@ def test_every_profile_natively_and_in_a_guest(image: GuestImage, tmp_path: Path
         outcome = run_study(study, store)
         assert outcome.failures == 0, store.failures(outcome.run_id)
         rows = store.measurements(outcome.run_id)
+        clocks = store.raw_outputs(outcome.run_id, kind=GUEST_CLOCKSOURCE_KIND)
     finally:
         store.close()
     seen = {(r.platform, r.workload, r.phase) for r in rows}
@@ -105,6 +107,10 @@ def test_every_profile_natively_and_in_a_guest(image: GuestImage, tmp_path: Path
     assert values[("native", "bonnie", "seq-create", "ops_s")] > 0
     assert any(k[3].endswith("avgrq_sz") for k in values)
     assert values[("vm", "dd", "write", "qemu.vcpu.cpu_pct")] > 0
+    # Each guest repetition keeps the clocksource its kernel used (auto under TCG: the
+    # TSC); the host's repetitions keep none.
+    assert {c.cell.split("/")[0] for c in clocks} == {"vm"}
+    assert {c.content for c in clocks} == {"tsc"}
 
 
 def _ok_count(db: Path) -> int:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.errors import HvbenchError, SpecError
+from hvbench.errors import GuestError, HvbenchError, InterruptedRun, SpecError
+from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE, GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import (
     SELF_BOOTING_KINDS,
     WORKLOAD_KINDS,
@@ -35,6 +36,7 @@ from hvbench.run.cells.registry import (
     needs_native_server,
     server_ports,
 )
+from hvbench.run.runner import _guest_clocksource
 from hvbench.store.records import MeasurementRecord, RawRecord, SampleRecord
 from hvbench.workloads.outcome import PhaseOutcome
 
@@ -266,3 +268,33 @@ def test_a_context_names_what_a_cell_lacks() -> None:
         ctx.started()
     with pytest.raises(HvbenchError, match="is not a DiskWorkloadSpec"):
         ctx.spec(DiskWorkloadSpec)
+
+
+class _ClockGuest(_Guest):
+    """A guest whose sysfs says which clocksource its kernel uses (or cannot answer)."""
+
+    def __init__(self, answer: bytes | None) -> None:
+        super().__init__()
+        self.answer = answer
+
+    def read_file(self, path: str) -> bytes:
+        if self.answer is None or path != CURRENT_CLOCKSOURCE:
+            raise GuestError("agent gone")
+        return self.answer
+
+
+def test_a_guest_repetition_keeps_the_clocksource_its_kernel_used() -> None:
+    assert _guest_clocksource(_ClockGuest(b"hpet\n")) == [
+        RawRecord("platform", GUEST_CLOCKSOURCE_KIND, "hpet")]
+    assert _guest_clocksource(_ClockGuest(None)) == []
+    assert _guest_clocksource(NativePlatform()) == []
+    assert _guest_clocksource(None) == []
+
+
+def test_an_interruption_while_reading_the_clocksource_propagates() -> None:
+    class _Interrupted(_Guest):
+        def read_file(self, path: str) -> bytes:
+            raise InterruptedRun(2)
+
+    with pytest.raises(InterruptedRun):
+        _guest_clocksource(_Interrupted())

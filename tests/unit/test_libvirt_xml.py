@@ -198,3 +198,11 @@ def test_a_remote_domain_says_which_host_metrics_are_missing() -> None:
 def test_guest_kernel_settings_reach_the_domain_cmdline() -> None:
     xml = build_domain_xml(_plan({"mitigations": False, "kernel_args": ["nokaslr"]}))
     assert "<cmdline>quiet " in xml and " mitigations=off nokaslr</cmdline>" in xml
+
+
+def test_the_clocksource_reaches_the_domain_cmdline() -> None:
+    # The same words as QEMU's -append (one function builds both).
+    assert " clocksource=tsc tsc=reliable" in build_domain_xml(_plan({}))
+    assert "clocksource" not in build_domain_xml(_plan({}, accel="kvm"))
+    xml = build_domain_xml(_plan({"clocksource": "hpet"}))
+    assert " clocksource=hpet " in xml and "tsc=reliable" not in xml

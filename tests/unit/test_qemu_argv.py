@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from hvbench.image.builder import RECOMMENDED_CMDLINE
 from hvbench.model.qemu_argv import LaunchPlan, ResolvedAccel, build_qemu_argv, nic_cmdline
 from hvbench.model.spec import DiskSpec, Machine, NicSpec, VmSpec
 
@@ -47,7 +48,8 @@ def test_base_tcg_q35() -> None:
     assert "-nodefaults" in argv and "-no-reboot" in argv
     assert "virtserialport,bus=vserial0.0,chardev=agent0,name=org.qemu.guest_agent.0" in argv
     assert "virtio-serial-pci,id=vserial0" in argv
-    assert argv[argv.index("-append") + 1] == "console=ttyS0 hvbench.drivers="
+    assert argv[argv.index("-append") + 1] == (
+        "console=ttyS0 clocksource=tsc tsc=reliable hvbench.drivers=")
 
 
 def test_kvm_uses_host_cpu() -> None:
@@ -132,7 +134,8 @@ def test_tsc_rate_reaches_only_tcg_microvm(
     append = build_qemu_argv(p)[build_qemu_argv(p).index("-append") + 1]
     assert ("tsc_early_khz=" in append) == bool(expected)
     if expected:
-        assert append.startswith("console=ttyS0" + expected + " hvbench.drivers=")
+        assert append.startswith("console=ttyS0 clocksource=tsc tsc=reliable" + expected
+                                 + " hvbench.drivers=")
 
 
 def test_nic_models_and_user_forwards() -> None:
@@ -205,3 +208,48 @@ def test_guest_kernel_settings_go_last_on_the_command_line() -> None:
 def test_kernel_args_refuse_words_that_are_not_one_word(word: str) -> None:
     with pytest.raises(ValueError, match="kernel_args"):
         VmSpec(kernel_args=(word,))
+
+
+def _append(spec: VmSpec, accel: ResolvedAccel = "tcg") -> str:
+    argv = argv_of(spec, accel=accel)
+    return argv[argv.index("-append") + 1]
+
+
+@pytest.mark.parametrize(("clocksource", "accel", "words"), [
+    # auto: the TSC under TCG (as every earlier run), the kernel's own choice under KVM
+    ("auto", "tcg", " clocksource=tsc tsc=reliable"),
+    ("auto", "kvm", ""),
+    ("kernel", "tcg", ""),
+    ("tsc", "kvm", " clocksource=tsc tsc=reliable"),
+    ("hpet", "tcg", " clocksource=hpet"),
+    ("acpi_pm", "tcg", " clocksource=acpi_pm"),
+    ("kvm-clock", "kvm", " clocksource=kvm-clock"),
+])
+def test_clocksource_words_on_the_command_line(clocksource: str, accel: ResolvedAccel,
+                                               words: str) -> None:
+    spec = VmSpec.model_validate({"clocksource": clocksource,
+                                  "accel": "kvm" if clocksource == "kvm-clock" else "auto"})
+    append = _append(spec, accel)
+    assert ("clocksource=" in append) == bool(words)
+    assert ("tsc=reliable" in append) == ("tsc=reliable" in words)
+    if words:
+        assert words in append
+    # The image's own line no longer decides the clock.
+    assert "tsc=reliable" not in RECOMMENDED_CMDLINE and "clocksource" not in RECOMMENDED_CMDLINE
+
+
+def test_a_declared_clocksource_names_the_variant() -> None:
+    assert VmSpec().label() == "q35_1cpu_512M"
+    assert VmSpec(clocksource="hpet").label() == "q35_1cpu_512M_clock-hpet"
+
+
+@pytest.mark.parametrize(("fields", "expected"), [
+    ({"clocksource": "kvm-clock"}, "needs accel = \"kvm\""),
+    ({"clocksource": "kvm-clock", "accel": "tcg"}, "needs accel = \"kvm\""),
+    ({"clocksource": "hpet", "machine": "microvm"}, "no HPET"),
+    ({"clocksource": "acpi_pm", "machine": "microvm"}, "no HPET and no ACPI PM"),
+    ({"clocksource": "jiffies"}, "clocksource"),
+])
+def test_impossible_clocksources_are_refused(fields: dict[str, str], expected: str) -> None:
+    with pytest.raises(ValueError, match=expected):
+        VmSpec.model_validate(fields)

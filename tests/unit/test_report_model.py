@@ -103,3 +103,13 @@ def test_renderers_show_the_same_sections(migrated: Store) -> None:
     scenarios = doc["scenarios"]
     assert bool(scenarios["degradation"]) == ("Degradation against alone" in extra)
     assert len(scenarios["weights"]) == sum("CPU weights" in t for t in extra)
+
+
+def test_the_guest_kernel_line_names_the_declared_clocksource() -> None:
+    from hvbench.report.model import guest_kernel
+    assert guest_kernel({"vm": {"mitigations": True, "clocksource": "hpet"}}) == (
+        "mitigations on (kernel default), clocksource hpet")
+    assert "clocksource auto (tsc under TCG" in str(
+        guest_kernel({"vm": {"mitigations": False, "clocksource": "auto"}}))
+    # A run from before the setting: its guests booted with tsc=reliable.
+    assert "clocksource tsc (tsc=reliable built in" in str(guest_kernel({"vm": {}}))

@@ -39,6 +39,11 @@ def test_full_spec() -> None:
     assert spec.nics[0].forwards == ("tcp:8080:80", "tcp:2222:22")
 
 
+def test_clocksource_option() -> None:
+    assert vm_spec_from_args(parse()).clocksource == "auto"
+    assert vm_spec_from_args(parse("--clocksource", "hpet")).clocksource == "hpet"
+
+
 def test_plain_memory_is_mib() -> None:
     assert vm_spec_from_args(parse("--memory", "768")).memory_mib == 768
 
@@ -54,6 +59,8 @@ def test_plain_memory_is_mib() -> None:
         (["--nic", "model"], "--nic #1: 'model': expected KEY=VALUE"),
         (["--memory", "lots"], "--memory: expected a size"),
         (["--machine", "microvm", "--disk", "bus=ahci"], "microvm cannot carry bus=ahci"),
+        (["--clocksource", "jiffies"], "command line: clocksource: Input should be"),
+        (["--clocksource", "kvm-clock"], "needs accel = \"kvm\""),
     ],
 )
 def test_errors_name_the_option(argv: list[str], message: str) -> None:

@@ -23,6 +23,9 @@ def add_vm_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--vcpus", type=int, default=1)
     group.add_argument("--memory", default="512M", help="guest RAM, e.g. 512M or 1G")
     group.add_argument("--accel", default="auto", help="auto (probe KVM, else TCG), kvm, tcg")
+    group.add_argument("--clocksource", default="auto",
+                       help="the guest kernel's clocksource: auto (tsc under TCG, the "
+                       "kernel's own under KVM), kernel, tsc, hpet, acpi_pm, kvm-clock")
     group.add_argument(
         "--disk", action="append", default=[], metavar="KEY=VAL,...",
         help="a benchmark disk: bus=virtio-blk|virtio-scsi|ide|ahci|lsi-scsi, "
@@ -65,7 +68,7 @@ def vm_spec_from_args(args: argparse.Namespace) -> VmSpec:
         raise SpecError(f"--memory: {exc}") from exc
     data = {
         "machine": args.machine, "vcpus": args.vcpus, "memory_mib": memory_mib,
-        "accel": args.accel,
+        "accel": args.accel, "clocksource": args.clocksource,
         "disks": [parse_kv(d, f"--disk #{i + 1}") for i, d in enumerate(args.disk)],
         "nics": [parse_kv(n, f"--nic #{i + 1}") for i, n in enumerate(args.nic)],
     }

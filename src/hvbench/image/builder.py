@@ -32,21 +32,24 @@ from hvbench.image.cpio import write_newc
 from hvbench.image.vmlinux import extract_vmlinux
 
 #: Bump whenever the image layout or the way it is built changes: it is part of the key.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 #: Kernel command line to boot the image with. ``panic=-1`` turns a broken /init into an
 #: immediate reboot, which QEMU's ``-no-reboot`` turns into an exit. The rest trims boot
 #: time under TCG without changing how the guest does I/O: no console chatter (``quiet``;
 #: every byte on the emulated UART is a VM exit), no PS/2 mouse probe, one 8250 UART
-#: only, no timer and TSC calibration checks, no crypto self-tests at module load, and
+#: only, no timer check, no crypto self-tests at module load, and
 #: two built-in initcalls skipped: the SP800-108 KDF self-test (0.75 s under TCG, not
 #: governed by cryptomgr.notests) and kprobe-event tracing setup (0.18 s).
 #: Speculative-execution mitigations stay at the kernel's default (on), as in a stock
 #: cloud guest: they tax every system call and interrupt, so turning them off is a
-#: declared platform setting (``mitigations = false``), never a hidden trim.
+#: declared platform setting (``mitigations = false``), never a hidden trim. So is the
+#: clocksource (``clocksource``, hvbench.model.qemu_argv.clock_cmdline): the
+#: ``tsc=reliable`` this line once carried made TCG guests use the TSC where a stock
+#: kernel picks the HPET.
 RECOMMENDED_CMDLINE = (
     "console=ttyS0 panic=-1 quiet i8042.noaux 8250.nr_uarts=1 "
-    "no_timer_check tsc=reliable random.trust_cpu=on cryptomgr.notests "
+    "no_timer_check random.trust_cpu=on cryptomgr.notests "
     "initcall_blacklist=crypto_kdf108_init,init_kprobe_trace"
 )
 
@@ -120,7 +123,7 @@ exec busybox "$action" -f
 #: writable through the overlay, so the directory ships in the image.
 _GUEST_DIRS = ("proc", "sys", "dev", "tmp", "run", "root", "etc", "var", "mnt", "mnt/hvbench")
 #: The stage-1 initramfs: mount points and the switch_root target.
-_STAGE1_DIRS = ("proc", "sys", "dev", "newroot")
+_STAGE1_DIRS = ("proc", "sys", "dev", "newroot", "lower", "rw")
 
 
 @dataclass(frozen=True)

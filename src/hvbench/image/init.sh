@@ -39,8 +39,9 @@ load_for() {
     [ -n "$aliases" ] && modprobe -qa $aliases
 }
 
-# Print the value of the hvbench.drivers= word with commas as spaces, and fail if the
-# kernel command line has no such word. An empty value is valid: no disks, no NICs.
+# Set $hint to the value of the hvbench.drivers= word with commas as spaces, and fail
+# if the kernel command line has no such word. An empty value is valid: no disks, no
+# NICs. A variable rather than $(...): a command substitution forks.
 driver_hint() {
     read -r cmdline </proc/cmdline
     for word in $cmdline; do
@@ -51,7 +52,7 @@ driver_hint() {
             IFS=,
             set -- $list
             IFS=$old_ifs
-            echo "$*"
+            hint="$*"
             return 0
             ;;
         esac
@@ -62,7 +63,8 @@ driver_hint() {
 # The host names the modules for the disks and NICs it declared, so only those load:
 # scanning modaliases would also bind devices nobody uses, such as q35's built-in AHCI
 # controller (a third of a second of probing under TCG). modprobe pulls dependencies.
-# virtio_console is always needed: it carries the guest agent. With benchmark disks,
+# virtio_console carries the guest agent: stage 1 loaded it already, so a guest without
+# disks or NICs starts no modprobe here (one fork less under TCG). With benchmark disks,
 # ext4 loads too, before the agent answers: the host formats and then mounts them
 # without -t, which only works once the kernel knows the file system type.
 load_named_drivers() {
@@ -72,7 +74,9 @@ load_named_drivers() {
         virtio_blk | virtio_scsi | sd_mod | ahci | ata_piix | sym53c8xx) fs=ext4 ;;
         esac
     done
-    modprobe -a virtio_console $1 $fs || msg "error: cannot load some of: $1 $fs"
+    [ -d /sys/module/virtio_console ] || set -- "virtio_console $1"
+    [ -n "$1$fs" ] || return 0
+    modprobe -a $1 $fs || msg "error: cannot load some of: $1 $fs"
 }
 
 scan_drivers() {
@@ -86,7 +90,7 @@ scan_drivers() {
 }
 
 load_drivers() {
-    if hint=$(driver_hint); then
+    if driver_hint; then
         load_named_drivers "$hint"
     else
         scan_drivers
@@ -168,8 +172,9 @@ setup_net() {
     done
 }
 
-# The port name arrives from the host in a virtio control message, slightly after the
-# port device appears, hence the retry loop (at most ~5 s).
+# Set $port to the agent's port device. The port name arrives from the host in a virtio
+# control message, slightly after the port device appears, hence the retry loop (at
+# most ~5 s).
 agent_port() {
     tries=100
     while [ "$tries" -gt 0 ]; do
@@ -177,7 +182,7 @@ agent_port() {
             name=
             read -r name <"$p/name" 2>/dev/null
             if [ "$name" = org.qemu.guest_agent.0 ] && [ -e "/dev/${p##*/}" ]; then
-                echo "/dev/${p##*/}"
+                port=/dev/${p##*/}
                 return 0
             fi
         done
@@ -205,7 +210,7 @@ msg "loading drivers"
 load_drivers
 settle_block
 setup_net
-if port=$(agent_port); then
+if agent_port; then
     run_agent "$port" &
     msg "guest agent on $port"
 else

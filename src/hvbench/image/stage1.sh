@@ -22,16 +22,17 @@ fail() {
     exit 1
 }
 
-# Print /dev/vdX of the virtio disk whose serial is $ROOT_SERIAL. Only shell builtins
-# (read, test): every fork costs milliseconds under TCG. The benchmark disks (hvb-d0,
-# ...) may be virtio disks too, which is why the serial, not the name, decides.
-root_device() {
+# Set $root to /dev/vdX of the virtio disk whose serial is $ROOT_SERIAL. Only shell
+# builtins (read, test) and a variable rather than $(...): every fork costs
+# milliseconds under TCG. The benchmark disks (hvb-d0, ...) may be virtio disks too,
+# which is why the serial, not the name, decides.
+find_root_device() {
     for s in /sys/block/vd*/serial; do
         serial=
         read -r serial <"$s" 2>/dev/null
         if [ "$serial" = "$ROOT_SERIAL" ]; then
             dev=${s%/serial}
-            echo "/dev/${dev##*/}"
+            root=/dev/${dev##*/}
             return 0
         fi
     done
@@ -43,10 +44,7 @@ root_device() {
 wait_root_device() {
     tries=40
     while [ "$tries" -gt 0 ]; do
-        if dev=$(root_device) && [ -b "$dev" ]; then
-            echo "$dev"
-            return 0
-        fi
+        find_root_device && [ -b "$root" ] && return 0
         tries=$((tries - 1))
         usleep 50000
     done
@@ -59,12 +57,13 @@ mount -t devtmpfs devtmpfs /dev || fail "cannot mount /dev"
 msg "loading the root disk drivers"
 
 # Both virtio transports: PCI for q35/pc, MMIO for microvm. The one without devices
-# costs only its registration.
-modprobe -a virtio_pci virtio_mmio virtio_blk squashfs overlay \
+# costs only its registration. virtio_console carries the guest agent: loading it here,
+# in the same process, saves stage 2 a modprobe (a fork and a modules.dep parse).
+modprobe -a virtio_pci virtio_mmio virtio_blk squashfs overlay virtio_console \
     || fail "cannot load the root disk drivers"
-root=$(wait_root_device) || fail "no virtio disk with serial $ROOT_SERIAL (is rootfs.img attached?)"
+wait_root_device || fail "no virtio disk with serial $ROOT_SERIAL (is rootfs.img attached?)"
 
-mkdir -p /lower /rw /newroot
+# /lower, /rw and /newroot ship in the initramfs (no mkdir process at boot).
 mount -t squashfs -o ro "$root" /lower || fail "cannot mount $root"
 # upperdir and workdir must be on the same file system: one tmpfs holds both.
 mount -t tmpfs -o mode=755 tmpfs /rw || fail "cannot mount the overlay tmpfs"

@@ -20,6 +20,7 @@ from hvbench.model.qemu_argv import (
     DEFAULT_CPU,
     ROOT_SERIAL,
     ResolvedAccel,
+    clock_cmdline,
     disk_serial,
     driver_cmdline,
     nic_cmdline,
@@ -106,7 +107,8 @@ def _os(root: ET.Element, plan: DomainPlan) -> None:
     _sub(os_el, "type", "hvm", arch="x86_64", machine=plan.spec.machine)
     _sub(os_el, "kernel", plan.kernel)
     _sub(os_el, "initrd", plan.initrd)
-    cmdline = plan.kernel_cmdline + driver_cmdline(plan.spec) + nic_cmdline(
+    cmdline = plan.kernel_cmdline + clock_cmdline(plan.spec, plan.accel) \
+        + driver_cmdline(plan.spec) + nic_cmdline(
         plan.spec.nics, plan.macs) + plan.spec.kernel_cmdline()
     _sub(os_el, "cmdline", cmdline)
     features = _sub(root, "features")

@@ -119,7 +119,8 @@ def _base_args(plan: LaunchPlan) -> list[str]:
         "-device", f"{_virtio(plan, 'virtio-serial')},id=vserial0",
         "-device", f"virtserialport,bus=vserial0.0,chardev=agent0,name={AGENT_PORT_NAME}",
         "-kernel", plan.kernel, "-initrd", plan.initrd,
-        "-append", plan.kernel_cmdline + tsc_cmdline(plan) + driver_cmdline(plan.spec)
+        "-append", plan.kernel_cmdline + clock_cmdline(plan.spec, plan.accel)
+        + tsc_cmdline(plan) + driver_cmdline(plan.spec)
         + nic_cmdline(plan.spec.nics, plan.macs) + plan.spec.kernel_cmdline(),
     ]
 
@@ -280,6 +281,38 @@ def tsc_cmdline(plan: LaunchPlan) -> str:
     if not wants_host_tsc(plan.spec, plan.accel) or plan.host_tsc_khz is None:
         return ""
     return f" tsc_early_khz={plan.host_tsc_khz}"
+
+
+#: Where a Linux guest names the clocksource it uses (read through the agent).
+CURRENT_CLOCKSOURCE = "/sys/devices/system/clocksource/clocksource0/current_clocksource"
+#: The raw-output kind of that text, stored with each repetition of a guest.
+GUEST_CLOCKSOURCE_KIND = "guest-clocksource"
+#: The kernel words of each explicit clocksource. ``tsc`` also says ``tsc=reliable``:
+#: under TCG the clocksource watchdog (checking the TSC against the HPET or ACPI PM
+#: timer, themselves emulated and read late) would otherwise mark the TSC unstable and
+#: switch away from it in the middle of a run. ``kernel`` adds nothing.
+CLOCKSOURCE_WORDS: dict[str, tuple[str, ...]] = {
+    "kernel": (),
+    "tsc": ("clocksource=tsc", "tsc=reliable"),
+    "hpet": ("clocksource=hpet",),
+    "acpi_pm": ("clocksource=acpi_pm",),
+    "kvm-clock": ("clocksource=kvm-clock",),
+}
+
+
+def resolved_clocksource(spec: VmSpec, accel: ResolvedAccel) -> str:
+    """The clocksource setting a guest boots with: ``auto`` is ``tsc`` under TCG (what
+    hvbench's guests always used there; the TCG analogue of a KVM guest's kvm-clock: a
+    TSC read, no emulated device access) and ``kernel`` under KVM (the kernel's own
+    choice, a stock KVM guest's); any other value is itself."""
+    if spec.clocksource == "auto":
+        return "tsc" if accel == "tcg" else "kernel"
+    return spec.clocksource
+
+
+def clock_cmdline(spec: VmSpec, accel: ResolvedAccel) -> str:
+    """The kernel words of the guest's clocksource (a leading blank, or empty)."""
+    return "".join(f" {w}" for w in CLOCKSOURCE_WORDS[resolved_clocksource(spec, accel)])
 
 
 def driver_cmdline(spec: VmSpec) -> str:

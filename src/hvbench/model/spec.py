@@ -25,6 +25,10 @@ from hvbench.errors import SpecError
 
 Machine = Literal["q35", "pc", "microvm"]
 Accel = Literal["auto", "kvm", "tcg"]
+#: The guest kernel's clocksource: ``auto`` is ``tsc`` under TCG and the kernel's own
+#: choice under KVM; ``kernel`` is always the kernel's own choice (a stock guest's:
+#: hpet under TCG, kvm-clock or tsc under KVM). See docs/design.md, "Clocksource".
+Clocksource = Literal["auto", "kernel", "tsc", "hpet", "acpi_pm", "kvm-clock"]
 DiskBus = Literal["virtio-blk", "virtio-scsi", "ide", "ahci", "lsi-scsi"]
 CacheMode = Literal["none", "writeback", "writethrough", "directsync", "unsafe"]
 AioMode = Literal["threads", "native", "io_uring"]
@@ -276,6 +280,10 @@ class VmSpec(_Frozen):
     #: ``mitigations=off``, which removes their cost from every system call and
     #: interrupt (a stock guest measured slower than a mitigations=off one).
     mitigations: bool = True
+    #: The clocksource the guest kernel is told to use (see :data:`Clocksource`): every
+    #: clock read of the I/O path goes through it, and under TCG an HPET or ACPI PM read
+    #: is an emulated device access, a TSC read is not.
+    clocksource: Clocksource = "auto"
     #: Further guest kernel command-line words (``key=value`` or flags), appended last,
     #: so they win over hvbench's own.
     kernel_args: tuple[str, ...] = ()
@@ -293,6 +301,7 @@ class VmSpec(_Frozen):
     def _check(self) -> VmSpec:
         if self.machine == "microvm":
             _check_microvm(self)
+        _check_clocksource(self)
         if any(d.initiator == "guest" for d in self.disks) and not self.nics:
             raise ValueError("initiator = \"guest\" needs a NIC for the guest's nbd-client "
                              "(e.g. nic = { model = \"virtio-net\", backend = \"tap\" })")
@@ -309,6 +318,8 @@ class VmSpec(_Frozen):
         parts += [f"{n.model}-{n.backend}" for n in self.nics]
         if not self.mitigations:
             parts.append("mitigations-off")
+        if self.clocksource != "auto":
+            parts.append(f"clock-{self.clocksource}")
         parts += self.kernel_args
         return "_".join(parts)
 
@@ -317,6 +328,19 @@ class VmSpec(_Frozen):
         blank, or empty)."""
         words = ([] if self.mitigations else ["mitigations=off"]) + list(self.kernel_args)
         return "".join(f" {w}" for w in words)
+
+
+def _check_clocksource(spec: VmSpec) -> None:
+    if spec.clocksource == "kvm-clock" and spec.accel != "kvm":
+        raise ValueError(
+            f"clocksource = \"kvm-clock\" needs accel = \"kvm\" (got {spec.accel!r}): "
+            "only a KVM guest has a kvm-clock, and accel = \"auto\" may fall back to TCG"
+        )
+    if spec.clocksource in ("hpet", "acpi_pm") and spec.machine == "microvm":
+        raise ValueError(
+            f"clocksource = {spec.clocksource!r}: machine=microvm has no HPET and no ACPI "
+            "PM timer (use tsc, kernel or auto)"
+        )
 
 
 def _check_microvm(spec: VmSpec) -> None:

@@ -113,6 +113,10 @@ class QemuPlatform(StartStop):
     (:func:`hvbench.platforms.accel.choose_accel`); it is required when the spec says
     ``accel = "auto"`` (``launch()`` raises :class:`HostError` without it), since only
     the KVM probe, which itself boots a guest, can decide that.
+
+    ``await_agent=False`` makes ``launch()`` return once QMP answers, without waiting
+    for the guest agent: for boots whose initramfs has no agent (``bench/boot.py``'s
+    limit boots, which watch the console instead).
     """
 
     kind = "qemu"
@@ -131,8 +135,10 @@ class QemuPlatform(StartStop):
         root_disk: Path | None = None,
         root_format: str = "raw",
         accel_choice: AccelChoice | None = None,
+        await_agent: bool = True,
     ) -> None:
         self.spec = spec
+        self._await_agent = await_agent
         self._accel_choice = accel_choice
         self.name = name or f"hvbench-{secrets.token_hex(3)}"
         self.boot_timeout = boot_timeout
@@ -283,6 +289,8 @@ class QemuPlatform(StartStop):
             self._qmp = _connect_qmp(Path(plan.qmp_socket), deadline, self.is_running)
             self._attach_taps(plan)
             self.timings["qmp_s"] = time.monotonic() - t0
+            if not self._await_agent:
+                return
             agent = GuestAgent(Path(plan.agent_socket))
             self._agent = agent
             agent.connect(deadline, self.is_running)

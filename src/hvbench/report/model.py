@@ -43,6 +43,7 @@ from hvbench.model.libvirt_xml import (
     io_lines,
     io_settings,
 )
+from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import parse_study, repetition_rule
 from hvbench.store.database import Store
 from hvbench.store.records import (
@@ -100,6 +101,9 @@ class RunReport:
     #: This host's newest stored noise floor of each (cell, phase, metric) of the run
     #: (``hvbench noise``); empty when none was measured.
     noise_floors: dict[tuple[str, str, str], NoiseFloor] = field(default_factory=dict)
+    #: platform -> the clocksources its guests' kernels reported using (stored with each
+    #: repetition since the clocksource became a setting; empty before).
+    clocksources: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def has_scenarios(self) -> bool:
@@ -120,6 +124,9 @@ class RunReport:
         found: dict[str, list[str]] = {}
         for name, definition in self.platform_definitions().items():
             text = guest_kernel(definition)
+            used = self.clocksources.get(name)
+            if text is not None and used:
+                text += f" (guest used {', '.join(used)})"
             if text is not None:
                 found.setdefault(text, []).append(name)
         return found
@@ -131,10 +138,11 @@ class RunReport:
 
 
 def guest_kernel(platform: Mapping[str, Any]) -> str | None:
-    """How a guest's kernel was booted, from its stored definition: the mitigations and
-    any extra command-line words. None for the bare host and existing libvirt domains
-    (their kernel is theirs). A definition stored before the setting existed was booted
-    with ``mitigations=off``, hvbench's built-in command line until then."""
+    """How a guest's kernel was booted, from its stored definition: the mitigations, the
+    clocksource and any extra command-line words. None for the bare host and existing
+    libvirt domains (their kernel is theirs). A definition stored before a setting
+    existed was booted with hvbench's built-in command line of the time:
+    ``mitigations=off``, and ``tsc=reliable`` (the TSC as clocksource)."""
     vm = platform.get("vm")
     if not isinstance(vm, Mapping):
         return None
@@ -143,8 +151,29 @@ def guest_kernel(platform: Mapping[str, Any]) -> str | None:
         text = "mitigations=off (built in; not declared by this older run)"
     else:
         text = "mitigations on (kernel default)" if mitigations else "mitigations=off"
+    text += ", " + clocksource_text(vm.get("clocksource"))
     extra = vm.get("kernel_args") or ()
     return text + "".join(f" {w}" for w in extra)
+
+
+def clocksource_text(declared: object) -> str:
+    """The declared clocksource as the report names it (None: a run from before it was
+    declared, whose guests booted with ``tsc=reliable``)."""
+    if declared is None:
+        return "clocksource tsc (tsc=reliable built in; not declared by this older run)"
+    if declared == "auto":
+        return "clocksource auto (tsc under TCG, the kernel's own under KVM)"
+    return f"clocksource {declared}"
+
+
+def guest_clocksources(store: Store, run_id: str,
+                       cells: Sequence[CellRow]) -> dict[str, list[str]]:
+    """platform -> the distinct clocksources its guests reported, sorted."""
+    platforms = {c.name: c.platform_name for c in cells}
+    found: dict[str, set[str]] = {}
+    for raw in store.raw_outputs(run_id, kind=GUEST_CLOCKSOURCE_KIND):
+        found.setdefault(platforms.get(raw.cell, raw.cell), set()).add(raw.content.strip())
+    return {platform: sorted(names) for platform, names in found.items()}
 
 
 def link_rates(study_text: str) -> dict[str, float]:
@@ -304,11 +333,13 @@ def load_run_report(store: Store, run_id: str, *,
     report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
     report.noise_floors.update(run_noise_floors(store, run, cells))
     if not steady:
-        return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells))
+        return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
+                                   clocksources=guest_clocksources(store, run_id, cells))
     measured = {(r.cell, r.phase) for r in rows if r.metric in STEADY_METRICS}
     states = steady_states(series if not callable(series) else (),
                            report.cell_dimensions(), measured)
     return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
+                               clocksources=guest_clocksources(store, run_id, cells),
                                steady=states,
                                warnings=report.warnings + steady_warnings(states))
 

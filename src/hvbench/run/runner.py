@@ -38,6 +38,7 @@ from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import remove_orphaned_dirs, work_dir
 from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
 from hvbench.model.overrides import STUDY_OVERRIDES
+from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE, GUEST_CLOCKSOURCE_KIND
 from hvbench.model.spec import source_kind
 from hvbench.model.study import (
     Cell,
@@ -452,7 +453,7 @@ class StudyRunner:
         if boot_s is not None and platform is not None and platform.is_guest:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
             result.measurements += _boot_phases(platform)
-        result.raw += _domain_xml(platform) + config
+        result.raw += _domain_xml(platform) + config + _guest_clocksource(platform)
         self._note_maxima(item, result)
         self._record_ok(item, cell_ids, result, started, platform)
         return True
@@ -535,6 +536,22 @@ def _boot_phases(platform: Platform) -> list[MeasurementRecord]:
     phases = platform.describe().get("boot_phases") or {}
     return [MeasurementRecord("boot", name, float(value), "s")
             for name, value in phases.items()]
+
+
+def _guest_clocksource(platform: Platform | None) -> list[RawRecord]:
+    """The clocksource the guest's kernel used as the repetition ended (it may differ
+    from the one declared: the kernel falls back when one is unusable), read through
+    the agent as a file (no process in the guest, milliseconds). Nothing for the host,
+    or when the guest cannot answer (its repetition fails elsewhere then); an
+    interruption propagates."""
+    if platform is None or not platform.is_guest:
+        return []
+    try:
+        text = platform.read_file(CURRENT_CLOCKSOURCE).decode(errors="replace").strip()
+    except HvbenchError as exc:
+        interrupt.check(exc)
+        return []
+    return [RawRecord("platform", GUEST_CLOCKSOURCE_KIND, text)]
 
 
 def _argv(platform: Platform | None) -> list[str] | None:

@@ -197,6 +197,7 @@ class ScenarioRun(StartStop):
         model = vm.nics[0].model if vm.nics else "virtio-net"
         copy = VmSpec(machine=vm.machine, vcpus=vm.vcpus, memory_mib=vm.memory_mib,
                       cpu=vm.cpu, mitigations=vm.mitigations, kernel_args=vm.kernel_args,
+                      accel=vm.accel, clocksource=vm.clocksource,
                       nics=(NicSpec(model=model, backend="tap"),))
         spec = NeighbourSpec(role="net", load="web", client=site.client,
                              file_kb=site.file_kb[0], rate=site.rate, rate_of=site.rate_of,
