@@ -52,6 +52,13 @@ direct = true
 CELLS = 2
 
 
+def native_only(repetitions: int) -> str:
+    """The reduced study without its guest: native dd only, ``repetitions`` of it."""
+    return (STUDY[:STUDY.index('[[platform]]\nkind = "qemu"')]
+            + STUDY[STUDY.index("[[workload]]"):]).replace(
+        f"repetitions = {REPETITIONS}", f"repetitions = {repetitions}")
+
+
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "HVBENCH_DB"}
     env.update(PYTHONPATH=str(SRC), **extra)
@@ -141,7 +148,8 @@ def _run(fleet: Fleet, db: str, *args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "hvbench.cli.main", "run", *args, "--scheduler",
          fleet.address, "--db", db],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+        # wide enough for the per-host table's rows on one line each
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(COLUMNS="400"))
 
 
 def _processes_under(path: Path) -> list[int]:
@@ -224,11 +232,8 @@ def test_spread_splits_the_repetitions_between_two_hosts(fleet: Fleet, tmp_path:
     on each host, each host's native baseline its own; the shares are stored."""
     from hvbench.analysis.fleet import SPREAD_KEY
 
-    native_only = (STUDY[:STUDY.index('[[platform]]\nkind = "qemu"')]
-                   + STUDY[STUDY.index("[[workload]]"):]).replace(
-        f"repetitions = {REPETITIONS}", "repetitions = 2")
     study = tmp_path / "spread.toml"
-    study.write_text(native_only)
+    study.write_text(native_only(2))
     db = str(tmp_path / "spread.db")
     coordinator = _run(fleet, db, str(study), "--spread")
     _out, err = coordinator.communicate(timeout=300)
@@ -242,3 +247,80 @@ def test_spread_splits_the_repetitions_between_two_hosts(fleet: Fleet, tmp_path:
             assert store.get_run(runs[host]).env[SPREAD_KEY] == {"class": "",
                                                                   "repetitions": share}
             assert store.get_run(runs[host]).status == "complete"
+
+
+def test_a_host_that_measured_nothing_fails_the_fleet_with_its_own_words(
+        fleet: Fleet, tmp_path: Path) -> None:
+    """h2's run lock is held by another study: its hvbench exits 1 before measuring
+    anything. The fleet exits non-zero, h2's repetitions are not run with the child's
+    own error line (naming the study that holds the lock), and the table says so."""
+    from hvbench.run.runner import RunLock
+
+    study = tmp_path / "locked.toml"
+    study.write_text(native_only(1))
+    db = str(tmp_path / "locked.db")
+    lock = RunLock(fleet.workdir("h2"))
+    lock.acquire("run-of-another", "someone-elses-study")
+    try:
+        coordinator = _run(fleet, db, str(study))
+        out, err = coordinator.communicate(timeout=300)
+    finally:
+        lock.release()
+    assert coordinator.returncode == 1, err.decode()
+    runs = _by_host(db)
+    with Store(db) as store:
+        assert len(store.done(runs["h1"])) == 1
+        assert store.get_run(runs["h2"]).status == "interrupted"
+        [missing] = store.failures(runs["h2"])
+        assert (missing.error or "").startswith(f"{NOT_RUN}: hvbench on h2 exited with 1 "
+                                                "having delivered 0 of 1 repetitions")
+        assert "study someone-elses-study (run run-of-another" in (missing.error or "")
+    assert "h2: stopped early" in err.decode()
+    rows = {line.split()[1]: line for line in out.decode().splitlines()
+            if line.startswith("│ h")}
+    assert "complete" in rows["h1"] and "finished what it was given" in rows["h1"]
+    assert "interrupted" in rows["h2"] and "having delivered 0 of 1" in rows["h2"]
+
+
+def _wait_delivered(coordinator: subprocess.Popen[bytes], db: str, at_least: int) -> None:
+    """Until the fleet's runs in ``db`` hold ``at_least`` ok repetitions together."""
+    deadline = time.monotonic() + 180
+    while True:
+        assert time.monotonic() < deadline and coordinator.poll() is None, \
+            coordinator.communicate()
+        with contextlib.suppress(Exception), Store(db) as store:
+            if sum(len(store.done(r)) for r in store.run_ids()) >= at_least:
+                return
+        time.sleep(0.3)
+
+
+def test_interrupt_and_resume_a_fleet_twice(fleet: Fleet, tmp_path: Path) -> None:
+    """Ctrl-C on the coordinator, twice: each time it prints the exact command that
+    completes the fleet, and that command (run as printed) measures more, so the stop
+    of an interrupted attempt never reaches the next one."""
+    reps = 8
+    study = tmp_path / "twice.toml"
+    study.write_text(native_only(reps))
+    db = str(tmp_path / "twice.db")
+    coordinator = _run(fleet, db, str(study))
+    delivered = 1
+    for _attempt in range(2):
+        _wait_delivered(coordinator, db, delivered)
+        coordinator.send_signal(signal.SIGINT)
+        _out, err = coordinator.communicate(timeout=120)
+        assert coordinator.returncode == 130, err.decode()
+        with Store(db) as store:
+            assert {store.get_run(r).status for r in store.run_ids()} == {"interrupted"}
+            delivered = sum(len(store.done(r)) for r in store.run_ids()) + 1
+        hint = err.decode().split("complete it with `")[1].split("`")[0].split()
+        assert hint[:3] == ["hvbench", "run", "--resume"] and "--db" in hint
+        assert hint[4:] == ["--scheduler", fleet.address, "--db", db]
+        coordinator = subprocess.Popen(
+            [sys.executable, "-m", "hvbench.cli.main", *hint[1:]],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    _out, err = coordinator.communicate(timeout=300)
+    assert coordinator.returncode == 0, err.decode()
+    with Store(db) as store:
+        for run_id in store.run_ids():
+            assert store.get_run(run_id).status == "complete"
+            assert len(store.done(run_id)) == reps and store.failures(run_id) == []

@@ -153,3 +153,21 @@ def test_the_dry_run_says_attach_for_an_existing_domain_not_boot() -> None:
     assert not any("guests to boot" in line for line in lines), lines
     assert "existing domains to attach: 3 (platforms mine: never booted, stopped or " \
            "changed)" in lines
+
+
+def test_the_resume_command_of_a_fleet_repeats_its_workers_and_database() -> None:
+    import argparse
+    import shlex
+    import sys
+
+    from hvbench.cli.run import resume_command, ssh_options
+
+    args = argparse.Namespace(db="postgres://team@db/hvb", hosts="h1,h2=gen2",
+                              remote_python=sys.executable, ssh_config=Path("/c f"),
+                              host_workdir=None)
+    assert resume_command(args, "fleet-1", shlex.join(ssh_options(args))) == (
+        "hvbench run --resume fleet-1 --hosts h1,h2=gen2 --ssh-config '/c f' "
+        "--db postgres://team@db/hvb")
+    args.db = None
+    assert resume_command(args, "fleet-1", "--scheduler tcp://10.0.0.1:8786") == \
+        "hvbench run --resume fleet-1 --scheduler tcp://10.0.0.1:8786"

@@ -78,3 +78,19 @@ def test_commit_once_and_not_run(tmp_path: Path) -> None:
         assert missing.error == f"{fleet.NOT_RUN}: host h1: its worker tcp://x disappeared"
         assert [m.value for m in team.measurements(rid)] == [5.0]
         assert [r.id for r in team.fleet_runs("f1")] == [rid]
+
+
+def test_a_host_that_delivered_less_than_given_is_failed_with_its_own_words() -> None:
+    log = ("study s: 1 cells x 2 repetitions\n"
+           "hvbench: error: another study is running on this host: study other (run r1, "
+           "pid 42) (lock /w/hvbench-run.lock); wait for it or stop it\n")
+    reason = fleet.host_end_reason(fleet.HostEnd("h2", 1, log), missing=2, total=2)
+    assert reason == ("hvbench on h2 exited with 1 having delivered 0 of 2 repetitions: "
+                      "hvbench: error: another study is running on this host: study other "
+                      "(run r1, pid 42) (lock /w/hvbench-run.lock); wait for it or stop it")
+    # exit 1 or 3 with everything delivered: its failed repetitions speak for themselves
+    assert fleet.host_end_reason(fleet.HostEnd("h2", 3, log), missing=0, total=2) is None
+    # whatever the code, a host that stopped short is failed, its last line quoted
+    assert fleet.host_end_reason(fleet.HostEnd("h2", 0, "a\n  last   words \n"), 1, 2) == \
+        "hvbench on h2 exited with 0 having delivered 1 of 2 repetitions: last words"
+    assert fleet.error_line("") == "no output"

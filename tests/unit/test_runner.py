@@ -151,3 +151,12 @@ def test_an_interrupted_repetition_stops_the_run_and_stores_nothing(
         interrupt.reset()
     # Only the first item ran: the run stopped instead of going on.
     assert len(FakeDisk.runs) <= 1
+
+
+def test_a_refused_study_names_the_study_holding_the_lock() -> None:
+    from hvbench.run.runner import describe_holder
+
+    assert describe_holder('{"run": "r1", "pid": 7, "study": "quick"}') == \
+        "study quick (run r1, pid 7)"
+    assert describe_holder("") == "unknown"
+    assert describe_holder("not json") == "not json"

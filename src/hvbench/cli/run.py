@@ -4,6 +4,7 @@ stderr, then the report; ``--dry-run`` prints the plan and starts nothing."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from importlib import resources
 from pathlib import Path
@@ -21,7 +22,7 @@ from rich.progress import (
 from rich.table import Table
 
 from hvbench.cli.common import add_db_option, db_of, print_report
-from hvbench.errors import SpecError
+from hvbench.errors import InterruptedRun, SpecError
 from hvbench.model.study import Study, select_cells, with_repetitions
 from hvbench.run.plan import StudyPlan
 from hvbench.store.database import Store, is_url
@@ -165,7 +166,7 @@ def _run_on_scheduler(args: argparse.Namespace, out: Console, err: Console) -> i
                                f"{exc}") from exc
     with client:
         return _run_fleet(client, args, out, err, hosts=None, classes=None,
-                          again=f"--scheduler {args.scheduler}")
+                          again=shlex.join(["--scheduler", args.scheduler]))
 
 
 def _run_on_hosts(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -178,7 +179,19 @@ def _run_on_hosts(args: argparse.Namespace, out: Console, err: Console) -> int:
     with SshWorkers(list(classes), remote_python=args.remote_python,
                     ssh_config=args.ssh_config, host_workdir=args.host_workdir) as workers:
         return _run_fleet(workers.client, args, out, err, hosts=list(classes),
-                          classes=classes, again=f"--hosts {args.hosts}")
+                          classes=classes, again=shlex.join(ssh_options(args)))
+
+
+def ssh_options(args: argparse.Namespace) -> list[str]:
+    """The ``--hosts`` options of this command line, as a resume must repeat them."""
+    argv = ["--hosts", args.hosts]
+    if args.remote_python != sys.executable:
+        argv += ["--remote-python", args.remote_python]
+    if args.ssh_config is not None:
+        argv += ["--ssh-config", str(args.ssh_config)]
+    if args.host_workdir is not None:
+        argv += ["--host-workdir", args.host_workdir]
+    return argv
 
 
 def _run_fleet(client: Any, args: argparse.Namespace, out: Console, err: Console, *,
@@ -211,21 +224,66 @@ def _run_fleet(client: Any, args: argparse.Namespace, out: Console, err: Console
                 progress.advance(overall, done - seen[host])
                 seen[host] = done
 
-            outcome = fleet.run_fleet(client, study, store, fleet_id=fleet_id, runs=runs,
-                                      progress=tell)
+            try:
+                outcome = fleet.run_fleet(client, study, store, fleet_id=fleet_id,
+                                          runs=runs, progress=tell)
+            except (InterruptedRun, KeyboardInterrupt):
+                err.print(f"fleet {fleet_id} interrupted; every host stopped its hvbench; "
+                          f"complete it with `{resume_command(args, fleet_id, again)}`",
+                          style="red", markup=False, soft_wrap=True)
+                raise
         failed = ok = 0
+        rows = []
         for host, run_id in outcome.runs.items():
             lost = outcome.lost[host]
             if lost:
-                err.print(f"{host}: stopped early: {lost}; `hvbench run --resume {fleet_id}"
-                          f" {again}` runs what is missing", style="red",
-                          markup=False, soft_wrap=True)
+                err.print(f"{host}: stopped early: {lost}", style="red", markup=False,
+                          soft_wrap=True)
             for line in failure_lines(store, run_id):
                 err.print(f"{host}: {line}", style="red", markup=False, soft_wrap=True)
+            rows.append(fleet_host_row(store, host, run_id, lost))
             ok += len(store.done(run_id))
             failed += len(store.failures(run_id))
-            out.print(f"{host}: run {run_id}", markup=False)
+        out.print(fleet_hosts_table(fleet_id, rows))
+        if any(outcome.lost.values()):
+            err.print(f"`{resume_command(args, fleet_id, again)}` runs what is missing",
+                      markup=False, soft_wrap=True)
     return run_exit_code(ok, failed)
+
+
+def resume_command(args: argparse.Namespace, fleet_id: str, again: str) -> str:
+    """The command that completes fleet ``fleet_id`` as it was started: its workers'
+    options (``again``) and ``--db`` when one was given (pure)."""
+    argv = ["hvbench", "run", "--resume", fleet_id, *shlex.split(again)]
+    if args.db:
+        argv += ["--db", str(args.db)]
+    return shlex.join(argv)
+
+
+def fleet_host_row(store: Store, host: str, run_id: str, lost: str | None
+                   ) -> tuple[str, ...]:
+    """One host of a finished fleet run as the per-host table shows it: host, run,
+    status, repetitions ok, failed, not run, and what happened."""
+    from hvbench.run.fleet import NOT_RUN
+
+    failures = store.failures(run_id)
+    not_run = sum(1 for f in failures if (f.error or "").startswith(NOT_RUN))
+    status = store.get_run(run_id).status
+    return (host, run_id, status, str(len(store.done(run_id))),
+            str(len(failures) - not_run), str(not_run),
+            lost or "finished what it was given")
+
+
+def fleet_hosts_table(fleet_id: str, rows: list[tuple[str, ...]]) -> Table:
+    """The per-host table at the end of a fleet run (pure)."""
+    table = Table(title=f"fleet {fleet_id}", title_justify="left")
+    for name in ("host", "run", "status", "ok", "failed", "not run"):
+        table.add_column(name, justify="right" if name in ("ok", "failed", "not run")
+                         else "left", no_wrap=name in ("host", "run"))
+    table.add_column("what happened", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def _study(args: argparse.Namespace) -> Study:

@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -70,6 +71,8 @@ from hvbench.store.records import (
 HOST_RESOURCE = "host"
 #: How often a host task looks at its child's scratch database, seconds.
 POLL_S = 0.5
+#: How long the coordinator sleeps when no host sent anything, seconds.
+DRAIN_WAIT_S = 0.2
 #: How long a stopped host task waits for its child to stop its guests, seconds.
 STOP_GRACE_S = 60.0
 #: The error of a repetition a lost host never ran.
@@ -398,7 +401,10 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
     host task is told to stop its child, the host runs are marked interrupted, and the
     exception propagates."""
     tell = progress or (lambda host, done, total: None)
-    queue_name, event_name = f"{fleet_id}-results", f"{fleet_id}-stop"
+    # Names of this attempt only: an event set by an interrupted attempt (Ctrl-C) stays
+    # set in the scheduler, and would stop every host of the next --resume at once.
+    attempt = f"{fleet_id}-{uuid.uuid4().hex[:8]}"
+    queue_name, event_name = f"{attempt}-results", f"{attempt}-stop"
     queue, stop = Queue(queue_name, client=client), Event(event_name, client=client)
     by_host = {r.host: r for r in runs}
     totals = {r.host: len(r.todo) for r in runs}
@@ -429,6 +435,9 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
         for r in runs:
             store.set_status(r.run_id, "interrupted", finished_at=_now())
         raise
+    finally:
+        with contextlib.suppress(Exception):  # a scheduler already gone holds nothing
+            stop.clear()
     for r in runs:
         if r.ended is not None:
             _record_not_run(store, r)
@@ -441,23 +450,43 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
 
 
 def _drain(queue: Any, store: Store, by_host: dict[str, HostRun], active: set[str], *,
-           totals: dict[str, int], tell: FleetProgress, wait: float = 1.0) -> None:
-    """Commit what the hosts sent; a host's end message takes it out of ``active``."""
-    while True:
-        try:
-            item = queue.get(timeout=wait) if wait else queue.get(timeout=0.05)
-        except TimeoutError:
-            return
-        wait = 0.0
+           totals: dict[str, int], tell: FleetProgress, wait: float = DRAIN_WAIT_S) -> None:
+    """Commit what the hosts sent; a host's end message takes it out of ``active``.
+
+    Takes what is queued without waiting in the scheduler (a ``get`` with a timeout
+    makes the scheduler log a TimeoutError traceback each time it expires), then
+    sleeps ``wait`` seconds when there was nothing."""
+    items = queue.get(batch=True)
+    for item in items:
         r = by_host[item.host]
         if isinstance(item, HostEnd):
             active.discard(r.host)
-            if item.returncode not in (0, 1, 3):
-                r.ended = (f"hvbench on {r.host} exited with {item.returncode}: "
-                           f"{item.stderr_tail.strip().splitlines()[-1:] or ''}")
+            r.ended = host_end_reason(item, len(r.todo), totals[r.host])
             continue
         commit(store, r, item)
         tell(r.host, r.committed, totals[r.host])
+    if not items and wait:
+        time.sleep(wait)
+
+
+def error_line(output: str) -> str:
+    """The line of a host's hvbench output that says why it stopped: its last
+    ``error:`` line, else its last line (pure)."""
+    lines = [" ".join(line.split()) for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if "error:" in line]
+    if errors:
+        return errors[-1]
+    return lines[-1] if lines else "no output"
+
+
+def host_end_reason(end: HostEnd, missing: int, total: int) -> str | None:
+    """Why a host whose hvbench ended did not finish (None: it delivered everything
+    it was given, whatever its exit code says about the repetitions themselves): how it
+    exited, how much it delivered, and its own last error line (pure)."""
+    if missing == 0:
+        return None
+    return (f"hvbench on {end.host} exited with {end.returncode} having delivered "
+            f"{total - missing} of {total} repetitions: {error_line(end.stderr_tail)}")
 
 
 def commit(store: Store, r: HostRun, item: RepetitionResult) -> None:

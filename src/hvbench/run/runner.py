@@ -111,6 +111,20 @@ def git_commit() -> str | None:
 
 
 # -- the lock ----------------------------------------------------------------------------
+def describe_holder(text: str) -> str:
+    """What a run lock file says about its holder, as a refused study names it: ``study
+    NAME (run ID, pid N)``; the file's text as it is when it is not the JSON the holder
+    writes (pure)."""
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        holder = None
+    if not isinstance(holder, dict) or "study" not in holder:
+        return text.strip() or "unknown"
+    return (f"study {holder.get('study')} (run {holder.get('run')}, "
+            f"pid {holder.get('pid')})")
+
+
 class RunLock:
     """One study at a time per host: an flock on a file in the work directory.
 
@@ -131,7 +145,7 @@ class RunLock:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError as exc:
                 handle.seek(0)
-                holder = handle.read().strip() or "unknown"
+                holder = describe_holder(handle.read())
                 handle.close()
                 raise HostError(f"another study is running on this host: {holder} "
                                 f"(lock {self.path}); wait for it or stop it") from exc
