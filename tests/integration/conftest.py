@@ -173,9 +173,9 @@ def existing_network_objects(names: set[str]) -> set[str]:
     return names & (set(hvbench_links()) | set(hvbench_netns()))
 
 
-#: Where the tests' own bridges and fixed-subnet labs take a /24: the benchmarking range
-#: 198.18.0.0/15, outside 10.213.0.0/16 that hvbench's labs allocate from.
-TEST_NETWORKS = ipaddress.IPv4Network("198.18.0.0/15")
+#: Where the tests' own bridges and fixed-subnet labs take a /24: private (a lab's
+#: subnet must be) and outside 10.213.0.0/16, which hvbench's labs allocate from.
+TEST_NETWORKS = ipaddress.IPv4Network("10.214.0.0/16")
 
 
 def free_test_subnet() -> ipaddress.IPv4Network:

@@ -1,23 +1,34 @@
 """libvirtd and virtlogd for the libvirt tests, where no service manager runs them.
 
 :func:`running_daemons` starts ``virtlogd -d`` and ``libvirtd -d`` only when they are not
-running already, and on exit stops only the daemons it started (by the pid each wrote),
-never one that was there before.
+running already. A daemon that was there before any test session started it is never
+stopped. Daemons a test session started are shared by every session on the machine:
+each holds a shared lock on :data:`USERS_LOCK` while it uses them, and the one that
+leaves last (no other holder) stops those that a session started (their pids are noted
+in :data:`STARTED_DIR`), so no session stops a daemon another one still uses.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 DAEMONS = ("virtlogd", "libvirtd")
 START_WAIT_S = 15.0
 STOP_WAIT_S = 15.0
+#: Held shared by every test session using the daemons, exclusively while one decides
+#: to start or stop them.
+USERS_LOCK = Path("/run/lock" if Path("/run/lock").is_dir() else "/tmp") / \
+    "hvbench-test-libvirtd.lock"
+#: NAME.pid: a daemon a test session started (whoever leaves last stops it).
+STARTED_DIR = Path("/run/hvbench-test-daemons")
 
 
 def _pid_of(name: str) -> int | None:
@@ -66,16 +77,55 @@ def _stop(pid: int) -> None:
         time.sleep(0.1)
 
 
+def _started_by_tests() -> list[tuple[str, int]]:
+    """(name, pid) of the running daemons a test session started, newest last."""
+    found = []
+    for name in DAEMONS:
+        with contextlib.suppress(OSError, ValueError):
+            pid = int((STARTED_DIR / f"{name}.pid").read_text())
+            if _pid_of(name) == pid:
+                found.append((name, pid))
+    return found
+
+
+def _stop_if_last(handle: IO[str]) -> None:
+    """Stop the daemons test sessions started when no other session holds the users'
+    lock (this one's shared hold is given up first, then taken back exclusively)."""
+    fcntl.flock(handle, fcntl.LOCK_UN)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return  # another session still uses them: the last one out stops them
+    try:
+        for name, pid in reversed(_started_by_tests()):
+            _stop(pid)
+            (STARTED_DIR / f"{name}.pid").unlink(missing_ok=True)
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 @contextlib.contextmanager
 def running_daemons() -> Iterator[list[str]]:
-    """Yield the names of the daemons this started (empty when both were running)."""
-    started: list[tuple[str, int]] = []
-    try:
-        for name in DAEMONS:
-            if _pid_of(name) is None:
-                started.append((name, _start(name)))
-        _wait_socket(time.monotonic() + START_WAIT_S)
-        yield [name for name, _ in started]
-    finally:
-        for _name, pid in reversed(started):
-            _stop(pid)
+    """Yield the names of the daemons this started (empty when both were running).
+
+    Raises:
+        RuntimeError: a daemon did not write its pid file within :data:`START_WAIT_S`.
+    """
+    started: list[str] = []
+    with USERS_LOCK.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            for name in DAEMONS:
+                if _pid_of(name) is None:
+                    pid = _start(name)
+                    STARTED_DIR.mkdir(parents=True, exist_ok=True)
+                    (STARTED_DIR / f"{name}.pid").write_text(str(pid))
+                    started.append(name)
+            _wait_socket(time.monotonic() + START_WAIT_S)
+        finally:
+            # From exclusive (deciding) to shared (using): others may join now.
+            fcntl.flock(handle, fcntl.LOCK_SH)
+        try:
+            yield started
+        finally:
+            _stop_if_last(handle)

@@ -40,6 +40,7 @@ from hvbench.model.libvirt_xml import (
     DomainPlan,
     build_domain_xml,
     caps_have_kvm,
+    owner_pid,
 )
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import LibvirtPlatformSpec, parse_study
@@ -94,9 +95,12 @@ def daemons() -> Iterator[list[str]]:
         yield started
 
 
-def _hvbench_domains(conn: libvirt.virConnect) -> list[str]:
-    """Domains that carry hvbench's owner element."""
-    return [d.name() for d in conn.listAllDomains(0) if OWNER_NS in d.XMLDesc(0)]
+def _hvbench_domains(conn: libvirt.virConnect, owner: int | None = None) -> list[str]:
+    """Domains whose hvbench owner element names ``owner`` (default: this test
+    process, which runs the studies in-process): another hvbench's domains on a shared
+    machine are not this test's."""
+    pid = os.getpid() if owner is None else owner
+    return [d.name() for d in conn.listAllDomains(0) if owner_pid(d.XMLDesc(0)) == pid]
 
 
 @pytest.fixture(scope="module")
@@ -416,17 +420,17 @@ direct = true
     conn = connect(URI)
     try:
         deadline = time.monotonic() + 120
-        while not any(n.startswith(f"hvbench-{proc.pid}-") for n in _hvbench_domains(conn)):
+        while not _hvbench_domains(conn, proc.pid):
             assert proc.poll() is None and time.monotonic() < deadline, "no domain came up"
             time.sleep(0.2)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        assert any(n.startswith(f"hvbench-{proc.pid}-") for n in _hvbench_domains(conn))
+        assert _hvbench_domains(conn, proc.pid)
 
         done = _hvbench("cleanup")
         assert done.returncode == 0, done.stderr
         assert f"hvbench-{proc.pid}-" in done.stdout, done.stdout
-        assert _hvbench_domains(conn) == []
+        assert _hvbench_domains(conn, proc.pid) == []
         assert not list(IMAGES_DIR.glob(f"*.hvb{proc.pid}"))
         decoy = conn.lookupByName(user_domain["name"])
         assert decoy.isActive() and decoy.isPersistent()

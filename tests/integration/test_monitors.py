@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from hvbench.host import proctree
 from hvbench.image.builder import GuestImage
 from hvbench.model.spec import VmSpec
 from hvbench.monitors.cpu import CLK_TCK
@@ -36,6 +37,32 @@ IOSTAT_KEYS = {"w_s": "w/s", "w_kb_s": "wkB/s", "avgqu_sz": "aqu-sz", "util_pct"
                "w_await_ms": "w_await", "wareq_sz_kb": "wareq-sz"}
 
 
+#: Bytes fio (its job process) has written when its writes count as under way.
+WRITES_UNDER_WAY = 16 << 20
+
+
+def _written(pid: int) -> int:
+    """Bytes that ``pid`` and its descendants sent to storage (/proc/PID/io)."""
+    total = 0
+    for p in [pid, *(d.pid for d in proctree.descendants(pid))]:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{p}/io").read_text().splitlines():
+                if line.startswith("write_bytes:"):
+                    total += int(line.split()[1])
+    return total
+
+
+def _wait_for_writes(fio: subprocess.Popen[bytes], at_least: int) -> None:
+    """Wait (up to 60 s) until ``fio`` has written ``at_least`` bytes."""
+    deadline = time.monotonic() + 60
+    while _written(fio.pid) < at_least:
+        if fio.poll() is not None:
+            pytest.fail(f"fio exited early with {fio.returncode}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"fio wrote {_written(fio.pid)} bytes in 60 s")
+        time.sleep(0.05)
+
+
 @contextlib.contextmanager
 def _steady_writer(seconds: int) -> Iterator[str]:
     """fio writing 64 KiB O_DIRECT blocks to /var/tmp for ``seconds``; yields the
@@ -47,9 +74,7 @@ def _steady_writer(seconds: int) -> Iterator[str]:
          f"--filename={directory / 'f'}", "--ioengine=psync", "--time_based",
          f"--runtime={seconds}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(2.0)  # file laid out, writes under way
-        if fio.poll() is not None:
-            pytest.fail(f"fio exited early with {fio.returncode}")
+        _wait_for_writes(fio, WRITES_UNDER_WAY)
         yield device_for_path(directory)
     finally:
         fio.kill()

@@ -9,6 +9,7 @@ veth pairs; all removed in ``finally``.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import subprocess
 import urllib.request
@@ -33,6 +34,7 @@ from hvbench.workloads.endpoints import (
 )
 from hvbench.workloads.iperf3 import run_iperf3, server_argv
 from hvbench.workloads.web import GUEST_WWW, file_content, file_uri, run_web_phase, serve_web
+from tests.integration.conftest import free_test_subnet
 
 pytestmark = [
     pytest.mark.integration,
@@ -92,7 +94,9 @@ def _add_host(tag: str, index: int, name: str, bridge: str, address: str, *,
 @pytest.fixture
 def lab() -> Iterator[Lab]:
     tag = secrets.token_hex(2)
-    prefix = f"198.18.{int(tag, 16) % 250}"
+    # A free /24 of the tests' range: a prefix drawn without looking could be
+    # another session's.
+    prefix = str(free_test_subnet().network_address).rsplit(".", 1)[0]
     bridge = f"hvb-nb{tag}"
     created: list[list[str]] = []  # ip commands that undo what was made, newest last
     try:
@@ -250,8 +254,14 @@ def test_web_in_a_guest(image: GuestImage, lab: Lab) -> None:
                                            "rate_factor": 2.0, "max_rate": 40,
                                            "duration_s": 2, "min_achieved_ratio": 0.9})
             outcome = run_web_phase(ramp, 1, client, guest)
-        steps = outcome.metrics["steps"][0]
-        assert 1 <= steps <= 24 and outcome.raw.count("### httperf 1kB") == steps
-        assert 0 < outcome.metrics["max_rate_rps"][0] <= 40
+        # Every step is in the raw output; the maximum is one of their rates, found
+        # sustained (the phase's rows are that step's: the loosened rule holds).
+        rates = [float(r) for r in re.findall(r"### httperf 1kB rate=([0-9.e+]+)/s",
+                                               outcome.raw)]
+        assert len(rates) == outcome.metrics["steps"][0] >= 1, outcome.raw
+        top = outcome.metrics["max_rate_rps"][0]
+        assert top == pytest.approx(outcome.metrics["offered_rps"][0])
+        assert any(top == pytest.approx(r, rel=1e-3) for r in rates), (top, rates)
+        assert outcome.metrics["achieved_ratio"][0] >= 0.9, outcome.raw
         assert vm.exec(["pidof", "lighttpd"], timeout=30).stdout == b""
         assert vm.exec(["ls", GUEST_WWW], timeout=30).exit_code != 0

@@ -26,6 +26,7 @@ from hvbench.netlab import lab as lab_module
 from hvbench.netlab.lab import netem_support
 from hvbench.platforms.process import tcp_port_open
 from hvbench.platforms.registry import REGISTRY
+from tests.integration.conftest import free_test_subnet
 
 pytestmark = [
     pytest.mark.integration,
@@ -128,9 +129,12 @@ def test_two_hosts_talk_to_each_other_and_to_the_root_namespace(no_leaks: Path) 
 
 
 def test_hosts_and_guest_addresses_added_after_start() -> None:
-    with NetLab(LabSpec(hosts=(LabHostSpec(name="a"),), subnet="10.213.250.0/24")) as lab:
+    # A free /24 outside hvbench's own range: a fixed one would clash with another run.
+    subnet = free_test_subnet()
+    net = str(subnet.network_address).rsplit(".", 1)[0]
+    with NetLab(LabSpec(hosts=(LabHostSpec(name="a"),), subnet=str(subnet))) as lab:
         native = lab.add_host(LabHostSpec(name="native", rate="100mbit"))
-        assert native.address == "10.213.250.11" and native.veth in lab.interfaces()
+        assert native.address == f"{net}.11" and native.veth in lab.interfaces()
         assert ping(native, lab.host("a").address)
         assert lab.record_dir is not None
         recorded = json.loads((lab.record_dir / "lab.json").read_text())
@@ -142,10 +146,9 @@ def test_hosts_and_guest_addresses_added_after_start() -> None:
             with pytest.raises(HostError, match=match):
                 lab.add_host(LabHostSpec.model_construct(name=bad, rate=None, delay_ms=0.0,
                                                          loss_pct=0.0))
-        assert [lab.allocate_address() for _ in range(2)] == ["10.213.250.100",
-                                                             "10.213.250.101"]
+        assert [lab.allocate_address() for _ in range(2)] == [f"{net}.100", f"{net}.101"]
         with pytest.raises(HostError, match="overlaps a network this host already uses"):
-            NetLab(LabSpec(subnet="10.213.250.0/24")).start()
+            NetLab(LabSpec(subnet=str(subnet))).start()
     with pytest.raises(HostError, match="not started"):
         lab.allocate_address()
 
@@ -166,12 +169,21 @@ def test_1gbit_link_gives_at_least_930_mbit() -> None:
     with NetLab(LabSpec(hosts=hosts)) as lab:
         serve(lab, "free")
         serve(lab, "giga")
+        qdisc = subprocess.run(["tc", "qdisc", "show", "dev", lab.host("giga").veth],
+                               capture_output=True, text=True, check=True).stdout
         unshaped = goodput_mbit(iperf3(["-c", lab.host("free").address, "-t", "2"]))
-        if unshaped < 1100:
-            pytest.skip(f"the unshaped lab link itself carries only {unshaped:.0f} Mbit/s "
-                        "here (< 1100): a 1 Gbit/s limit cannot be checked")
         shaped = goodput_mbit(iperf3(["-c", lab.host("giga").address, "-t", "4", "-O", "1"]))
-    assert 930 <= shaped <= 1000, shaped
+    assert "tbf" in qdisc and "rate 1Gbit" in qdisc, qdisc
+    # The limit holds whatever this machine carries.
+    assert shaped <= 1000, shaped
+    if unshaped >= 1100:
+        # The link carries more than the limit: the limit is what the link gives.
+        assert shaped >= 930, (shaped, unshaped)
+    else:
+        # A slow machine (the unshaped link below 1.1 Gbit/s, measured just before):
+        # the shaper costs little of what the link carries (20 % for the noise of two
+        # back-to-back runs on a shared machine).
+        assert shaped >= 0.8 * min(unshaped, 1000), (shaped, unshaped)
 
 
 @pytest.mark.skipif(NETEM, reason="this kernel has netem: delay and loss are supported")
@@ -249,7 +261,9 @@ def test_failed_start_leaves_nothing(no_leaks: Path, monkeypatch: pytest.MonkeyP
 def test_name_clash_fails_and_leaves_the_other_device(
     monkeypatch: pytest.MonkeyPatch, no_leaks: Path
 ) -> None:
-    tag = "c1a5e0"
+    # This session's own tag (its pid in hex): another session's clash test, or a lab
+    # another hvbench draws, never shares it with this one at the same moment.
+    tag = f"{os.getpid():06x}"[-6:]
     monkeypatch.setattr(names, "random_tag", lambda: tag)
     clash = names.netns_name(tag, "b")
     subprocess.run(["ip", "netns", "add", clash], check=True)

@@ -34,6 +34,7 @@ from hvbench.store.database import Store
 from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.propagation import MARKS, RAW_KIND, run_propagation
 from hvbench.workloads.repository import ImageRepository
+from tests.integration.conftest import hvbench_links, hvbench_netns, new_network_objects
 
 pytestmark = [
     pytest.mark.integration,
@@ -203,18 +204,12 @@ def reduced_example(*more: str) -> Study:
 METHODS = ("scp", "http", "rsync", "http-zstd", "overlay")
 
 
-def ip_netns() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                         check=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
-
-
 def test_a_propagation_study_through_the_runner(image: GuestImage, no_leaks: Path,
                                                 tmp_path: Path) -> None:
     """Every method twice: four phases per repetition, a raw document each, bytes on
     the headnode's link close to the image for the uncompressed methods, the headnode's
     NIC samples with the transfer, a cache hit on the second overlay; nothing left."""
-    netns_before = ip_netns()
+    links_before, netns_before = set(hvbench_links()), set(hvbench_netns())
     study = reduced_example()
     assert {c.workload.name for c in study.cells} == {f"propagation.{m}" for m in METHODS}
     assert study.lab is not None and [h.name for h in study.lab.hosts] == ["headnode"]
@@ -273,7 +268,8 @@ def test_a_propagation_study_through_the_runner(image: GuestImage, no_leaks: Pat
     # also checks the work dir, TMPDIR and hvb- links).
     assert REGISTRY.live() == []
     assert my_processes() == []
-    assert ip_netns() - netns_before == set()
+    # hvb- objects other hvbench runs on this machine created meanwhile are not ours.
+    assert new_network_objects(links_before, netns_before) == []
     assert list(no_leaks.iterdir()) == []
 
 

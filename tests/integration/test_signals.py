@@ -5,6 +5,7 @@ processes, which fio forks into their own session), marks the run ``interrupted`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -36,6 +37,13 @@ def _job(name: str, options: str) -> str:
 # read when the cell runs, so rewriting it shortens the resume).
 LONG_JOB = _job("long", "size=4M\nbs=4k\ntime_based=1\nruntime=60\n")
 SHORT_JOB = _job("short", "size=1M\nbs=64k\n")
+#: What the guest's fio prints on the guest's console (kernel log, error level: shown
+#: despite ``quiet``) once it starts the job: the serial console's log on the host
+#: then shows that fio runs in the guest. (exec_prerun is refused natively, not in a
+#: guest.)
+FIO_STARTED = "hvbench-test: fio started its job in the guest"
+GUEST_LONG_JOB = _job("long", f"exec_prerun=sh -c 'echo \"<3>{FIO_STARTED}\" > /dev/kmsg'\n"
+                      "size=4M\nbs=4k\ntime_based=1\nruntime=60\n")
 # Verifies a file fio lays out with its own data, not verify headers: fails every time.
 FAILING_JOB = _job("bad", "size=1M\nbs=4k\nverify=crc32c\nverify_only=1\n")
 
@@ -135,6 +143,16 @@ def _wait_for(proc: subprocess.Popen[str], ready: Callable[[list[proctree.ProcIn
         time.sleep(0.1)
     proc.kill()
     pytest.fail(f"no {what} within {START_TIMEOUT_S:g} s")
+
+
+def _guest_console_shows(text: str) -> bool:
+    """True when a serial console log of a guest this test's hvbench runs (its run
+    directory is in the test's own HVBENCH_WORKDIR) holds ``text``."""
+    for log in Path(os.environ["HVBENCH_WORKDIR"]).rglob("console.log"):
+        with contextlib.suppress(OSError):
+            if text in log.read_text(errors="replace"):
+                return True
+    return False
 
 
 def _named(names: set[str], count: int = 1) -> Callable[[list[proctree.ProcInfo]], bool]:
@@ -239,10 +257,15 @@ def test_signal_during_native_fio_cell(signum: int, tmp_path: Path) -> None:
 @pytest.mark.parametrize("signum", SIGNALS)
 def test_signal_during_guest_cell(signum: int, image: GuestImage, tmp_path: Path) -> None:
     study, job = _disk_study(tmp_path)
+    job.write_text(GUEST_LONG_JOB)
+    # Only the guest: the job's exec_prerun is refused for the bare host's cell.
+    native = '[[platform]]\nkind = "native"\n\n'
+    assert native in study.read_text()
+    study.write_text(study.read_text().replace(native, ""))
     db = tmp_path / "runs.db"
     proc = _start(["run", str(study), "--db", str(db), "--only", "vm/*"])
-    _wait_for(proc, _named({"qemu-system-x86"}), "QEMU")
-    time.sleep(6.0)  # booted (about 3 s under TCG) and running the fio job
+    _wait_for(proc, lambda _: _guest_console_shows(FIO_STARTED),
+              "the guest's fio (on the guest's console)")
     run_id = _check_stopped(proc, signum, db)
     job.write_text(SHORT_JOB)
     _resume(run_id, db)

@@ -10,6 +10,7 @@ import os
 import shutil
 import signal
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -20,6 +21,7 @@ import pytest
 
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
+from hvbench.store.database import Store
 
 pytestmark = pytest.mark.integration
 HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
@@ -122,7 +124,24 @@ def test_tune_killed_and_resumed_gives_a_usable_winner(image: GuestImage, tmp_pa
     assert "trial " in done.stderr and "best so far" in done.stderr
 
     _check_answer(answer, winner)
+    _check_against_native(answer, run_id, db)
     _check_other_commands(answer, run_id, db)
+
+
+def _check_against_native(answer: dict[str, Any], run_id: str, db: Path) -> None:
+    """The winner against native, from the stored rows: native's write rates (mean, n)
+    on one side, the winner's ranked mean on the other, and their difference in %."""
+    with Store(db, create=False) as store:
+        native = [r.value for r in store.measurements(run_id)
+                  if r.platform == "native" and r.metric == "mb_s"]
+    test = answer["winner_vs_native"]
+    winner_mean = next(r["mean"] for r in answer["ranking"]
+                       if r["configuration"] == answer["winner"])
+    assert native and test["n_other"] == len(native), (test, native)
+    assert test["mean_other"] == pytest.approx(statistics.fmean(native))
+    assert test["mean_winner"] == pytest.approx(winner_mean)
+    assert test["delta_pct"] == pytest.approx(
+        100 * (winner_mean / statistics.fmean(native) - 1), abs=1e-6)
 
 
 def _check_answer(answer: dict[str, Any], winner: Path) -> None:
@@ -131,7 +150,6 @@ def _check_answer(answer: dict[str, Any], winner: Path) -> None:
     ranking = answer["ranking"]
     assert answer["winner"] in {r["configuration"] for r in ranking}
     assert answer["tcg_note"]  # guests here run under TCG
-    assert answer["winner_vs_native"] is not None
     means = [r["mean"] for r in ranking]
     assert means == sorted(means, reverse=True)
 

@@ -79,8 +79,11 @@ def _check_phase(values: dict[tuple[str, str, str], float], platform: str,
     assert points[4] <= values[(platform, phase, "wrk_lat_max_ms")]
     assert values[(platform, phase, "wrk_rps")] > 10
     assert values[(platform, phase, "wrk_errors")] == 0
-    # httperf's means are still there, next to wrk's percentiles.
-    assert values[(platform, phase, "reply_ms")] >= 0
+    # httperf's means are still there, next to wrk's percentiles: a mean reply shorter
+    # than the 50 ms between two of its 20 requests/s (longer would queue requests,
+    # which one small file at this rate never does; httperf prints 0.1 ms steps, so a
+    # fast native reply may read 0.0).
+    assert 0.0 <= values[(platform, phase, "reply_ms")] < 1000.0 / 20
     assert values[(platform, phase, "replies_s")] == pytest.approx(20, rel=0.25)
     return points
 
