@@ -300,6 +300,7 @@ def test_a_value_of_zero_has_no_log_ratio() -> None:
     result = _judge(_finding(), [0.0, 1.0, 2.0], _H)
     assert result.verdict == "inconclusive" and "log" in result.reason
     assert result.interval is None
+    assert result.ratio_text().endswith("ours - (a value <= 0: no log ratio)")
 
 
 def test_a_stored_noise_floor_widens_the_margin() -> None:

@@ -207,8 +207,8 @@ class FindingResult:
         paper = f"paper {TIMES}{fmt_value(self.finding.paper_ratio)}"
         iv = self.interval
         if iv is None:
-            return f"{paper}, ours -" if self.measured else \
-                f"{paper}, ours - (a value <= 0: no log ratio)"
+            return (f"{paper}, ours - (a value <= 0: no log ratio)" if self.measured
+                    else f"{paper}, ours -")
         bounds = (f"[{fmt_value(iv.low)}, {fmt_value(iv.high)}]" if iv.has_interval
                   else "[no interval: n = 1]")
         return (f"{paper}, ours {TIMES}{fmt_value(iv.ratio)} {bounds} ({iv.test}, "
