@@ -36,7 +36,6 @@ from hvbench.errors import SpecError
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage
 from hvbench.model.libvirt_xml import (
     DOMAIN_XML_KIND,
-    OWNER_NS,
     DomainPlan,
     build_domain_xml,
     caps_have_kvm,
