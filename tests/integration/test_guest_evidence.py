@@ -126,8 +126,11 @@ def test_guest_metrics_stored_and_consistent_with_the_workload(
 
 
 def _leftovers(guest: QemuPlatform) -> str:
-    """The guest's sampler processes and files, as `ps` and `ls` see them."""
-    done = guest.exec(["sh", "-c", f"ps -o pid,args | grep {PROCESS_NAME} | grep -v grep; "
+    """The guest's sampler processes (its sh loop and awk) and files, as `ps` and `ls`
+    see them. Busybox `timeout`, which wraps every agent command, leaves a watchdog
+    copy of the command line for up to a second after the command ended: not ours."""
+    done = guest.exec(["sh", "-c", f"ps -o pid,args | grep {PROCESS_NAME} | "
+                       "grep -v -e grep -e 'timeout -s KILL'; "
                        f"ls /run | grep {PROCESS_NAME}; true"], timeout=30)
     return done.text().strip()
 
