@@ -2,8 +2,9 @@
 in flight) and a short iperf3 cell through the runner, and the sampler's life in a
 guest on success, failure and abort.
 
-Wall time here (TCG, 2 shared cores): about 60 s for the study (one boot, a 32 MiB
-fio phase, a 3 s iperf3 phase) and 20 s for the life-cycle test (one boot)."""
+Wall time here (TCG, 2 shared cores, pytest --durations): 10.5 s for the study (one
+boot, a 32 MiB fio phase, a 3 s iperf3 phase) and 3.1 s for the life-cycle test (one
+boot); 17 s for the file."""
 
 from __future__ import annotations
 
