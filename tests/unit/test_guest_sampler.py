@@ -5,6 +5,7 @@ sender), the layer split of the latency, and fio's own view of its I/O path."""
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from pathlib import Path
 
@@ -28,6 +29,10 @@ from hvbench.monitors.sampler import MonitorResult
 from hvbench.monitors.session import merge_guest
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.registry import REGISTRY
+from hvbench.report.html import render_html
+from hvbench.report.model import build_run_report
+from hvbench.report.render import html_input, report_json, section_titles, terminal_tables
+from hvbench.store.records import MeasurementRow, RunRecord
 from hvbench.workloads.fio import depth_mean, parse_fio_json
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -222,3 +227,29 @@ def test_sampler_stop_without_start_or_when_interrupted(
     cut.stop()
     assert guest.calls[-1] == "hvb-sampler-start"  # no agent round trip once interrupted
     assert cut.window is not None and cut.window.error == "interrupted"
+
+
+def test_layers_in_every_report_format() -> None:
+    run = RunRecord("r", "s", "s.toml", "", 0, "t", None, "complete", "0", None,
+                    {"accelerator": "tcg"})
+    metrics = {"mb_s": 80.0, "iops": 5000.0, "lat_mean_ms": 1.45, "clat_mean_us": 1340.0,
+               "depth_mean": 8.0, "guest.disk.vdb.w_s": 5000.0,
+               "guest.disk.vdb.await_ms": 0.64, "guest.disk.vdb.avgqu_sz": 3.2,
+               "host.disk.sda.w_s": 4000.0, "host.disk.sda.w_await_ms": 0.3,
+               "host.disk.sda.avgqu_sz": 1.2}
+    rows = [MeasurementRow(0, "vm/deep", "vm", "deep", r, 0, "write", m, v, "")
+            for r in range(2) for m, v in metrics.items()]
+    report = build_run_report(run, [], rows)
+    (row,) = report.layers
+    assert (row.guest_ms, row.virt_ms, row.device_ms) == pytest.approx((0.70, 0.34, 0.3))
+    assert (row.depth, row.guest_queue, row.host_queue) == (8.0, 3.2, 1.2)
+    titles = [str(t.title) for t in terminal_tables(report)]
+    assert "Latency by layer (guest disk cells)" in titles
+    assert "Latency by layer (guest disk cells)" in section_titles(report)["extra"]
+    doc = json.loads(report_json(report))
+    assert doc["latency_layers"][0]["virt_ms"] == pytest.approx(0.34)
+    html = render_html(html_input(report, None))
+    assert 'id="layers"' in html and "0.34" in html
+    # Without guest-side evidence there is no such table, and no key.
+    bare = build_run_report(run, [], [r for r in rows if not r.metric.startswith("guest.")])
+    assert not bare.layers and "latency_layers" not in json.loads(report_json(bare))

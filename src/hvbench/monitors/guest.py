@@ -48,9 +48,9 @@ from hvbench.platforms.base import BenchDisk, Platform
 from hvbench.platforms.registry import REGISTRY
 
 #: Samples per second inside the guest. Lower than the host monitors' 10 Hz: under TCG
-#: one sample costs the guest about 4 ms of vCPU (bench/guest_sampling_cost.py
-#: --micro-seconds), so 10 Hz would take ~4 % of a vCPU-bound guest's throughput and
-#: 2 Hz takes under 1 %; the window summaries need only the first and last sample.
+#: one sample costs the guest 4-5 ms of vCPU (bench/guest_sampling_cost.py
+#: --micro-seconds), so 10 Hz would take ~4-5 % of a vCPU-bound guest's throughput and
+#: 2 Hz about 1 %; the window summaries need only the first and last sample.
 DEFAULT_GUEST_HZ = 2.0
 #: The sampler ends by itself after this long even if nobody stops it (a host that
 #: died without stopping a libvirt guest's sampler); a sample is about 250 bytes.

@@ -91,10 +91,10 @@ def terminal_tables(report: RunReport) -> list[Table]:
         tables.append(shares)
     tables += [rich_table(t) for t in scenario_tables(report.scenarios)]
     tables += [rich_table(t) for t in stage_tables(report.stages)]
-    if shown(report.verdicts):
-        tables.append(rich_table(diagnosis_table(report.verdicts)))
     if report.layers:
         tables.append(rich_table(layer_table(report.layers)))
+    if shown(report.verdicts):
+        tables.append(rich_table(diagnosis_table(report.verdicts)))
     return tables + domain_io_tables(report)
 
 
@@ -202,9 +202,9 @@ def section_titles(report: RunReport) -> dict[str, list[str]]:
     extra += [PROPAGATION_SHARE_TITLE] if report.propagation_shares else []
     extra += [t.title for t in scenario_tables(report.scenarios)]
     extra += [t.title for t in stage_tables(report.stages)]
-    if shown(report.verdicts):
-        extra.append(diagnosis_table(report.verdicts).title)
     if report.layers:
         extra.append(LAYER_TITLE)
+    if shown(report.verdicts):
+        extra.append(diagnosis_table(report.verdicts).title)
     out: dict[str, Any] = {"phases": phases, "extra": extra}
     return out
