@@ -117,9 +117,12 @@ def test_flatness_is_never_a_cov_over_one_repetition() -> None:
     # n = 1: the CoV over repetitions is 0 and says nothing; no series, no flatness.
     one = diagnose(model(THROTTLED, cov=0.0, series_cov=None))
     assert "io-limit" not in findings(one)
-    assert ("io-limit", ("res.series_cov_pct",)) in one.abstained
     bursty = diagnose(model(THROTTLED, cov=0.0, series_cov=45.0))
     assert "io-limit" not in findings(bursty)
+    # Without a series, only a limit found at the throughput is evidence of a limiter.
+    at_limit = diagnose(model(THROTTLED, cov=0.0, series_cov=None, host_config=CGROUP))
+    assert at_limit.dominant is not None and at_limit.dominant.rule == "io-limit"
+    assert any("no series long enough" in e for e in at_limit.dominant.evidence)
 
 
 # -- 5. the page cache went unnoticed ----------------------------------------------------
