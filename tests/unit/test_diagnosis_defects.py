@@ -77,6 +77,10 @@ def test_another_writer_is_a_shared_device_not_a_shrunk_request() -> None:
     assert "request-size-shrunk" not in findings(verdict)
     assert verdict.dominant is not None and verdict.dominant.rule == "shared-device"
     assert any("others moved 90 %" in e for e in verdict.dominant.evidence)
+    # Others' I/O on an idle device is no cause (the planted throttles ran next to
+    # other users' I/O on this shared machine, the device 7-8 % busy).
+    idle = {**others, "host.disk.vda.util_pct": 8.0}
+    assert "shared-device" not in findings(diagnose(model(idle, native=NATIVE_121)))
     mine = {**SMALL, "qemu.io.read_kb_s": 0.0, "qemu.io.write_kb_s": 48_000.0}
     shrunk = findings(diagnose(model(mine, native=NATIVE_121,
                                      workload={**DEEP, "record_size": 65536})))

@@ -459,8 +459,9 @@ def _uncached(cell: CellModel) -> tuple[Change, ...]:
 
 
 def _device_is_mine(cell: CellModel) -> bool:
-    """The host device's request size, queue and utilisation can be read as the cell's:
-    its QEMU moved most of the device's bytes, or attribution was not sampled."""
+    """The host device's request size can be read as the cell's: its QEMU moved most of
+    the device's bytes, or attribution was not sampled. (A low device-wide queue or
+    utilisation needs no attribution: the cell's own share of it is lower still.)"""
     share = cell.get("res.disk.cell_share")
     return share is None or share >= CELL_SHARE_MINE
 
@@ -510,7 +511,7 @@ def _few_in_flight(cell: CellModel) -> Hit | None:
     lat, added = cell.get("lat_mean_ms"), cell.get("res.disk.added_latency_ms")
     depth = cell.get("res.workload.depth")
     if queue is None or util is None or lat is None or added is None or lat <= 0 or \
-            depth is None or not _device_is_mine(cell):
+            depth is None:
         return None
     # Only when the workload itself asked for few: requests it asked for that never
     # reached the device are another cause (depth-not-delivered and its layers).
@@ -538,7 +539,7 @@ def _undelivered(cell: CellModel) -> tuple[float, float] | None:
     depth, queue = cell.get("res.workload.depth"), cell.get("res.disk.queue")
     util = cell.get("res.disk.util_pct")
     if depth is None or queue is None or util is None or depth < ASKED_FEW_DEPTH or \
-            util >= UTIL_IDLE_PCT or not _device_is_mine(cell):
+            util >= UTIL_IDLE_PCT:
         return None
     native = cell.native("res.disk.queue")
     reference = depth if native is None else min(depth, native)
@@ -587,8 +588,10 @@ def _guest_submit(cell: CellModel) -> Hit | None:
 def _shared_device(cell: CellModel) -> Hit | None:
     share = cell.get("res.disk.cell_share")
     pct = _pct_of_native(cell)
-    if share is None or share >= CELL_SHARE_MINE or (pct is not None and
-                                                     pct >= NEAR_NATIVE_PCT):
+    util = cell.get("res.disk.util_pct")
+    # Only a busy device slows the cell: others' I/O on an idle device is no cause.
+    if share is None or share >= CELL_SHARE_MINE or util is None or util < UTIL_IDLE_PCT \
+            or (pct is not None and pct >= NEAR_NATIVE_PCT):
         return None
     dev = _dev(cell)
     total = sum(cell.values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
@@ -950,8 +953,7 @@ def _held(cell: CellModel) -> bool:
     """io-limit's evidence but flatness: slow, nobody on the path busy, requests held."""
     pct = _pct_of_native(cell)
     util, vcpu = cell.get("res.disk.util_pct"), cell.get("res.vcpu.util_pct")
-    if cell.kind != "disk" or pct is None or util is None or vcpu is None or \
-            not _device_is_mine(cell):
+    if cell.kind != "disk" or pct is None or util is None or vcpu is None:
         return False
     wait = cell.get("res.vcpu.wait_pct") or 0.0
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
