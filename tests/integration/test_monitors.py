@@ -264,7 +264,7 @@ def test_qemu_threads_by_class() -> None:
 
 def test_monitors_of_a_real_guest_phase(image: GuestImage) -> None:
     """What the runner samples around a phase: disk, host CPU, QEMU threads by class,
-    the vCPUs found through QMP."""
+    the vCPUs found through QMP, QEMU's own block I/O."""
     spec = VmSpec(accel="tcg", vcpus=2)
     with QemuPlatform(spec, image=image) as guest:
         phase = monitors_for(guest, hz=20)
@@ -279,3 +279,5 @@ def test_monitors_of_a_real_guest_phase(image: GuestImage) -> None:
             assert summary["qemu.vcpu.cpu_pct"] > 10
             assert any(k.startswith("host.disk.") and k.endswith(".util_pct") for k in summary)
             assert "host.cpu.busy_pct" in summary and not result.errors
+            # QEMU's own block I/O (/proc/PID/io): explain's attribution of the device.
+            assert summary["qemu.io.read_kb_s"] >= 0 and summary["qemu.io.write_kb_s"] >= 0

@@ -7,7 +7,14 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from hvbench.analysis.steady import active, drift, steady_states, steady_warnings
+from hvbench.analysis.steady import (
+    active,
+    binned_cov_pct,
+    drift,
+    flatness,
+    steady_states,
+    steady_warnings,
+)
 
 
 @dataclass(frozen=True)
@@ -59,3 +66,18 @@ def test_a_drifting_cell_is_named_and_a_steady_one_is_not() -> None:
     assert warning.startswith("dd/read on vm: not at steady state: throughput drifted -")
     # A phase whose headline the series does not measure is not tested.
     assert steady_states(samples, cells, set()) == []
+
+
+def test_flatness_within_a_repetition_from_one_second_bins() -> None:
+    # A limiter: a burst every 500 ms, so four 100 ms samples in five are 0 (their CoV
+    # is 200 %), but every second carries the same bytes.
+    burst = [4000.0 if i % 5 == 0 else 0.0 for i in range(45)]
+    assert binned_cov_pct([(0.1 * i, y) for i, y in enumerate(burst)]) == 0.0
+    # Bursty second to second: 2 MB, 6 MB, 2 MB, 6 MB.
+    uneven = [y for mb in (2.0, 6.0, 2.0, 6.0, 4.0) for y in [mb * 1000.0] * 10]
+    cov = binned_cov_pct([(0.1 * i, y) for i, y in enumerate(uneven)])
+    assert cov is not None and cov == 50.0
+    # Fewer than 3 whole seconds: no flatness at all (never a CoV of one value).
+    assert binned_cov_pct([(0.1 * i, 1.0) for i in range(25)]) is None
+    samples = _disk("vm/dd", 0, [0.0] * 3 + burst + [0.0] * 3) + _disk("vm/dd", 1, uneven)
+    assert flatness(samples, {"vm/dd": ("vm", "dd")}) == {("dd", "read", "vm"): 25.0}

@@ -459,8 +459,9 @@ def _uncached(cell: CellModel) -> tuple[Change, ...]:
 
 
 def _device_is_mine(cell: CellModel) -> bool:
-    """The host device's request size, queue and utilisation can be read as the cell's:
-    its QEMU moved most of the device's bytes, or attribution was not sampled."""
+    """The host device's request size can be read as the cell's: its QEMU moved most of
+    the device's bytes, or attribution was not sampled. (A low device-wide queue or
+    utilisation needs no attribution: the cell's own share of it is lower still.)"""
     share = cell.get("res.disk.cell_share")
     return share is None or share >= CELL_SHARE_MINE
 
@@ -510,7 +511,7 @@ def _few_in_flight(cell: CellModel) -> Hit | None:
     lat, added = cell.get("lat_mean_ms"), cell.get("res.disk.added_latency_ms")
     depth = cell.get("res.workload.depth")
     if queue is None or util is None or lat is None or added is None or lat <= 0 or \
-            depth is None or not _device_is_mine(cell):
+            depth is None:
         return None
     # Only when the workload itself asked for few: requests it asked for that never
     # reached the device are another cause (depth-not-delivered and its layers).
@@ -538,7 +539,7 @@ def _undelivered(cell: CellModel) -> tuple[float, float] | None:
     depth, queue = cell.get("res.workload.depth"), cell.get("res.disk.queue")
     util = cell.get("res.disk.util_pct")
     if depth is None or queue is None or util is None or depth < ASKED_FEW_DEPTH or \
-            util >= UTIL_IDLE_PCT or not _device_is_mine(cell):
+            util >= UTIL_IDLE_PCT:
         return None
     native = cell.native("res.disk.queue")
     reference = depth if native is None else min(depth, native)
@@ -587,8 +588,10 @@ def _guest_submit(cell: CellModel) -> Hit | None:
 def _shared_device(cell: CellModel) -> Hit | None:
     share = cell.get("res.disk.cell_share")
     pct = _pct_of_native(cell)
-    if share is None or share >= CELL_SHARE_MINE or (pct is not None and
-                                                     pct >= NEAR_NATIVE_PCT):
+    util = cell.get("res.disk.util_pct")
+    # Only a busy device slows the cell: others' I/O on an idle device is no cause.
+    if share is None or share >= CELL_SHARE_MINE or util is None or util < UTIL_IDLE_PCT \
+            or (pct is not None and pct >= NEAR_NATIVE_PCT):
         return None
     dev = _dev(cell)
     total = sum(cell.values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
@@ -950,8 +953,7 @@ def _held(cell: CellModel) -> bool:
     """io-limit's evidence but flatness: slow, nobody on the path busy, requests held."""
     pct = _pct_of_native(cell)
     util, vcpu = cell.get("res.disk.util_pct"), cell.get("res.vcpu.util_pct")
-    if cell.kind != "disk" or pct is None or util is None or vcpu is None or \
-            not _device_is_mine(cell):
+    if cell.kind != "disk" or pct is None or util is None or vcpu is None:
         return False
     wait = cell.get("res.vcpu.wait_pct") or 0.0
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
@@ -969,21 +971,41 @@ def needs_flatness(cell: CellModel) -> bool:
     return not cell.is_native and cell.series_cov_pct is None and _held(cell)
 
 
+def _matching_limit(cell: CellModel) -> tuple[str, str, float | None, bool] | None:
+    """The limit found (:func:`_named_limit`) and whether the measured throughput is
+    within :data:`LIMIT_MATCH` of it."""
+    named = _named_limit(cell)
+    if named is None:
+        return None
+    measured = cell.values.get("mb_s")
+    value = named[2]
+    matched = value is not None and bool(measured) and \
+        abs((measured or 0.0) * 1e6 - value) <= LIMIT_MATCH * value
+    return (*named, matched)
+
+
 def _io_limit(cell: CellModel) -> Hit | None:
     pct, vcpu = _pct_of_native(cell), cell.get("res.vcpu.util_pct")
     flat_cov = cell.get("res.series_cov_pct")
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
-    if flat_cov is None or flat_cov > LIMIT_FLAT_COV_PCT or not _held(cell):
+    if not _held(cell):
         return None
-    evidence = [f"{_n(pct)} % of native, flat within the repetition (CoV {_n(flat_cov)} % "
-                "of 1 s bins of the device's throughput)",
+    found = _matching_limit(cell)
+    flat = flat_cov is not None and flat_cov <= LIMIT_FLAT_COV_PCT
+    # A limiter shows as throughput flat within the repetition, or as a limit in the
+    # configuration that the throughput sits at; a phase too short for three whole
+    # seconds of series has only the second kind of evidence, and without either the
+    # held requests are unexplained, never "flat" from one repetition's mean.
+    if not flat and (found is None or not found[3]):
+        return None
+    shape = (f"flat within the repetition (CoV {_n(flat_cov)} % of 1 s bins of the "
+             "device's throughput)" if flat else "no series long enough to show flatness")
+    evidence = [f"{_n(pct)} % of native, {shape}",
                 _vs(cell, "res.disk.util_pct", "host %util", "%"),
                 f"vCPUs {_n(vcpu)} % busy, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %; "
                 f"{_n(added)} ms added per I/O above the device against {_n(cost)} ms of QEMU "
                 "CPU per I/O: requests wait between guest and device"]
-    named = _named_limit(cell)
-    measured = cell.values.get("mb_s")
-    if named is None:
+    if found is None:
         where = ("no limit in QEMU's configuration or the QEMU process's cgroups"
                  if cell.host_config else "no limit in QEMU's configuration, and the host "
                  "configuration (cgroups) was not recorded with this run")
@@ -992,11 +1014,11 @@ def _io_limit(cell: CellModel) -> Hit | None:
                    fix="find the limiter outside QEMU's configuration: the QEMU process's "
                        "cgroup (blkio.throttle.*, io.max), the storage below the host "
                        "device", changes=())
-    text, fix, value = named
+    text, fix, value, matched = found
     evidence.append(f"limit found: {text}")
     share, score = None, SCORE_SPECIFIC + 1.0
-    if value is not None and measured and abs(measured * 1e6 - value) <= LIMIT_MATCH * value:
-        evidence[-1] += f" = the throughput {_n(measured)} MB/s"
+    if matched and value is not None:
+        evidence[-1] += f" = the throughput {_n(cell.values.get('mb_s'))} MB/s"
         share, score = _gap_share(cell, value / 1e6), SCORE_SPECIFIC + 1.5
     changes = _fit(cell, [("disk.bps_limit", None)]) if text.startswith("the configured") \
         else ()
@@ -1095,7 +1117,7 @@ RULES: tuple[Rule, ...] = (
          "nic.backend", ("tap",), changes=_changes_to(("nic.backend", "tap"))),
     Rule("io-limit", "an I/O limit between guest and device", _DISK,
          ("res.disk.util_pct", "res.vcpu.util_pct", "res.disk.added_latency_ms",
-          "res.cpu_ms_per_io", "res.series_cov_pct", "native:mb_s"), _io_limit,
+          "res.cpu_ms_per_io", "native:mb_s"), _io_limit,
          "raise or remove the limit found", True, "disk.bps_limit", (None,)),
     Rule("tcg-emulation", "emulation (TCG) dominating", _ALL, ("res.vcpu.util_pct",), _tcg,
          "a host where KVM works: under TCG every guest instruction is emulated", False,

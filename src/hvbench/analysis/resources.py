@@ -314,8 +314,13 @@ def _share_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
         out["res.disk.cell_share"] = min(sum(v or 0.0 for v in mine) / total, 1.0)
 
 
-def _means(stats: PhaseStats, platform: str) -> dict[str, float]:
-    return {m: per[platform].mean for m, per in stats.metrics.items() if platform in per}
+def phase_means(stats: PhaseStats) -> dict[str, dict[str, float]]:
+    """platform -> its metric means in one phase (every platform in one pass)."""
+    out: dict[str, dict[str, float]] = {p: {} for p in stats.platforms}
+    for metric, per in stats.metrics.items():
+        for platform, summary in per.items():
+            out.setdefault(platform, {})[metric] = summary.mean
+    return out
 
 
 def cell_model(stats: PhaseStats, platform: str, native: str | None,
@@ -323,15 +328,18 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
                *, accelerator: str | None = None,
                link_rates: Mapping[str, float] | None = None,
                flat: Mapping[tuple[str, str, str], float] | None = None,
-               host_configs: Mapping[str, Mapping[str, Any]] | None = None) -> CellModel:
+               host_configs: Mapping[str, Mapping[str, Any]] | None = None,
+               means: Mapping[str, Mapping[str, float]] | None = None) -> CellModel:
     """The model of ``platform`` in one phase. ``definitions``: (platform, workload) ->
     (platform definition, workload definition); ``link_rates``: lab host -> Mbit/s of
     its shaped link; ``flat``: (workload, phase, platform) -> the within-repetition
     CoV % of its throughput series; ``host_configs``: platform -> the host
-    configuration read at its cell start."""
-    values = _means(stats, platform)
+    configuration read at its cell start; ``means``: :func:`phase_means` of ``stats``
+    when the caller has it (a matrix's every cell reads every sibling's)."""
+    means = means if means is not None else phase_means(stats)
+    values = dict(means.get(platform, {}))
     platform_def, workload_def = definitions.get((platform, stats.workload), ({}, {}))
-    native_values = _means(stats, native) if native and native != platform else {}
+    native_values = dict(means.get(native, {})) if native and native != platform else {}
     link = _link_rate(workload_def, link_rates or {})
     main = stats.throughput_metric()
     cov = stats.metrics[main][platform].cov_pct if main and platform in stats.metrics[main] \
@@ -343,7 +351,7 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     if series_cov is not None:
         derived["res.series_cov_pct"] = series_cov
     siblings = {p: (flat_definition(definitions.get((p, stats.workload), ({}, {}))[0]),
-                    _means(stats, p)) for p in stats.platforms if p != platform}
+                    means.get(p, {})) for p in stats.platforms if p != platform}
     return CellModel(
         workload=stats.workload, phase=stats.phase, platform=platform,
         kind=workload_class(stats.metrics), main=main, values=values,
@@ -387,6 +395,11 @@ def build_models(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
                  ) -> list[CellModel]:
     """The model of every (phase, platform) of a run, in phase then platform order
     (``flat``, ``host_configs``: see :func:`cell_model`)."""
-    return [cell_model(s, p, natives.get(s.workload), definitions, accelerator=accelerator,
-                       link_rates=link_rates, flat=flat, host_configs=host_configs)
-            for s in stats for p in s.platforms]
+    out = []
+    for phase in stats:
+        means = phase_means(phase)
+        out += [cell_model(phase, p, natives.get(phase.workload), definitions,
+                           accelerator=accelerator, link_rates=link_rates, flat=flat,
+                           host_configs=host_configs, means=means)
+                for p in phase.platforms]
+    return out

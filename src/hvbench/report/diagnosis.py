@@ -30,6 +30,10 @@ OUTCOME_TEXT = {
 }
 
 
+#: An unexplained cell whose derived metrics all stay near native's.
+NOTHING_UNUSUAL = "no derived metric 1.5x from native's or more"
+
+
 def _finding_json(finding: Finding) -> dict[str, Any]:
     return {"rule": finding.rule, "title": finding.title, "score": finding.score,
             "evidence": list(finding.evidence), "share_of_gap_pct": finding.share_pct,
@@ -86,7 +90,7 @@ def _row(v: Verdict) -> tuple[str, ...]:
         return (v.cell, pct, "not a device measurement", "; ".join(v.validity), fix)
     if v.outcome == "unexplained":
         return (v.cell, pct, "unexplained", "furthest from native: "
-                + ("; ".join(v.unusual) or "no metric 1.5x from native's"), "-")
+                + ("; ".join(v.unusual) or NOTHING_UNUSUAL), "-")
     if v.dominant is None:
         return (v.cell, pct, "-", "near native: no rule fired", "-")
     why = _cause_text(v.dominant, v.tcg)
@@ -118,6 +122,8 @@ def explain_lines(verdict: Verdict) -> list[str]:
         lines.append(f"  outcome: {OUTCOME_TEXT.get(verdict.outcome, verdict.outcome)}")
     lines += [f"    evidence: {e}" for e in verdict.validity]
     lines += [f"    furthest from native: {e}" for e in verdict.unusual]
+    if verdict.outcome == "unexplained" and not verdict.unusual:
+        lines.append(f"    furthest from native: {NOTHING_UNUSUAL}")
     for label, finding in ([("dominant", verdict.dominant)] if verdict.dominant else []) + [
             ("contributing", f) for f in verdict.contributing]:
         lines.append(f"  {label}: {_cause_text(finding, verdict.tcg)}: {finding.title}")
