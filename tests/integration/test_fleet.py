@@ -226,17 +226,24 @@ def test_kill_one_worker_then_resume(fleet: Fleet, tmp_path: Path, postgres_url:
     assert sorted(_by_host(postgres_url)) == ["h1", "h2"]
 
 
+def _spread_run(fleet: Fleet, stem: Path, repetitions: int) -> str:
+    """A native-only study of ``repetitions`` with ``--spread``, into ``stem``.db,
+    finished with exit 0."""
+    study = stem.with_suffix(".toml")
+    study.write_text(native_only(repetitions))
+    db = str(stem.with_suffix(".db"))
+    coordinator = _run(fleet, db, str(study), "--spread")
+    _out, err = coordinator.communicate(timeout=300)
+    assert coordinator.returncode == 0, err.decode()
+    return db
+
+
 def test_spread_splits_the_repetitions_between_two_hosts(fleet: Fleet, tmp_path: Path) -> None:
     """``--spread`` (all workers one class): a native-only study of 2 repetitions, one
     on each host, each host's native baseline its own; the shares are stored."""
     from hvbench.analysis.fleet import SPREAD_KEY
 
-    study = tmp_path / "spread.toml"
-    study.write_text(native_only(2))
-    db = str(tmp_path / "spread.db")
-    coordinator = _run(fleet, db, str(study), "--spread")
-    _out, err = coordinator.communicate(timeout=300)
-    assert coordinator.returncode == 0, err.decode()
+    db = _spread_run(fleet, tmp_path / "spread", 2)
     runs = _by_host(db)
     with Store(db) as store:
         reps = {host: {(m.platform, m.repetition) for m in store.measurements(run)}
@@ -365,12 +372,7 @@ def test_spread_takes_the_class_each_worker_was_started_with(fleet: Fleet,
             time.sleep(0.2)
     fleet.start_worker("g1", "--class", "x")
     fleet.start_worker("g2", "--class", "y")
-    study = tmp_path / "classes.toml"
-    study.write_text(native_only(1))
-    db = str(tmp_path / "classes.db")
-    coordinator = _run(fleet, db, str(study), "--spread")
-    _out, err = coordinator.communicate(timeout=300)
-    assert coordinator.returncode == 0, err.decode()
+    db = _spread_run(fleet, tmp_path / "classes", 1)
     with Store(db) as store:
         shares = {host: store.get_run(run).env[SPREAD_KEY]
                   for host, run in _by_host(db).items()}
