@@ -98,14 +98,11 @@ class Fleet:
             time.sleep(0.1)
         self.address = json.loads(info.read_text())["address"]
 
-    def start_worker(self, host: str) -> None:
-        work = self.workdir(host)
-        work.mkdir(exist_ok=True)
+    def start_worker(self, host: str, *options: str) -> None:
         process = subprocess.Popen(
             [sys.executable, "-m", "hvbench.cli.main", "worker", "--scheduler", self.address,
-             "--name", host],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            env=_env(HVBENCH_WORKDIR=str(work)))
+             "--name", host, "--workdir", str(self.workdir(host)), *options],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env())
         self.processes.append(process)
         self.workers[host] = process
         self._wait_for(host)
@@ -211,7 +208,9 @@ def test_kill_one_worker_then_resume(fleet: Fleet, tmp_path: Path, postgres_url:
     assert "h2: stopped early" in err.decode()
 
     fleet.start_worker("h2")
-    resumed = _run(fleet, postgres_url, "--resume", str(h1.fleet_id))
+    # libpq's synonym of the URL scheme names the same database
+    resumed = _run(fleet, postgres_url.replace("postgresql://", "postgres://", 1),
+                   "--resume", str(h1.fleet_id))
     _out, err = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, err.decode()
     with Store(postgres_url) as store:
@@ -227,17 +226,24 @@ def test_kill_one_worker_then_resume(fleet: Fleet, tmp_path: Path, postgres_url:
     assert sorted(_by_host(postgres_url)) == ["h1", "h2"]
 
 
+def _spread_run(fleet: Fleet, stem: Path, repetitions: int) -> str:
+    """A native-only study of ``repetitions`` with ``--spread``, into ``stem``.db,
+    finished with exit 0."""
+    study = stem.with_suffix(".toml")
+    study.write_text(native_only(repetitions))
+    db = str(stem.with_suffix(".db"))
+    coordinator = _run(fleet, db, str(study), "--spread")
+    _out, err = coordinator.communicate(timeout=300)
+    assert coordinator.returncode == 0, err.decode()
+    return db
+
+
 def test_spread_splits_the_repetitions_between_two_hosts(fleet: Fleet, tmp_path: Path) -> None:
     """``--spread`` (all workers one class): a native-only study of 2 repetitions, one
     on each host, each host's native baseline its own; the shares are stored."""
     from hvbench.analysis.fleet import SPREAD_KEY
 
-    study = tmp_path / "spread.toml"
-    study.write_text(native_only(2))
-    db = str(tmp_path / "spread.db")
-    coordinator = _run(fleet, db, str(study), "--spread")
-    _out, err = coordinator.communicate(timeout=300)
-    assert coordinator.returncode == 0, err.decode()
+    db = _spread_run(fleet, tmp_path / "spread", 2)
     runs = _by_host(db)
     with Store(db) as store:
         reps = {host: {(m.platform, m.repetition) for m in store.measurements(run)}
@@ -324,3 +330,51 @@ def test_interrupt_and_resume_a_fleet_twice(fleet: Fleet, tmp_path: Path) -> Non
         for run_id in store.run_ids():
             assert store.get_run(run_id).status == "complete"
             assert len(store.done(run_id)) == reps and store.failures(run_id) == []
+
+
+def test_worker_errors_are_one_line(fleet: Fleet, tmp_path: Path) -> None:
+    """A name the scheduler already has and a scheduler nobody answers at: one line each
+    (no Dask log, no traceback), exit 1, within the connect timeout."""
+    def worker(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "hvbench.cli.main", "worker", "--workdir",
+             str(tmp_path / "w"), *args], capture_output=True, text=True, env=_env(),
+            timeout=120, check=False)
+
+    taken = worker("--scheduler", fleet.address, "--name", "h1")
+    assert taken.returncode == 1
+    assert taken.stderr.splitlines()[1:] == [
+        f"hvbench: error: the Dask scheduler at {fleet.address} already has a worker named "
+        "'h1': give this host another --name"], taken.stderr
+    started = time.monotonic()
+    nobody = worker("--scheduler", "tcp://127.0.0.1:9", "--connect-timeout", "2")
+    assert nobody.returncode == 1 and time.monotonic() - started < 60
+    assert nobody.stderr.splitlines()[1:] == [
+        "hvbench: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 2 s"]
+    assert list((tmp_path / "w").iterdir()) == []  # the workers' scratch spaces are gone
+
+
+def test_spread_takes_the_class_each_worker_was_started_with(fleet: Fleet,
+                                                             tmp_path: Path) -> None:
+    """h1 and h2 replaced by g1 of class x and g2 of class y, 1 repetition: each class
+    runs it on its one host (as one class, 2 hosts for 1 repetition are refused)."""
+    from distributed import Client
+
+    from hvbench.analysis.fleet import SPREAD_KEY
+    from hvbench.run.fleet import hvbench_workers
+
+    for host in ("h1", "h2"):
+        _stop(fleet.workers.pop(host))
+    with Client(fleet.address, timeout=30) as client:
+        deadline = time.monotonic() + 60
+        while hvbench_workers(client):
+            assert time.monotonic() < deadline, hvbench_workers(client)
+            time.sleep(0.2)
+    fleet.start_worker("g1", "--class", "x")
+    fleet.start_worker("g2", "--class", "y")
+    db = _spread_run(fleet, tmp_path / "classes", 1)
+    with Store(db) as store:
+        shares = {host: store.get_run(run).env[SPREAD_KEY]
+                  for host, run in _by_host(db).items()}
+    assert shares == {"g1": {"class": "x", "repetitions": [0]},
+                      "g2": {"class": "y", "repetitions": [0]}}

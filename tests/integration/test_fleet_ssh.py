@@ -39,7 +39,8 @@ def sshd(tmp_path: Path) -> Iterator[SshServer]:
 
 def _hvbench_run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "hvbench.cli.main", "run", *args],
-                          capture_output=True, text=True, env=_env(), timeout=timeout,
+                          capture_output=True, text=True, env=_env(COLUMNS="400"),
+                          timeout=timeout,
                           check=False)
 
 
@@ -55,17 +56,22 @@ def test_a_study_on_one_host_over_ssh(image: GuestImage, sshd: SshServer,
                                       tmp_path: Path) -> None:
     study = tmp_path / "fleet-ssh.toml"
     study.write_text(STUDY)
-    host_work = tmp_path / "host-work"
+    host_work = tmp_path / f"host-work-{HOST}"  # from --host-workdir's {host}
     db = tmp_path / "fleet.db"
     started = time.monotonic()
     done = _hvbench_run(str(study), "--hosts", HOST, "--ssh-config",
-                        str(sshd.client_config), "--host-workdir", str(host_work),
+                        str(sshd.client_config), "--host-workdir",
+                        str(tmp_path / "host-work-{host}"),
                         "--db", str(db))
     took = time.monotonic() - started
     assert done.returncode == 0, done.stderr
-    assert f"{HOST}: run " in done.stdout
+    # no Dask log lines or tracebacks (the coordinator never waits in a queue get)
+    assert "Traceback" not in done.stderr and "TimeoutError" not in done.stderr
     with Store(db) as store:
         (run_id,) = store.run_ids()
+    [row] = [line for line in done.stdout.splitlines() if line.startswith(f"│ {HOST}")]
+    assert run_id in row and "complete" in row and "finished what it was given" in row
+    with Store(db) as store:
         run = store.get_run(run_id)
         assert (run.host, run.status) == (HOST, "complete")
         assert run.fleet_id is not None and run.fleet_id.startswith("fleet-")

@@ -176,3 +176,31 @@ def test_server_in_a_network_namespace(netns: str) -> None:
         # Only inside the namespace is the port open.
         assert not tcp_port_open("127.0.0.1", port)
         assert not tcp_port_open("127.0.0.1", port, netns="hvb-no-such-netns")
+
+
+def test_cleanup_removes_the_wrk_script_of_a_killed_hvbench(tmp_path: Path) -> None:
+    """wrk's report script lives in a directory that records its owner: after a kill -9
+    of the process that staged it, `hvbench cleanup` removes it and says so once
+    ("removed PATH"). ~5 s."""
+    env = {**os.environ, "TMPDIR": str(tmp_path), "HVBENCH_WORKDIR": str(tmp_path / "w")}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent("""
+            import sys, time, types
+            from hvbench.workloads.wrk import staged_script
+            with staged_script(types.SimpleNamespace(kind="host", name="h")) as path:
+                print(path, flush=True)
+                time.sleep(600)
+        """)], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout is not None
+        script = Path(holder.stdout.readline().strip())
+        assert script.is_file() and script.parent.parent == tmp_path
+    finally:
+        holder.kill()
+        holder.wait()
+    done = subprocess.run([str(Path(sys.executable).parent / "hvbench"), "cleanup"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert f"removed {script.parent}\n" in done.stdout
+    assert "removed removed" not in done.stdout
+    assert not script.parent.exists()

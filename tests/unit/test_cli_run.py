@@ -171,3 +171,23 @@ def test_the_resume_command_of_a_fleet_repeats_its_workers_and_database() -> Non
     args.db = None
     assert resume_command(args, "fleet-1", "--scheduler tcp://10.0.0.1:8786") == \
         "hvbench run --resume fleet-1 --scheduler tcp://10.0.0.1:8786"
+
+
+@pytest.mark.parametrize("where", [[], ["--scheduler", "tcp://127.0.0.1:9"],
+                                   ["--hosts", "h1"]])
+def test_a_rejected_study_creates_no_database(tmp_path: Path, where: list[str],
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[study]\nname = "bad"\nrepetitions = 0\n')
+    db = tmp_path / "results.db"
+    assert main(["run", str(bad), "--db", str(db), *where]) == 2
+    assert "bad.toml" in capsys.readouterr().err
+    assert not db.exists()
+
+
+def test_postgres_urls_take_libpq_synonym() -> None:
+    from hvbench.store.database import _postgres_url, is_url
+
+    assert is_url("postgres://team@db/hvbench") and is_url("postgresql://team@db/hvb")
+    assert not is_url("postgres.db")
+    assert _postgres_url("postgres://team@db/hvbench").drivername == "postgresql+psycopg"

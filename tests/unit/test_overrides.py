@@ -105,11 +105,26 @@ def test_dry_run_takes_set(capsys: pytest.CaptureFixture[str], tmp_path: Path) -
     assert "platform has no entry 'nope'" in capsys.readouterr().err
 
 
-def test_resume_and_fleets_refuse_set(capsys: pytest.CaptureFixture[str]) -> None:
+def test_resume_refuses_set(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--resume", "r1", "--set", "study.repetitions=1", "--dry-run"]) == 2
     assert "drop --only, --exclude, --repetitions and --set" in capsys.readouterr().err
-    assert main(["run", str(QUICK), "--hosts", "a", "--set", "study.repetitions=1"]) == 2
-    assert "--set is not supported with --scheduler or --hosts" in capsys.readouterr().err
+
+
+def test_a_fleet_host_applies_the_set_changes(tmp_path: Path) -> None:
+    """A fleet host parses the study text with the coordinator's ``--set`` changes, and
+    its scratch run stores them, so the host's ``hvbench run --resume`` applies them."""
+    from hvbench.run import fleet
+    from hvbench.run.runner import resume_study
+
+    changes = ("study.repetitions=1", "platform.guest.disk.bus=ide")
+    study = load_study(QUICK, changes)
+    job = fleet.HostJob(study.text, str(QUICK), tuple(c.name for c in study.cells), 1,
+                        "run-h1", (), "q", "e", changes)
+    with Store(tmp_path / "scratch.db") as scratch:
+        fleet.seed_scratch(scratch, job, "h1")
+        resumed = resume_study(scratch, "run-h1")
+    assert resumed.study.repetitions == 1 and resumed.overrides == changes
+    assert resumed.platforms[1].spec.vm.disks[0].bus == "ide"
 
 
 def test_resume_applies_the_stored_overrides(tmp_path: Path) -> None:

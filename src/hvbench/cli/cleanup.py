@@ -19,8 +19,9 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     a live hvbench or anyone else made."""
     from hvbench.run.runner import remove_orphans
 
-    removed = remove_orphans()
-    for what in removed:
-        out.print(f"removed {what}")
-    out.print(f"cleanup: {len(removed)} leftovers removed")
+    done = remove_orphans()
+    for line in done:
+        out.print(line, markup=False, soft_wrap=True)
+    removed = sum(1 for line in done if line.startswith("removed "))
+    out.print(f"cleanup: {removed} leftovers removed")
     return 0

@@ -71,7 +71,8 @@ def register(sub: Any) -> None:
                      help="with --hosts: an OpenSSH client configuration file to use "
                           "instead of ~/.ssh/config")
     run.add_argument("--host-workdir", metavar="DIR",
-                     help="with --hosts: the work directory on each host (default: its "
+                     help="with --hosts: the work directory on each host, {host} replaced "
+                          "by the host's name, e.g. /var/tmp/hvbench-{host} (default: its "
                           "HVBENCH_WORKDIR or /var/tmp/hvbench)")
     run.set_defaults(handler=handle)
 
@@ -85,9 +86,6 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise SpecError("--resume completes a run with the cells, repetitions and --set "
                         "changes it was started with: drop --only, --exclude, "
                         "--repetitions and --set")
-    if args.overrides and (args.scheduler or args.hosts):
-        raise SpecError("--set is not supported with --scheduler or --hosts yet: write "
-                        "the changes into a copy of the study file")
     if args.dry_run:
         # A dry run reads earlier runs for its estimate but never creates a database.
         db = db_of(args)
@@ -113,14 +111,17 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.spread and args.resume:
         raise SpecError("--resume keeps each host's share of a spread fleet run: drop "
                         "--spread")
+    # the study is checked before the database is opened or a worker started: a
+    # rejected study (exit 2) creates and migrates nothing
+    new_study = None if args.resume else _study(args)
     if args.scheduler:
-        return _run_on_scheduler(args, out, err)
+        return _run_on_scheduler(args, new_study, out, err)
     if args.hosts:
-        return _run_on_hosts(args, out, err)
+        return _run_on_hosts(args, new_study, out, err)
     with Store(db_of(args)) as store:
         if args.resume:
             _refuse_tuning_run(store, args.resume)
-        study = resume_study(store, args.resume) if args.resume else _study(args)
+        study = resume_study(store, args.resume) if new_study is None else new_study
         run_id = _run_with_progress(study, store, args.resume, err)
         print_report(store, run_id, out, err)
         # After a resume: the run as a whole, not only what this invocation ran.
@@ -153,7 +154,8 @@ def run_exit_code(ok: int, failed: int) -> int:
     return EXIT_ALL_FAILED if ok == 0 else EXIT_SOME_FAILED
 
 
-def _run_on_scheduler(args: argparse.Namespace, out: Console, err: Console) -> int:
+def _run_on_scheduler(args: argparse.Namespace, new_study: Study | None, out: Console,
+                      err: Console) -> int:
     """``--scheduler``: the fleet on the workers the user started."""
     from distributed import Client
 
@@ -165,11 +167,12 @@ def _run_on_scheduler(args: argparse.Namespace, out: Console, err: Console) -> i
         raise fleet.FleetError(f"cannot reach the Dask scheduler at {args.scheduler}: "
                                f"{exc}") from exc
     with client:
-        return _run_fleet(client, args, out, err, hosts=None, classes=None,
+        return _run_fleet(client, args, new_study, out, err, hosts=None, classes=None,
                           again=shlex.join(["--scheduler", args.scheduler]))
 
 
-def _run_on_hosts(args: argparse.Namespace, out: Console, err: Console) -> int:
+def _run_on_hosts(args: argparse.Namespace, new_study: Study | None, out: Console,
+                  err: Console) -> int:
     """``--hosts``: one hvbench worker per host over SSH for this run, stopped after."""
     from hvbench.run.fleet import parse_hosts
     from hvbench.run.ssh_hosts import SshWorkers
@@ -177,8 +180,9 @@ def _run_on_hosts(args: argparse.Namespace, out: Console, err: Console) -> int:
     classes = parse_hosts(args.hosts)
     err.print(f"starting hvbench workers over SSH on {', '.join(classes)}", markup=False)
     with SshWorkers(list(classes), remote_python=args.remote_python,
-                    ssh_config=args.ssh_config, host_workdir=args.host_workdir) as workers:
-        return _run_fleet(workers.client, args, out, err, hosts=list(classes),
+                    ssh_config=args.ssh_config, host_workdir=args.host_workdir,
+                    classes=classes) as workers:
+        return _run_fleet(workers.client, args, new_study, out, err, hosts=list(classes),
                           classes=classes, again=shlex.join(ssh_options(args)))
 
 
@@ -194,21 +198,22 @@ def ssh_options(args: argparse.Namespace) -> list[str]:
     return argv
 
 
-def _run_fleet(client: Any, args: argparse.Namespace, out: Console, err: Console, *,
+def _run_fleet(client: Any, args: argparse.Namespace, new_study: Study | None,
+               out: Console, err: Console, *,
                hosts: list[str] | None, classes: dict[str, str] | None, again: str) -> int:
     """The study on every host of ``client``'s scheduler (``hosts`` None: every hvbench
     worker), committed here as results arrive; one progress bar per host and an
-    overall one with ETA."""
+    overall one with ETA. ``new_study``: the study to start (None: ``--resume``)."""
     from hvbench.run import fleet
     from hvbench.run.runner import resume_study
 
     with Store(db_of(args)) as store:
-        if args.resume:
+        if new_study is None:
             runs = fleet.resume_fleet(client, store, args.resume)
             study = resume_study(store, runs[0].run_id)
             fleet_id = args.resume
         else:
-            study = _study(args)
+            study = new_study
             fleet_id, runs = fleet.start_fleet(client, study, store, hosts,
                                                classes=classes, spread=args.spread)
         err.print(f"fleet [bold]{fleet_id}[/]: study {study.study.name} on "

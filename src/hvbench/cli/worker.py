@@ -1,10 +1,12 @@
-"""``hvbench worker --scheduler ADDR [--name HOST]``: this host as a fleet worker (one
-Dask worker, one thread, the ``host`` resource) for ``hvbench run --scheduler ADDR``."""
+"""``hvbench worker --scheduler ADDR [--name HOST] [--workdir DIR] [--class CLASS]``: this
+host as a fleet worker (one Dask worker, one thread, the ``host`` resource) for
+``hvbench run --scheduler ADDR``."""
 
 from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -16,6 +18,16 @@ def register(sub: Any) -> None:
                         help="the Dask scheduler, e.g. tcp://10.0.0.1:8786")
     worker.add_argument("--name", default=os.uname().nodename,
                         help="this host's name in results (default: its hostname)")
+    worker.add_argument("--workdir", type=Path, metavar="DIR",
+                        help="this worker's work directory (guest images, native test "
+                             "files, its run lock; default: $HVBENCH_WORKDIR, else "
+                             "/var/tmp/hvbench); two workers on one machine need two")
+    worker.add_argument("--class", dest="host_class", default="", metavar="CLASS",
+                        help="this host's class for `hvbench run --scheduler ADDR "
+                             "--spread` (hosts of one class share the repetitions)")
+    worker.add_argument("--connect-timeout", type=float, default=30.0, metavar="S",
+                        help="give up with an error when the scheduler has not accepted "
+                             "this worker after S seconds (default: %(default)g)")
     worker.set_defaults(handler=handle)
 
 
@@ -23,5 +35,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.run.fleet import serve_worker
 
     err.print(f"hvbench worker {args.name}: serving {args.scheduler}", markup=False)
-    serve_worker(args.scheduler, args.name)
+    serve_worker(args.scheduler, args.name,
+                 None if args.workdir is None else args.workdir.resolve(), args.host_class,
+                 args.connect_timeout)
     return 0

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -53,6 +54,7 @@ from hvbench.analysis.fleet import SPREAD_KEY
 from hvbench.errors import HostError, HvbenchError, SpecError
 from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.study import Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.platforms.process import die_with_parent
@@ -71,6 +73,8 @@ from hvbench.store.records import (
 HOST_RESOURCE = "host"
 #: How often a host task looks at its child's scratch database, seconds.
 POLL_S = 0.5
+#: How long a worker may take to register with its scheduler, seconds.
+CONNECT_TIMEOUT_S = 30.0
 #: How long the coordinator sleeps when no host sent anything, seconds.
 DRAIN_WAIT_S = 0.2
 #: How long a stopped host task waits for its child to stop its guests, seconds.
@@ -138,7 +142,8 @@ def spread_repetitions(repetitions: int, classes: Mapping[str, str]
 class HostJob:
     """What a host task needs: the study as the coordinator parsed it, the host's run
     id (also the scratch run's), the (cell, repetition) pairs already done there, and
-    the names of the fleet's queue and stop event."""
+    the names of the fleet's queue and stop event, and the ``--set`` changes the study
+    was started with (applied to ``study_text`` on the host, as on the coordinator)."""
 
     study_text: str
     study_path: str
@@ -148,6 +153,7 @@ class HostJob:
     done: tuple[tuple[str, int], ...]
     queue: str
     stop_event: str
+    overrides: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,16 +176,18 @@ class HostEnd:
     stderr_tail: str
 
 
-def host_environment(study_text: str, study_path: str) -> dict[str, Any]:
+def host_environment(study_text: str, study_path: str, overrides: Sequence[str] = ()
+                     ) -> dict[str, Any]:
     """This host's environment for its run (CPU, kernel, QEMU, accelerator, hvbench
-    version, ...), as a single-host run records it."""
-    study = parse_study_text(study_text, study_path, facts.memory_bytes() or 0)
+    version, the ``--set`` changes, ...), as a single-host run records it."""
+    study = parse_study_text(study_text, study_path, facts.memory_bytes() or 0, overrides)
     return {**environment(study), "hostname": os.uname().nodename,
             "hvbench_version": __version__}
 
 
 def _job_study(job: HostJob) -> Study:
-    study = parse_study_text(job.study_text, job.study_path, facts.memory_bytes() or 0)
+    study = parse_study_text(job.study_text, job.study_path, facts.memory_bytes() or 0,
+                             job.overrides)
     return with_repetitions(keep_cells(study, set(job.cells)), job.repetitions)
 
 
@@ -190,7 +198,9 @@ def seed_scratch(store: Store, job: HostJob, host: str) -> None:
     study = _job_study(job)
     store.create_run(run_id=job.run_id, study_name=study.study.name,
                      study_path=study.path, study_text=study.text, seed=study.study.seed,
-                     env={}, hvbench_version=__version__, git_commit=None, host=host)
+                     # the child's resume applies the --set changes stored here
+                     env={STUDY_OVERRIDES: list(job.overrides)},
+                     hvbench_version=__version__, git_commit=None, host=host)
     ids = store.add_cells(job.run_id, [cell_record(c) for c in study.cells])
     for rep in range(study.study.repetitions):
         store.record_order(job.run_id, rep, [c.name for c in repetition_order(study, rep)])
@@ -326,7 +336,8 @@ def start_fleet(client: Any, study: Study, store: Store, hosts: Sequence[str] | 
     """Create a fleet run: one run per host (environment asked from the host), cells
     and orders. ``hosts`` None: every hvbench worker of the scheduler. ``spread``: the
     repetitions are split across the hosts of each class (``classes``: host -> class;
-    a host not in it is of class ``""``), see :func:`spread_repetitions`; the share is
+    a host not in it is of class ``""``; None: the class each worker was started with),
+    see :func:`spread_repetitions`; the share is
     recorded in the host run's environment under :data:`SPREAD_KEY`.
 
     Raises:
@@ -341,10 +352,13 @@ def start_fleet(client: Any, study: Study, store: Store, hosts: Sequence[str] | 
                          f"the scheduler (workers: {', '.join(sorted(workers)) or 'none'}); "
                          "start them with `hvbench worker --scheduler ADDR`")
     reps = study.study.repetitions
+    if classes is None and spread:
+        # --scheduler: each worker's own class (hvbench worker --class)
+        classes = worker_classes(client, {h: workers[h] for h in names})
     classes_of = {h: (classes or {}).get(h, "") for h in names}
     shares = spread_repetitions(reps, classes_of) if spread else {}
     envs = client.gather([_pinned(client, workers[h], host_environment, study.text,
-                                  study.path) for h in names])
+                                  study.path, study.overrides) for h in names])
     fleet_id = "fleet-" + new_run_id()
     records = [cell_record(c) for c in study.cells]
     runs = []
@@ -417,7 +431,7 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
                       r.run_id, tuple(sorted(
                           {(c, rep) for c in r.cell_ids
                            for rep in range(study.study.repetitions)} - r.todo)),
-                      queue_name, event_name)
+                      queue_name, event_name, study.overrides)
         r.future = _pinned(client, r.address, run_on_host, job)
         tell(r.host, 0, totals[r.host])
     active = {r.host for r in runs if r.future is not None}
@@ -540,11 +554,18 @@ class HostWorker(Worker):
     close; after a ``kill -9`` the next hvbench on the host removes it), and
     ``HVBENCH_WORKDIR`` set to ``work`` when given. ``hvbench worker`` serves one;
     ``hvbench run --hosts`` starts one per host over SSH by this class's import path
-    (:data:`WORKER_CLASS`). Other arguments are :class:`distributed.Worker`'s."""
+    (:data:`WORKER_CLASS`). ``host_class`` is the host's class for ``--spread`` (``""``:
+    none; the coordinator asks it with :func:`worker_classes`). Unless given,
+    ``death_timeout`` is :data:`CONNECT_TIMEOUT_S`: a worker that cannot register with
+    its scheduler stops instead of retrying for ever. Other arguments are
+    :class:`distributed.Worker`'s."""
 
-    def __init__(self, *args: Any, work: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, work: str | None = None, host_class: str = "",
+                 **kwargs: Any) -> None:
         if work is not None:
             os.environ["HVBENCH_WORKDIR"] = work
+        self.host_class = host_class
+        kwargs.setdefault("death_timeout", CONNECT_TIMEOUT_S)
         # not TMPDIR/dask-scratch-space, which would outlive the worker
         self.scratch = make_owned_dir(work_dir(), "hvbench-dask-")
         kwargs.update(nthreads=1, resources={HOST_RESOURCE: 1},
@@ -565,20 +586,62 @@ class HostWorker(Worker):
 WORKER_CLASS = f"{HostWorker.__module__}.{HostWorker.__qualname__}"
 
 
-def serve_worker(scheduler: str, name: str, work: Path | None = None) -> None:
+def worker_class(dask_worker: Any) -> str:
+    """The host class of the worker it runs in (``client.run`` passes ``dask_worker``)."""
+    return str(getattr(dask_worker, "host_class", ""))
+
+
+def worker_classes(client: Any, addresses: Mapping[str, str]) -> dict[str, str]:
+    """host name -> the class its hvbench worker was started with (``hvbench worker
+    --class``), for the workers ``addresses`` names (host -> address)."""
+    if not addresses:
+        return {}
+    by_address = client.run(worker_class, workers=list(addresses.values()))
+    return {host: str(by_address.get(address, "")) for host, address in addresses.items()}
+
+
+def _start_failure(scheduler: str, name: str, exc: BaseException, timeout: float) -> str:
+    """One line for a worker that did not join its scheduler, in Dask's words (Dask
+    wraps the scheduler's refusal, e.g. a name already taken, in "failed to start")."""
+    if isinstance(exc, TimeoutError):
+        return f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s"
+    cause = exc.__cause__ or exc
+    words = " ".join(str(cause).split()) or type(cause).__name__
+    if "name taken" in words:
+        return (f"the Dask scheduler at {scheduler} already has a worker named {name!r}: "
+                "give this host another --name")
+    return f"worker {name!r} did not join the Dask scheduler at {scheduler}: {words}"
+
+
+def serve_worker(scheduler: str, name: str, work: Path | None = None,
+                 host_class: str = "", timeout: float = CONNECT_TIMEOUT_S) -> None:
     """``hvbench worker``: a :class:`HostWorker` for this host until the scheduler goes
-    away or SIGINT/SIGTERM.
+    away or SIGINT/SIGTERM. Waits up to ``timeout`` seconds to register.
+
+    Dask's own log is set to warnings (its INFO lines are every connection), and to
+    nothing while the worker registers: a failure to register is this function's one
+    line, not Dask's log lines and tracebacks.
 
     Raises:
-        HostError: the scheduler cannot be reached.
+        HostError: the scheduler cannot be reached within the timeout, or refused the
+            worker (a name already taken), with Dask's words.
     """
+    dask_log = logging.getLogger("distributed")
 
     async def serve() -> None:
-        async with HostWorker(scheduler, name=name,
-                              work=None if work is None else str(work)) as worker:
-            await worker.finished()
+        dask_log.setLevel(logging.CRITICAL + 1)
+        try:
+            worker = HostWorker(scheduler, name=name,
+                                work=None if work is None else str(work),
+                                host_class=host_class, death_timeout=timeout)
+            await worker
+        # Dask raises TimeoutError (death_timeout), RuntimeError wrapping the
+        # scheduler's refusal, OSError/ValueError for an address it cannot use
+        except (OSError, TimeoutError, RuntimeError, ValueError) as exc:
+            raise HostError(_start_failure(scheduler, name, exc, timeout)) from exc
+        finally:
+            dask_log.setLevel(logging.WARNING)
+        async with worker:
+            await worker.finished()  # type: ignore[no-untyped-call]  # Dask: untyped
 
-    try:
-        asyncio.run(serve())
-    except OSError as exc:
-        raise HostError(f"cannot reach the Dask scheduler at {scheduler}: {exc}") from exc
+    asyncio.run(serve())

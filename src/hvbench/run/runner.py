@@ -731,15 +731,17 @@ def check_existing_domains(study: Study) -> None:
 
 def remove_orphans() -> list[str]:
     """Remove what an hvbench killed by ``kill -9`` left: its labs (namespaces, links,
-    their processes), then its scratch directories. Returns what was removed."""
+    their processes), cgroups, libvirt domains, scratch directories (the wrk scripts'
+    among them) and stale run lock. Returns one sentence per thing done, e.g. ``removed
+    link hvb-...`` (the labs' own lines say what they did, including what they could
+    not remove)."""
     removed = cleanup_orphaned_labs()
-    removed += cleanup_orphaned_cgroups()
-    removed += cleanup_orphaned_domains()
+    others = cleanup_orphaned_cgroups() + cleanup_orphaned_domains()
     for parent in (work_dir(), Path(tempfile.gettempdir())):
-        removed += [str(path) for path in remove_orphaned_dirs(parent)]
+        others += [str(path) for path in remove_orphaned_dirs(parent)]
     lock = RunLock(work_dir())
     if lock.remove_stale():
-        removed.append(f"stale run lock {lock.path}")
-    return removed
+        others.append(f"stale run lock {lock.path}")
+    return removed + [f"removed {what}" for what in others]
 
 

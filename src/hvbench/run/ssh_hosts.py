@@ -25,7 +25,7 @@ import logging
 import shlex
 import shutil
 import socket
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -51,6 +51,17 @@ REMOTE_IMPORTS = "import hvbench.run.fleet, distributed.cli.dask_spec"
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+#: What ``--host-workdir`` replaces with each host's name.
+HOST_PLACEHOLDER = "{host}"
+
+
+def host_workdir(template: str, host: str) -> str:
+    """``--host-workdir`` for one host: ``{host}`` replaced by its name, so two names of
+    one machine (or two accounts of one server) get a work directory and run lock each
+    (pure)."""
+    return template.replace(HOST_PLACEHOLDER, host)
 
 
 def listen_address(host: str) -> str:
@@ -158,7 +169,8 @@ class SshWorkers:
 
     def __init__(self, hosts: Sequence[str], *, remote_python: str,
                  ssh_config: Path | None = None, host_workdir: str | None = None,
-                 listen: str | None = None) -> None:
+                 listen: str | None = None, classes: Mapping[str, str] | None = None
+                 ) -> None:
         if not hosts:
             raise FleetError("--hosts: no host given")
         self.hosts = list(hosts)
@@ -167,6 +179,7 @@ class SshWorkers:
         if ssh_config is not None:
             self.options["config"] = [str(ssh_config)]
         self.host_workdir = host_workdir
+        self.classes = dict(classes or {})
         self.listen = listen_address(self.hosts[0]) if listen is None else listen
         self.cluster: SpecCluster | None = None
         self._client: Client | None = None
@@ -186,9 +199,9 @@ class SshWorkers:
         return self._client
 
     def _worker_spec(self, host: str) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"name": host}
+        kwargs: dict[str, Any] = {"name": host, "host_class": self.classes.get(host, "")}
         if self.host_workdir is not None:
-            kwargs["work"] = self.host_workdir
+            kwargs["work"] = host_workdir(self.host_workdir, host)
         return {"cls": HostSshWorker, "options": {
             "address": host, "connect_options": self.options, "kwargs": kwargs,
             "worker_class": WORKER_CLASS, "remote_python": self.remote_python}}

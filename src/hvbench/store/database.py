@@ -142,10 +142,15 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
 
 
+#: The URL schemes of a PostgreSQL database; libpq takes ``postgres://`` as a synonym.
+POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
+
+
 def is_url(target: str | os.PathLike[str]) -> bool:
-    """Whether ``target`` names a PostgreSQL database rather than an SQLite file."""
-    return isinstance(target, str) and target.startswith(("postgresql://",
-                                                          "postgresql+psycopg://"))
+    """Whether ``target`` names a PostgreSQL database rather than an SQLite file
+    (``postgresql://``, its libpq synonym ``postgres://``, or SQLAlchemy's
+    ``postgresql+psycopg://``)."""
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
 def _dumps(value: Any, what: str) -> str:

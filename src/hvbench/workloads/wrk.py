@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -38,6 +38,7 @@ from hvbench.errors import (
     ToolMissingError,
 )
 from hvbench.host.commands import require_tool
+from hvbench.host.paths import make_owned_dir
 from hvbench.model.study import WebLatencySpec, WebWorkloadSpec
 from hvbench.workloads.endpoints import Endpoint
 from hvbench.workloads.web import file_uri
@@ -221,13 +222,15 @@ def staged_script(client: Endpoint) -> Iterator[str]:
     if client.kind == "guest":
         raise HvbenchError(f"the wrk latency pass runs on a lab host or the host, not in "
                            f"guest {client.name}")
-    fd, path = tempfile.mkstemp(prefix="hvb-wrk-", suffix=".lua")
+    # in a directory that records its owner, so `hvbench cleanup` (and the next run)
+    # removes it after a kill -9 of this process
+    directory = make_owned_dir(Path(tempfile.gettempdir()), "hvb-wrk-")
+    path = directory / "report.lua"
     try:
-        with os.fdopen(fd, "w") as out:
-            out.write(report_script())
-        yield path
+        path.write_text(report_script())
+        yield str(path)
     finally:
-        Path(path).unlink(missing_ok=True)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 @dataclass(frozen=True)
