@@ -317,9 +317,12 @@ def load_run_report(store: Store, run_id: str, *,
         monitors = ["*"] if any(c.identity.scenario for c in cells) else []
     wanted = [m for m in (store.sample_monitors(run_id) if monitors else [])
               if any(fnmatch.fnmatchcase(m, p) for p in monitors)]
-    series: list[SampleRow] | SeriesLoader = ok_samples(
-        store, run_id, rows, throughput_monitors(store, run_id)) \
-        if steady else series_loader(store, run_id, cells, rows)
+    # The steady-state test reads every throughput series; without it (explain) only
+    # the cells whose verdict needs flatness load theirs, through the loader.
+    steady_series = ok_samples(store, run_id, rows, throughput_monitors(store, run_id)) \
+        if steady else []
+    series: list[SampleRow] | SeriesLoader = steady_series if steady \
+        else series_loader(store, run_id, cells, rows)
     report = build_run_report(run, cells, rows, store.failures(run_id),
                               ok_samples(store, run_id, rows, wanted), series=series,
                               host_configs=host_configs(store, run_id, cells))
@@ -332,15 +335,13 @@ def load_run_report(store: Store, run_id: str, *,
             rows, ok_samples(store, run_id, rows, staged), report.cell_dimensions()))
     report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
     report.noise_floors.update(run_noise_floors(store, run, cells))
+    report = dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
+                                 clocksources=guest_clocksources(store, run_id, cells))
     if not steady:
-        return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
-                                   clocksources=guest_clocksources(store, run_id, cells))
+        return report
     measured = {(r.cell, r.phase) for r in rows if r.metric in STEADY_METRICS}
-    states = steady_states(series if not callable(series) else (),
-                           report.cell_dimensions(), measured)
-    return dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
-                               clocksources=guest_clocksources(store, run_id, cells),
-                               steady=states,
+    states = steady_states(steady_series, report.cell_dimensions(), measured)
+    return dataclasses.replace(report, steady=states,
                                warnings=report.warnings + steady_warnings(states))
 
 
