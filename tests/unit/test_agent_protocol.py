@@ -52,6 +52,9 @@ class ScriptedAgent(threading.Thread):
             return b'{"error": {"class": "CommandNotFound", "desc": "no such command"}}\n'
         if cmd == "guest-silent":
             return b""
+        if cmd == "guest-late":
+            time.sleep(0.3)  # answers after the client gave up on it
+            return b'{"return": {"late": true}}\n'
         return b'{"return": {}}\n'
 
     def run(self) -> None:
@@ -108,6 +111,21 @@ def test_silence_times_out(agent: tuple[GuestAgent, ScriptedAgent]) -> None:
     client, _ = agent
     with pytest.raises(GuestTimeoutError):
         client.execute("guest-silent", timeout=0.2)
+
+
+def test_an_abandoned_reply_is_not_taken_for_the_next_one(
+    agent: tuple[GuestAgent, ScriptedAgent],
+) -> None:
+    # A request given up on (a timeout here; Ctrl-C during the read in a run) has its reply
+    # arrive later; the next command must not read it as its own.
+    client, fake = agent
+    with pytest.raises(GuestTimeoutError):
+        client.execute("guest-late", timeout=0.1)
+    result = client.run(["echo", "hello"], timeout=5)
+    assert (result.exit_code, result.stdout) == (3, b"hello\n")
+    commands = [m["execute"] for m in fake.received]
+    late = commands.index("guest-late")
+    assert commands[late + 1] == "guest-sync-delimited"
 
 
 def test_connect_fails_fast_when_qemu_is_dead(tmp_path: Path) -> None:

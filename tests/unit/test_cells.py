@@ -260,6 +260,26 @@ def test_release_follows_whatever_happened(fail: str | None, calls: list[str]) -
     assert kind.calls == calls
 
 
+class _InterruptedThenReleaseFails(_Recorder):
+    def run(self, ctx: CellContext) -> CellResult:
+        self.calls.append("run")
+        raise KeyboardInterrupt
+
+    def release(self, ctx: CellContext) -> None:
+        self.calls.append("release")
+        raise HvbenchError("umount: target is busy")
+
+
+def test_a_failing_release_does_not_replace_an_interrupt() -> None:
+    # Ctrl-C during fio, then the release's umount fails: the run must still end as
+    # interrupted (exit 130), with the release's failure kept as a note.
+    kind = _InterruptedThenReleaseFails()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        run_cell(kind, _context())
+    assert kind.calls == ["prepare", "run", "release"]
+    assert any("umount: target is busy" in note for note in caught.value.__notes__)
+
+
 def test_a_context_names_what_a_cell_lacks() -> None:
     ctx = _context()
     with pytest.raises(HvbenchError, match="runs without a lab"):

@@ -37,6 +37,10 @@ class GuestAgent:
         self.socket_path = socket_path
         self._sock: socket.socket | None = None
         self._buffer = b""
+        # True from sending a request until its reply is read. A request abandoned in
+        # between (a timeout, Ctrl-C during the read) leaves its reply on the channel,
+        # where the next command would take it for its own: resynchronise first.
+        self._awaiting = False
 
     # -- connection -------------------------------------------------------------------
     def connect(self, deadline: float, alive: Callable[[], bool]) -> None:
@@ -69,6 +73,7 @@ class GuestAgent:
 
     def _sync(self, wait: float) -> bool:
         token = random.randint(1, 2**31 - 1)  # noqa: S311 - a nonce, not a secret
+        self._awaiting = True
         self._send({"execute": "guest-sync-delimited", "arguments": {"id": token}})
         deadline = time.monotonic() + wait
         while True:
@@ -77,7 +82,18 @@ class GuestAgent:
             except GuestTimeoutError:
                 return False
             if reply.get("return") == token:
+                self._awaiting = False
                 return True
+
+    def _resync(self, timeout: float) -> None:
+        """Discard the reply of an abandoned request; raises :class:`AgentError` when the
+        agent does not echo the sync id within ``timeout`` seconds."""
+        self._buffer = b""
+        if not self._sync(timeout):
+            raise AgentError(
+                f"the guest agent did not resynchronise within {timeout:g} s "
+                "after an abandoned request"
+            )
 
     def close(self) -> None:
         """Close the connection (safe to call twice)."""
@@ -137,14 +153,20 @@ class GuestAgent:
     ) -> Any:
         """Run one agent command and return its ``return`` value.
 
-        Raises :class:`AgentError` if the agent reports an error, and
+        When an earlier request was abandoned before its reply came, the channel is first
+        resynchronised (``guest-sync-delimited``, within the same ``timeout``). Raises
+        :class:`AgentError` if the agent reports an error or cannot be resynchronised, and
         :class:`GuestTimeoutError` if no reply comes within ``timeout`` seconds.
         """
         message: dict[str, Any] = {"execute": command}
         if arguments:
             message["arguments"] = dict(arguments)
+        if self._awaiting:
+            self._resync(timeout)
+        self._awaiting = True
         self._send(message)
         reply = self._read_message(time.monotonic() + timeout)
+        self._awaiting = False
         if "error" in reply:
             error = reply["error"]
             raise AgentError(f"guest agent {command} failed: {error.get('desc', error)}")
@@ -177,7 +199,10 @@ class GuestAgent:
             arguments["input-data"] = base64.b64encode(stdin).decode()
         if env:
             arguments["env"] = [f"{k}={v}" for k, v in env.items()]
-        pid = self.execute("guest-exec", arguments)["pid"]
+        started_reply = self.execute("guest-exec", arguments)
+        if not isinstance(started_reply, dict) or not isinstance(started_reply.get("pid"), int):
+            raise AgentError(f"guest-exec of {' '.join(argv)!r} returned no pid: {started_reply!r}")
+        pid = started_reply["pid"]
         status = self._wait_exec(pid, argv, started + timeout)
         return ExecResult(
             argv=tuple(argv),

@@ -159,12 +159,27 @@ class Simple:
 
 
 def run_cell(kind: CellKind, ctx: CellContext) -> CellResult:
-    """``prepare``, ``run`` and, whatever happens, ``release``."""
+    """``prepare``, ``run`` and, whatever happens, ``release``.
+
+    When ``prepare`` or ``run`` fails (or is interrupted), that failure is what
+    propagates: an error of the ``release`` that follows is attached to it as a note
+    rather than replacing it, so Ctrl-C still ends the run as an interrupt.
+    """
     try:
         kind.prepare(ctx)
-        return kind.run(ctx)
-    finally:
+        result = kind.run(ctx)
+    except BaseException as exc:
+        _release_after(kind, ctx, exc)
+        raise
+    kind.release(ctx)
+    return result
+
+
+def _release_after(kind: CellKind, ctx: CellContext, failure: BaseException) -> None:
+    try:
         kind.release(ctx)
+    except Exception as exc:  # the first failure is the one to report
+        failure.add_note(f"releasing the cell afterwards also failed: {exc}")
 
 
 def scenario_monitors(scenario: ScenarioRun | None, *,
