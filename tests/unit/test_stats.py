@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -12,6 +13,7 @@ from hvbench.analysis.stats import (
     percent_of,
     percent_of_summary,
     poly2_fit,
+    slope_test,
     stability_warnings,
     summarize,
     t_quantile,
@@ -232,3 +234,29 @@ def test_welch_interval_without_spread_is_a_point_and_needs_two_values() -> None
     assert welch_interval([2.0, 2.0], [1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0, 3)
     with pytest.raises(ValueError, match="2 values per sample"):
         welch_interval([1.0], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_slope_test_matches_an_ordinary_regression(seed: int) -> None:
+    # The pure-Python slope t test must give what scipy's linregress gives (scipy is
+    # only imported here, to check against).
+    from scipy.stats import linregress  # noqa: PLC0415 - reference implementation
+
+    rng = random.Random(seed)
+    n = rng.choice([3, 4, 10, 57, 400, 1201])
+    xs = [i * 0.1 + rng.uniform(0, 0.05) for i in range(n)]
+    drift = rng.choice([0.0, 0.001, 0.05, 2.0])
+    ys = [100 + drift * x + rng.gauss(0, 3) for x in xs]
+    slope, p_value = slope_test(xs, ys)
+    reference = linregress(xs, ys)
+    assert slope == pytest.approx(reference.slope, rel=1e-9, abs=1e-12)
+    assert p_value == pytest.approx(reference.pvalue, rel=1e-6, abs=1e-9)
+
+
+def test_slope_test_edges() -> None:
+    assert slope_test([0, 1, 2], [5, 5, 5]) == (0.0, 1.0)
+    assert slope_test([0, 1, 2], [1, 2, 3]) == (1.0, 0.0)
+    with pytest.raises(ValueError, match="at least 3 points"):
+        slope_test([0, 1], [1, 2])
+    with pytest.raises(ValueError, match="distinct x"):
+        slope_test([1, 1, 1], [1, 2, 3])

@@ -23,6 +23,7 @@ __all__ = [
     "percent_of",
     "percent_of_summary",
     "poly2_fit",
+    "slope_test",
     "stability_warnings",
     "summarize",
     "t_quantile",
@@ -334,6 +335,48 @@ def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> Fit:
         ValueError: lengths differ, a value is not finite, or fewer than 2 distinct x.
     """
     return _poly_fit(xs, ys, 1)
+
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """Two-sided p-value of a Student's t statistic with integer ``df`` (the exact
+    closed-form CDF; its series has about df/2 terms). Raises ValueError for df < 1."""
+    if df < 1:
+        raise ValueError(f"degrees of freedom must be >= 1, got {df}")
+    if math.isnan(t):
+        return 1.0
+    if math.isinf(t):
+        return 0.0
+    return min(1.0, max(0.0, 2.0 * (1.0 - _t_cdf_exact(abs(t), df))))
+
+
+def slope_test(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """(slope, two-sided p-value of slope = 0) of the least-squares line through the
+    points: the t test on the slope with n - 2 degrees of freedom, as an ordinary
+    linear regression reports it. A perfect fit with a non-zero slope has p = 0, a flat
+    series p = 1. Pure Python, so that reading a run does not import scipy (~1 s).
+
+    Raises:
+        ValueError: lengths differ, fewer than 3 points, or all x equal.
+    """
+    n = len(xs)
+    if n != len(ys):
+        raise ValueError(f"slope_test needs as many x as y ({n} vs {len(ys)})")
+    if n < 3:
+        raise ValueError(f"slope_test needs at least 3 points, got {n}")
+    mx, my = math.fsum(xs) / n, math.fsum(ys) / n
+    sxx = math.fsum((x - mx) ** 2 for x in xs)
+    if sxx <= 0:
+        raise ValueError("slope_test needs at least two distinct x")
+    sxy = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    syy = math.fsum((y - my) ** 2 for y in ys)
+    slope = sxy / sxx
+    residual = max(syy - slope * sxy, 0.0)
+    if slope == 0.0:
+        return 0.0, 1.0
+    if residual <= syy * 1e-24:
+        return slope, 0.0
+    stderr = math.sqrt(residual / (n - 2) / sxx)
+    return slope, t_two_sided_p(slope / stderr, n - 2)
 
 
 def poly2_fit(xs: Sequence[float], ys: Sequence[float]) -> Fit:

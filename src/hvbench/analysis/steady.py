@@ -15,14 +15,12 @@ with fewer than :data:`MIN_POINTS` points (a phase shorter than about one second
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from scipy import stats as scipy_stats
-
 from hvbench.analysis.scenarios import SampleLike
+from hvbench.analysis.stats import slope_test
 
 __all__ = ["ALPHA", "DRIFT_LIMIT", "FLAT_BIN_S", "MIN_BINS", "MIN_POINTS", "SteadyState",
            "active", "binned_cov_pct", "drift", "flatness", "steady_states",
@@ -77,9 +75,8 @@ def drift(points: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
         return None
     if len(set(ys)) == 1:
         return 0.0, 1.0
-    fit = scipy_stats.linregress(ts, ys)
-    p_value = float(fit.pvalue) if math.isfinite(fit.pvalue) else 1.0
-    return float(fit.slope) * span / mean, p_value
+    slope, p_value = slope_test(ts, ys)
+    return slope * span / mean, p_value
 
 
 def _point(sample: SampleLike) -> float | None:
