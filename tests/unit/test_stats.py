@@ -240,7 +240,7 @@ def test_welch_interval_without_spread_is_a_point_and_needs_two_values() -> None
 def test_slope_test_matches_an_ordinary_regression(seed: int) -> None:
     # The pure-Python slope t test must give what scipy's linregress gives (scipy is
     # only imported here, to check against).
-    from scipy.stats import linregress  # noqa: PLC0415 - reference implementation
+    from scipy.stats import linregress
 
     rng = random.Random(seed)
     n = rng.choice([3, 4, 10, 57, 400, 1201])

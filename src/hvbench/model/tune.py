@@ -461,17 +461,18 @@ def _check_space_size(axes: Mapping[str, tuple[Any, ...]], where: str) -> None:
 
 
 # -- the winner as ready-to-use configuration ---------------------------------------------
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """``value`` as a TOML value (inline tables skip None entries; strings quoted)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, Mapping):
-        inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items() if v is not None)
+        inner = ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items() if v is not None)
         return "{ " + inner + " }"
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"')
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    escaped = str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
     return f'"{escaped}"'
 
 
@@ -488,8 +489,8 @@ def platform_toml(variant: Variant, name: str = "tuned") -> str:
         _apply(dumped, axis, value)
     lines = ["[[platform]]", f'kind = "{spec.kind}"', f'name = "{name}"']
     if isinstance(spec, LibvirtPlatformSpec):
-        lines.append(f"uri = {_toml_value(spec.uri)}")
-    lines += [f"{key} = {_toml_value(value)}" for key, value in dumped.items()]
+        lines.append(f"uri = {toml_value(spec.uri)}")
+    lines += [f"{key} = {toml_value(value)}" for key, value in dumped.items()]
     return "\n".join(lines) + "\n"
 
 

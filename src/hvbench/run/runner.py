@@ -92,10 +92,15 @@ def load_study(path: Path, overrides: Sequence[str] = ()) -> Study:
     Raises :class:`SpecError` (exit code 2), one line naming the file, field and
     expectation, for any bytes: a directory, a FIFO, an oversized or non-UTF-8 file.
     """
-    text = read_text_input(path, "a study")
-    study = parse_study_text(text, str(path), facts.memory_bytes() or 0, overrides)
+    return study_from_text(read_text_input(path, "a study"), str(path), overrides)
+
+
+def study_from_text(text: str, path: str, overrides: Sequence[str] = ()) -> Study:
+    """:func:`load_study` of a study's ``text`` (``path`` names it, and relative job
+    files are read from its directory); raises :class:`SpecError` like it."""
+    study = parse_study_text(text, path, facts.memory_bytes() or 0, overrides)
     for cell in study.cells:
-        kind_of(cell.workload.spec.kind).check(cell, str(path))
+        kind_of(cell.workload.spec.kind).check(cell, path)
     return study
 
 
