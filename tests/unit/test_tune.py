@@ -235,12 +235,26 @@ def test_search_starts_with_the_default_and_stays_in_budget() -> None:
 def test_diagnosis_seeds_are_tried_right_after_the_default() -> None:
     spec = tune()
     lab = FakeLab()
-    seeds = {"vm.virtio-blk-writethrough-threads-off": [("disk.cache", ("none", "writeback"))]}
+    seeds = {"vm.virtio-blk-writethrough-threads-off": [
+        (("disk.cache", "none"),), (("disk.cache", "writeback"),)]}
     s = search(spec, lab, seeds=lambda name: seeds.get(name, []))
     s.run()
     explored = list(dict.fromkeys(name for name, _ in lab.calls))
     assert explored[1:3] == ["vm.virtio-blk-none-threads-off",
                              "vm.virtio-blk-writeback-threads-off"]
+
+
+def test_a_fix_of_several_settings_is_tried_as_one_configuration() -> None:
+    # A cell's own fix (cache=none with aio=native, as the diagnosis validated it for
+    # this platform) is one configuration; a setting off the search's axes is left out.
+    spec = tune()
+    lab = FakeLab()
+    seeds = {"vm.virtio-blk-writethrough-threads-off": [
+        (("disk.cache", "none"), ("disk.aio", "native"), ("vcpus", 2))]}
+    s = search(spec, lab, seeds=lambda name: seeds.get(name, []))
+    s.run()
+    explored = list(dict.fromkeys(name for name, _ in lab.calls))
+    assert explored[1] == "vm.virtio-blk-none-native-off"
 
 
 def test_the_time_budget_stops_new_measurements() -> None:

@@ -172,7 +172,9 @@ class Action:
 Measure = Callable[[Variant, Sequence[int]], None]
 Scores = Callable[[], tuple[dict[str, list[float]], set[str]]]
 #: The default's diagnosis: (knob, better values) of its findings, dominant first.
-Seeds = Callable[[str], list[tuple[str, tuple[Any, ...]]]]
+#: A configuration to try early: settings changed together from the default's.
+Seed = tuple[tuple[str, Any], ...]
+Seeds = Callable[[str], list[Seed]]
 
 
 class Search:
@@ -440,20 +442,21 @@ class Search:
             self.study.enqueue_trial(dict(self.spec.default_params))
 
     def _enqueue_seeds(self) -> None:
-        """The fixes the default's diagnosis names, one configuration per better value
-        of each finding's knob (dominant finding first)."""
+        """The fixes the default's diagnosis names (dominant finding first): each
+        seed's settings changed together on the default; settings outside the search's
+        axes are left out, and a seed with none on them is skipped."""
         if self._seeded or self.default is None or self.default.name not in self._measured():
             return
         self._seeded = True
         base = dict(self.spec.default_params)
-        for knob, values in self._seeds(self.default.name):
-            if knob not in base:
+        for seed in self._seeds(self.default.name):
+            changes = {axis: value for axis, value in seed if axis in base}
+            if not changes:
                 continue
-            for value in values:
-                params = tuple((a, value if a == knob else v) for a, v in base.items())
-                variant = self.valid.get(params)
-                if variant is not None and variant.name not in self.configs:
-                    self.study.enqueue_trial(dict(params), skip_if_exists=True)
+            params = tuple((a, changes.get(a, v)) for a, v in base.items())
+            variant = self.valid.get(params)
+            if variant is not None and variant.name not in self.configs:
+                self.study.enqueue_trial(dict(params), skip_if_exists=True)
 
     def run(self) -> None:
         """Search until the budget is spent or the finals are over. Interruptions
@@ -543,11 +546,12 @@ def stored_scores(store: Store, run_id: str, spec: TuneSpec
     return {n: scores(rows, n, objective, natives) for n in set(cells.values())}, failed
 
 
-def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec
-                    ) -> Callable[[str], list[tuple[str, tuple[Any, ...]]]]:
-    """The knobs of the findings of ``platform`` in the objective's phases (dominant
-    first), from the same rules as ``hvbench explain``."""
-    def seeds(platform: str) -> list[tuple[str, tuple[Any, ...]]]:
+def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec) -> Seeds:
+    """The fixes of the findings of ``platform`` in the objective's phases (dominant
+    first), from the same rules as ``hvbench explain``: each finding's own fix for
+    this platform (its configuration changes, together), then each better value of
+    its rule's knob and the settings its fix text names, one at a time."""
+    def seeds(platform: str) -> list[Seed]:
         run = store.get_run(run_id)
         cells = store.cells(run_id)
         rows = store.measurements(run_id)
@@ -561,15 +565,19 @@ def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec
                                           accelerator=run.env.get("accelerator"))
                   if m.platform == platform]
         rules = {r.name: r for r in RULES}
-        out: list[tuple[str, tuple[Any, ...]]] = []
+        out: list[Seed] = []
         for verdict in diagnose_all(models):
             findings = [f for f in (verdict.dominant, *verdict.contributing) if f is not None]
             for finding in findings:
                 rule = rules[finding.rule]
-                if rule.knob is not None and rule.better:
-                    out.append((rule.knob, rule.better))
-                out += FIX_SETTINGS.get(rule.name, ())
-        return out
+                platform_changes = tuple(c for c in finding.changes
+                                         if not c[0].startswith("workload."))
+                if platform_changes:
+                    out.append(platform_changes)
+                knobs = [(rule.knob, rule.better)] if rule.knob and rule.better else []
+                for knob, values in [*knobs, *FIX_SETTINGS.get(rule.name, ())]:
+                    out += [((knob, value),) for value in values]
+        return list(dict.fromkeys(out))
     return seeds
 
 
