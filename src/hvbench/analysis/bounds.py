@@ -121,7 +121,7 @@ def parse_bounds(text: str, source: str) -> BoundsFile:
     try:
         return BoundsFile.model_validate(data)
     except ValidationError as exc:
-        raise spec_error(exc, source) from exc
+        raise spec_error(exc, source, model=BoundsFile) from exc
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from hvbench.cli import (
 )
 from hvbench.cli.common import Handler, output_console
 from hvbench.cli.version import VersionAction
-from hvbench.errors import HvbenchError, InterruptedRun
+from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.host import interrupt, proctree
 from hvbench.platforms.registry import REGISTRY
 
@@ -117,7 +117,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         signum = exc.signum if isinstance(exc, InterruptedRun) else signal.SIGINT
         return _stop_interrupted(signum)
     except HvbenchError as exc:
-        err.print(f"hvbench: error: {exc}", style="red", markup=False, soft_wrap=True)
+        # A study's problems are one line each: each gets the prefix.
+        lines = str(exc).splitlines() if isinstance(exc, SpecError) else [str(exc)]
+        for line in lines or [""]:
+            err.print(f"hvbench: error: {line}", style="red", markup=False, soft_wrap=True)
         return exc.exit_code
     finally:
         REGISTRY.stop_all()
