@@ -126,8 +126,13 @@ def test_stat_and_mid_tolerance() -> None:
 def test_a_bound_matching_nothing_fails() -> None:
     _, natives, rows = load()
     results = evaluate(bounds("[[bound]]\nmetric='mbit_s'\nmin=1\n"), rows, natives)
-    assert [(r.status, r.note) for r in results] == [("missing", "no measurement matches")]
+    # A metric no measurement has: a typo, most often; the closest metric is named.
+    assert [(r.status, r.note) for r in results] == [
+        ("missing", "no such metric (did you mean 'mb_s'?)")]
     assert failed(results)
+    other = evaluate(bounds("[[bound]]\nmetric='mb_s'\nplatform='nope'\nmin=1\n"), rows,
+                     natives)
+    assert [(r.status, r.note) for r in other] == [("missing", "no measurement matches")]
 
 
 def test_bound_model_rejects_nothing_valid() -> None:
