@@ -98,6 +98,15 @@ def test_subcommand_typo_suggests_the_command(capsys: pytest.CaptureFixture[str]
     assert "did you mean 'report'?" in capsys.readouterr().err
 
 
+def test_option_typo_suggests_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser().parse_args(["report", "--fromat", "json"])
+    assert exit_info.value.code == 2
+    assert "did you mean '--format'?" in capsys.readouterr().err
+    assert with_suggestion("unrecognized arguments: --zzzzzz", ["--format"]) == \
+        "unrecognized arguments: --zzzzzz"
+
+
 def test_suggestion_only_for_close_choices() -> None:
     assert with_suggestion("argument COMMAND: invalid choice: 'zzzz' (choose from "
                            "'doctor', 'run')") == \

@@ -66,12 +66,31 @@ class SuggestingParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.format_usage()}{self.prog}: error: "
-                     f"{with_suggestion(message)}\n")
+                     f"{with_suggestion(message, option_names(self))}\n")
 
 
-def with_suggestion(message: str) -> str:
+def option_names(parser: argparse.ArgumentParser) -> list[str]:
+    """Every ``--option`` of ``parser`` and of its commands, hidden aliases left out."""
+    names: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                names += option_names(child)
+        elif action.help != argparse.SUPPRESS:
+            names += [o for o in action.option_strings if o.startswith("--")]
+    return sorted(set(names))
+
+
+def with_suggestion(message: str, options: Sequence[str] = ()) -> str:
     """argparse's ``invalid choice: 'X' (choose from 'a', 'b')`` plus "did you mean"
-    the closest choice (pure; other messages unchanged)."""
+    the closest choice, and ``unrecognized arguments: --fromat`` plus the closest of
+    ``options`` (pure; other messages unchanged)."""
+    unknown = re.search(r"unrecognized arguments: (.*)$", message)
+    if unknown is not None:
+        words = [w.split("=")[0] for w in unknown.group(1).split() if w.startswith("--")]
+        close = [m for w in words for m in difflib.get_close_matches(w, options, n=1,
+                                                                       cutoff=0.75)]
+        return f"{message}; did you mean {close[0]!r}?" if close else message
     match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
     if match is None:
         return message
