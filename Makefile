@@ -1,34 +1,60 @@
-# hvbench: `make test` and `make demo` install everything they need (as root on Debian 12).
+# hvbench: `make demo` and `make test` install what they need (as root on Debian 12):
+# the demo the APT_DEMO packages only, the tests every group below.
 VENV    ?= .venv
 PYTHON  ?= python3
 BIN     := $(VENV)/bin
 SUDO    := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 STAMP   := .make
 
-# Host tools: QEMU and the workload programs (the native side runs them too), what
-# `hvbench image build` needs to assemble the guest image from Debian packages, libvirt
-# (its daemons, and the headers and compiler that build libvirt-python in the venv),
-# sshd for the remote-URI and fleet --hosts tests, fio's own example jobs (run as users
-# have them), PostgreSQL (the team store's tests start a private server from it) and
-# xmllint, which libvirt's virt-xml-validate runs (only recommended by libvirt-clients).
-APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf wrk stress-ng lighttpd chromium fonts-dejavu-core \
-	busybox-static cpio kmod lz4 dpkg apt iproute2 sysstat python3-venv ca-certificates \
-	squashfs-tools dropbear-bin openssh-client rsync curl zstd \
-	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \
-	gcc python3-dev openssh-server fio-examples postgresql libxml2-utils
+# Debian packages, in groups: each is installed by its own stamp target, and only the
+# packages of a group that are missing are installed (an installed package is never
+# upgraded; apt, dpkg and systemd are not named). `make demo` installs APT_DEMO only;
+# `make unit`, `integration`, `test` and `test-fast` add the groups their tests use.
+#
+# The demo: QEMU and the workload programs (the native side runs them too), what
+# `hvbench image build` needs to assemble the guest image from Debian packages, the
+# propagation workloads' servers and clients (dropbear, rsync, curl, zstd), and the
+# headers and compiler that build libvirt-python (a dependency of hvbench) in the venv.
+APT_DEMO := qemu-system-x86 qemu-utils fio iperf3 httperf wrk stress-ng lighttpd \
+	busybox-static cpio kmod lz4 iproute2 python3-venv ca-certificates squashfs-tools \
+	dropbear-bin openssh-client rsync curl zstd libvirt-dev pkg-config gcc python3-dev
+# libvirt platforms (kind = "libvirt") and their tests: the daemons, virsh, and xmllint,
+# which libvirt's virt-xml-validate runs (only recommended by libvirt-clients).
+APT_LIBVIRT := libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libxml2-utils
+# The team store's tests start a private PostgreSQL server from its binaries.
+APT_POSTGRESQL := postgresql
+# The HTML report's screenshot tests (headless Chromium) and the fonts they render with.
+APT_CHROMIUM := chromium fonts-dejavu-core
+# sshd for the remote libvirt URI and fleet --hosts tests.
+APT_SSHD := openssh-server
+# Only tests use these: fio's own example jobs (run as users have them) and sysstat's
+# iostat, which the disk monitor is checked against.
+APT_TEST_TOOLS := fio-examples sysstat
 
-.PHONY: all deps venv image lint unit integration test test-fast demo clean
+APT_GROUPS := libvirt postgresql chromium sshd test-tools
+TEST_APT   := $(APT_GROUPS:%=$(STAMP)/apt-%)
+
+.PHONY: all deps test-deps venv image lint unit integration test test-fast demo clean
 
 all: test
 
-# Debian's lighttpd package starts a web server on port 80 when it is installed; hvbench
-# only wants the program (it starts its own lighttpd per measurement). During the
-# install a policy-rc.d (unless the host has one) forbids service starts, and when this
-# install is what brought lighttpd in, its service is stopped and disabled afterwards.
-$(STAMP)/apt: Makefile
+# $(call apt_install,PACKAGES): install those of PACKAGES that are not installed (apt-get
+# update only when one is missing). Debian's lighttpd package starts a web server on port
+# 80 when it is installed; hvbench only wants the program (it starts its own lighttpd per
+# measurement). During the install a policy-rc.d (unless the host has one) forbids
+# service starts, and when this install is what brought lighttpd in, its service is
+# stopped and disabled afterwards.
+define apt_install
 	@mkdir -p $(STAMP)
-	$(SUDO) apt-get update -q
 	$(SUDO) sh -c '\
+	  missing=; \
+	  for p in $(1); do \
+	    dpkg-query -W -f="\$${Status}" $$p 2>/dev/null | grep -q "ok installed" \
+	      || missing="$$missing $$p"; \
+	  done; \
+	  [ -n "$$missing" ] || exit 0; \
+	  echo "installing:$$missing"; \
+	  apt-get update -q || exit $$?; \
 	  had=$$(dpkg-query -W -f="\$${Status}" lighttpd 2>/dev/null | grep -c "ok installed"); \
 	  guard=; \
 	  if [ ! -e /usr/sbin/policy-rc.d ]; then \
@@ -36,7 +62,7 @@ $(STAMP)/apt: Makefile
 	    chmod 755 /usr/sbin/policy-rc.d; guard=1; \
 	  fi; \
 	  env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-	    $(APT_PACKAGES); \
+	    $$missing; \
 	  rc=$$?; \
 	  [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; \
 	  if [ "$$had" = 0 ] && [ -e /etc/init.d/lighttpd ]; then \
@@ -45,6 +71,25 @@ $(STAMP)/apt: Makefile
 	  fi; \
 	  exit $$rc'
 	@touch $@
+endef
+
+$(STAMP)/apt: Makefile
+	$(call apt_install,$(APT_DEMO))
+
+$(STAMP)/apt-libvirt: Makefile
+	$(call apt_install,$(APT_LIBVIRT))
+
+$(STAMP)/apt-postgresql: Makefile
+	$(call apt_install,$(APT_POSTGRESQL))
+
+$(STAMP)/apt-chromium: Makefile
+	$(call apt_install,$(APT_CHROMIUM))
+
+$(STAMP)/apt-sshd: Makefile
+	$(call apt_install,$(APT_SSHD))
+
+$(STAMP)/apt-test-tools: Makefile
+	$(call apt_install,$(APT_TEST_TOOLS))
 
 $(STAMP)/venv: pyproject.toml $(STAMP)/apt
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +98,9 @@ $(STAMP)/venv: pyproject.toml $(STAMP)/apt
 	@touch $@
 
 deps: $(STAMP)/apt $(STAMP)/venv
+
+# What the tests use beyond the demo (libvirt, PostgreSQL, Chromium, sshd, test tools).
+test-deps: deps $(TEST_APT)
 
 # The image is cached under ~/.cache/hvbench keyed by package versions; this is a no-op
 # when nothing changed.
@@ -64,21 +112,21 @@ lint: deps
 	$(BIN)/mypy --strict
 	$(BIN)/lint-imports
 
-unit: deps
+unit: test-deps
 	$(BIN)/pytest -q tests/unit
 
-integration: image
+integration: image test-deps
 	$(BIN)/pytest -q tests/integration
 
 # The whole suite; its wall time is held to tests/budget.toml (tests/conftest.py fails
 # the session when it runs over by more than the tolerance, listing the slowest tests).
-test: image lint
+test: image lint test-deps
 	$(BIN)/pytest -q tests/unit tests/integration
 
 # A developer's loop (at most 3 minutes): the unit suite, then one smoke integration
 # test (a TCG guest boots and runs a command through the agent).
 SMOKE := tests/integration/test_cli.py::test_guest_exec_passes_output_and_exit_code
-test-fast: image
+test-fast: image test-deps
 	$(BIN)/pytest -q tests/unit $(SMOKE)
 
 demo: image

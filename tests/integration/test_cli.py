@@ -136,7 +136,7 @@ def test_doctor_json_reports_kvm_verdict_within_timeout(image: GuestImage) -> No
     timeout = 10.0
     started = time.monotonic()
     done = subprocess.run(
-        [HVBENCH, "doctor", "--json", "--refresh", "--timeout", str(timeout)],
+        [HVBENCH, "doctor", "--format", "json", "--refresh", "--timeout", str(timeout)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -161,10 +161,10 @@ def test_doctor_json_reports_kvm_verdict_within_timeout(image: GuestImage) -> No
     assert elapsed < timeout + 40
     assert report["qemu"]["version"] and report["tools"]["fio"]["version"]
     assert report["guest_image"]["built"] is True
-    # A second call is served from the cache for this boot.
-    again = json.loads(
-        subprocess.run(
-            [HVBENCH, "doctor", "--json"], capture_output=True, text=True, timeout=60, check=True
-        ).stdout
-    )
+    # A second call is served from the cache for this boot; the former spelling --json
+    # still works, and says it is deprecated.
+    second = subprocess.run([HVBENCH, "doctor", "--json"], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert "--json is deprecated; use --format json" in second.stderr
+    again = json.loads(second.stdout)
     assert again["kvm"]["cached"] is True and again["kvm"]["usable"] == kvm["usable"]

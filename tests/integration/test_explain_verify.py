@@ -36,7 +36,7 @@ def test_verify_reruns_the_fix_beside_the_original(image: GuestImage, tmp_path: 
     shutil.copyfile(FIXTURE, db)
     done = subprocess.run(
         [sys.executable, "-m", "hvbench.cli.main", "explain", RUN, "--db", str(db),
-         "--verify", "--cell", CELL, "--repetitions", "3", "--format", "json"],
+         "--verify", "--only", CELL, "--repetitions", "3", "--format", "json"],
         capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)

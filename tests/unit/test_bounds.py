@@ -50,7 +50,7 @@ def test_fixture_file_parses() -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("[[bound]]\nmetric = 'mb_s'\nmin = 1\nmaxx = 2\n",
-     "b.toml: bound[0].maxx: Extra inputs are not permitted"),
+     "b.toml: bound[0].maxx: unknown field (did you mean 'max'?)"),
     ("[[bound]]\nmetric = 'mb_s'\n",
      "b.toml: bound[0]: a bound needs min and/or max, or mid with tolerance_pct"),
     ("[[bound]]\nmetric = 'mb_s'\nmin = 1\nmid = 2\ntolerance_pct = 5\n",
@@ -64,7 +64,7 @@ def test_fixture_file_parses() -> None:
      "b.toml: bound[0].stat: Input should be"),
     ("[[bound]]\nmetric = 'mb_s'\nmid = 1\ntolerance_pct = -5\n",
      "b.toml: bound[0].tolerance_pct: Input should be greater than or equal to 0"),
-    ("", "b.toml: bound: Field required"),
+    ("", "b.toml: bound: required, missing"),
     ("[[bound]\n", "b.toml: not valid TOML"),
 ])
 def test_errors_are_one_line_naming_file_and_field(text: str, message: str) -> None:
@@ -126,8 +126,13 @@ def test_stat_and_mid_tolerance() -> None:
 def test_a_bound_matching_nothing_fails() -> None:
     _, natives, rows = load()
     results = evaluate(bounds("[[bound]]\nmetric='mbit_s'\nmin=1\n"), rows, natives)
-    assert [(r.status, r.note) for r in results] == [("missing", "no measurement matches")]
+    # A metric no measurement has: a typo, most often; the closest metric is named.
+    assert [(r.status, r.note) for r in results] == [
+        ("missing", "no such metric (did you mean 'mb_s'?)")]
     assert failed(results)
+    other = evaluate(bounds("[[bound]]\nmetric='mb_s'\nplatform='nope'\nmin=1\n"), rows,
+                     natives)
+    assert [(r.status, r.note) for r in other] == [("missing", "no measurement matches")]
 
 
 def test_bound_model_rejects_nothing_valid() -> None:

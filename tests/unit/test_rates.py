@@ -5,6 +5,7 @@ Fig. 20 table over the neighbour rate."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -83,7 +84,7 @@ def refused(text: str) -> str:
     with pytest.raises(SpecError) as err:
         parse(text)
     message = str(err.value)
-    assert message.startswith("r.toml: ") and "\n" not in message
+    assert re.match(r"r\.toml(:\d+)?: ", message) and "\n" not in message
     return message
 
 

@@ -102,26 +102,25 @@ def test_cache_rule_refuses_small_buffered_files() -> None:
     [
         (
             ("seed = 7", "seed = 7\ncolour = 1"),
-            "s.toml: study: colour: Extra inputs are not permitted",
+            "s.toml:6: study: colour: unknown field",
         ),
         (
             ("repetitions = 2", 'repetitions = "two"'),
-            "s.toml: study: repetitions: Input should be a valid integer",
+            "s.toml:4: study: repetitions: Input should be a valid integer",
         ),
         (
             ('profile = "dd"', 'profile = "iozone3"'),
-            "s.toml: workload[0]: profile: Input should be",
+            "s.toml:18: workload[0]: profile: Input should be",
         ),
         (
             ('cache = ["none", "writeback"]', 'cache = ["none", "sometimes"]'),
-            "s.toml: platform[1] (variant disk.bus=virtio-blk, disk.cache=sometimes): "
-            "disks[0].cache",
+            "s.toml:13: platform[1] (variant disk.bus=virtio-blk, disk.cache=sometimes): "
+            "disk.cache: Input should be",
         ),
         (('machine = "pc"', 'machine = "microvm"'), "microvm cannot carry bus=ide"),
         (('kind = "native"', 'kind = "xen"'),
          'platform[0]: kind: expected "native", "qemu" or "libvirt"'),
         (('profile = "dd"', 'profile = "fio-job"'), "profile fio-job needs job_file"),
-        (("[study]", "[studdy]"), "studdy: unknown section"),
         (("[[workload]]", "[workload]"), "workload: expected at least one [[workload]] table"),
         (('name = "t"', "name = "), "not valid TOML"),
     ],
@@ -133,6 +132,15 @@ def test_errors_are_one_line_and_name_file_and_field(edit: tuple[str, str], mess
         parse_study(text, "s.toml", HOST_RAM)
     assert message in str(info.value)
     assert "\n" not in str(info.value).strip()
+
+
+def test_a_misspelt_section_and_what_it_leaves_missing_are_both_listed() -> None:
+    with pytest.raises(SpecError) as info:
+        parse_study(BASE.replace("[study]", "[studdy]", 1), "s.toml", HOST_RAM)
+    assert str(info.value).splitlines() == [
+        "s.toml:2: studdy: unknown section (did you mean 'study'?) (expected [study], [lab], "
+        "[[platform]], [[workload]], [[scenario]] and [tune])",
+        "s.toml: study: name: required, missing"]
 
 
 @pytest.mark.parametrize("name", ["quick.toml", "storage.toml", "fio-job.toml"])

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from hvbench.analysis.stats import Summary, summarize
 from hvbench.analysis.summaries import Row
 from hvbench.errors import SpecError
+from hvbench.model.problems import did_you_mean
 from hvbench.model.spec import spec_error
 
 __all__ = ["Bound", "BoundResult", "BoundsFile", "evaluate", "parse_bounds"]
@@ -121,7 +122,7 @@ def parse_bounds(text: str, source: str) -> BoundsFile:
     try:
         return BoundsFile.model_validate(data)
     except ValidationError as exc:
-        raise spec_error(exc, source) from exc
+        raise spec_error(exc, source, model=BoundsFile) from exc
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,15 @@ def _groups(rows: Iterable[Row]) -> dict[Group, list[float]]:
 def _matches(bound: Bound, group: Group) -> bool:
     patterns = (bound.platform, bound.workload, bound.phase, bound.metric)
     return all(fnmatch.fnmatchcase(v, p) for v, p in zip(group, patterns, strict=True))
+
+
+def _missing_note(bound: Bound, groups: Iterable[Group]) -> str:
+    """Why a bound matched nothing: when no measured metric matches its ``metric``,
+    the closest metric names (a typo is the usual reason)."""
+    metrics = sorted({g[3] for g in groups})
+    if any(fnmatch.fnmatchcase(m, bound.metric) for m in metrics):
+        return "no measurement matches"
+    return f"no such metric{did_you_mean(bound.metric, metrics)}"
 
 
 def _stat(summary: Summary, stat: Stat) -> float:
@@ -211,7 +221,7 @@ def evaluate(bounds: BoundsFile, rows: Iterable[Row],
         if not matched:
             out.append(BoundResult(label, bound.platform, bound.workload, bound.phase,
                                    bound.metric, bound.stat, None, low, high, "missing",
-                                   "no measurement matches"))
+                                   _missing_note(bound, groups)))
         out += [_check(bound, label, g, groups, natives, noise=noise) for g in matched]
     return out
 

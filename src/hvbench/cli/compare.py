@@ -11,15 +11,28 @@ golden-tested; :func:`handle` reads the store, prints and returns the exit code.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import fnmatch
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option, db_of, short_number
+from hvbench.cli.common import (
+    add_cell_filters,
+    add_db_option,
+    add_format_option,
+    add_output_option,
+    db_of,
+    no_match_error,
+    selected,
+    short_number,
+    write_document,
+)
 from hvbench.errors import SpecError
 from hvbench.store.database import Store
 
@@ -34,9 +47,11 @@ def register(sub: Any) -> None:
                     "value per run, its mean), or two platforms of one run: RUN:PLATFORM, "
                     ":PLATFORM (latest run) or PLATFORM with --run RUN (paired by "
                     "repetition unless --unpaired).")
-    compare.add_argument("a", metavar="A")
-    compare.add_argument("b", metavar="B")
-    compare.add_argument("--run", help="the run whose platforms A and B are")
+    compare.add_argument("a", metavar="A", help="the baseline: RUN, RUN1,RUN2,..., "
+                         "RUN:PLATFORM, :PLATFORM or PLATFORM (with --run)")
+    compare.add_argument("b", metavar="B", help="what is compared with A (same forms)")
+    compare.add_argument("--run", metavar="RUN",
+                         help="the run whose platforms A and B are")
     compare.add_argument("--metric", action="append", metavar="PATTERN",
                          help="metric name or fnmatch pattern, repeatable (default: the "
                               "throughput metric of each phase)")
@@ -50,7 +65,9 @@ def register(sub: Any) -> None:
                               "instead of pairing the repetitions that ran back to back")
     compare.add_argument("--force", action="store_true",
                          help="compare runs whose environments or cells differ")
-    compare.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_option(compare)
+    add_output_option(compare)
+    add_cell_filters(compare, what="cells (a workload name when A and B are platforms)")
     compare.add_argument("--by-host", action="store_true",
                          help="A is a fleet id and B one of its hosts: that host against "
                               "the pooled repetitions of the fleet's other hosts")
@@ -226,11 +243,14 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             floors = _floors(store, *a)
     finally:
         store.close()
+    side_a, side_b = _filtered(side_a, args), _filtered(side_b, args)
+    _check_metric_patterns(args.metric or (), side_a, side_b)
     result = compare_sides(side_a, side_b, metrics=args.metric or (), alpha=args.alpha,
                            threshold_pct=args.threshold, paired=not args.unpaired,
                            floors=floors)
     if args.format == "json":
-        print(comparison_json(result, side_a.label, side_b.label, args.alpha, args.threshold))
+        write_document(out, comparison_json(result, side_a.label, side_b.label, args.alpha,
+                                            args.threshold))
         return 0
     for note in notes:
         err.print(f"forced: {note}", style="yellow", markup=False)
@@ -241,6 +261,29 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     for line in comparison_footer(result):
         out.print(line, markup=False)
     return 0
+
+
+def _filtered(side: Any, args: argparse.Namespace) -> Any:
+    """``side`` with only the cells ``--only``/``--exclude`` select; none left is bad
+    input (the message lists the closest cells)."""
+    if not (args.only or args.exclude):
+        return side
+    keep = {key for key in side.values if selected(key[0], args.only, args.exclude)}
+    if not keep:
+        raise no_match_error(args.only or args.exclude,
+                             sorted({key[0] for key in side.values}), "cell")
+    return dataclasses.replace(
+        side, values={k: v for k, v in side.values.items() if k in keep},
+        repetitions={k: v for k, v in side.repetitions.items() if k in keep})
+
+
+def _check_metric_patterns(patterns: Sequence[str], a: Any, b: Any) -> None:
+    """Every ``--metric`` pattern names a metric one side measured; a typo is bad input
+    and the message lists the closest metrics."""
+    metrics = sorted({key[2] for side in (a, b) for key in side.values})
+    for pattern in patterns:
+        if not any(fnmatch.fnmatchcase(m, pattern) for m in metrics):
+            raise no_match_error([pattern], metrics, "metric")
 
 
 def comparison_header(label_a: str, label_b: str, alpha: float, threshold: float,

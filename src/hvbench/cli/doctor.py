@@ -10,12 +10,21 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.cli.common import warn_tcg
+from hvbench.cli.common import (
+    DeprecatedAlias,
+    add_format_option,
+    add_output_option,
+    warn_tcg,
+    write_document,
+)
 
 
 def register(sub: Any) -> None:
     doctor = sub.add_parser("doctor", help="what this host can do (KVM, QEMU, tools, cgroups)")
-    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    add_format_option(doctor)
+    add_output_option(doctor)
+    doctor.add_argument("--json", action=DeprecatedAlias, nargs=0, dest="format",
+                        const="json", replacement="--format json", help=argparse.SUPPRESS)
     doctor.add_argument("--refresh", action="store_true",
                         help="re-probe KVM and re-time libvirt's start (ignore the cache)")
     doctor.add_argument("--timeout", type=float, default=20.0,
@@ -27,8 +36,8 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.platforms.doctor import collect, render
 
     report = collect(refresh=args.refresh, timeout=args.timeout)
-    if args.json:
-        print(json.dumps(report, indent=2))
+    if args.format == "json":
+        write_document(out, json.dumps(report, indent=2))
         return 0
     out.print(doctor_table(render(report)))
     warn_tcg(err, report["accelerator"])

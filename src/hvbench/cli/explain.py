@@ -5,14 +5,24 @@ verdicts are the report model's (:attr:`hvbench.report.model.RunReport.verdicts`
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from hvbench.analysis.verify import DEFAULT_REPETITIONS
-from hvbench.cli.common import add_db_option, add_run_argument, db_of, run_id_of, warn_tcg
+from hvbench.cli.common import (
+    add_cell_filters,
+    add_db_option,
+    add_format_option,
+    add_output_option,
+    add_run_argument,
+    db_of,
+    no_match_error,
+    run_id_of,
+    selected,
+    warn_tcg,
+)
 from hvbench.errors import SpecError
 
 if TYPE_CHECKING:
@@ -25,10 +35,9 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     explain = sub.add_parser("explain", help="name the bottleneck of every cell of a run")
     add_run_argument(explain)
-    explain.add_argument("--cell", metavar="PATTERN",
-                         help="only cells PLATFORM/WORKLOAD/PHASE matching this shell "
-                              "pattern, e.g. 'vm-*/iozone/*'")
-    explain.add_argument("--format", choices=("table", "json"), default="table")
+    add_cell_filters(explain, what="cells PLATFORM/WORKLOAD/PHASE", old_name="--cell")
+    add_format_option(explain)
+    add_output_option(explain)
     explain.add_argument("--verify", action="store_true",
                          help="re-run each named cause's fix beside the original platform "
                               "(an A/B study in ABBA order, stored as its own run) and say "
@@ -43,11 +52,11 @@ def register(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
-    """Every verdict (or those ``--cell`` selects) as text or JSON; exit 1 when the
-    pattern selects no cell.
+    """Every verdict (or those ``--only``/``--exclude`` select) as text or JSON.
 
     Raises:
-        SpecError: no such run (or an ambiguous prefix).
+        SpecError: no such run (or an ambiguous prefix); the patterns select no cell
+            (the message lists the closest cells).
         StoreError: the database cannot be read.
     """
     from hvbench.report.diagnosis import explain_lines, verdict_json
@@ -60,8 +69,10 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise SpecError(f"--repetitions: expected at least 3 A/B pairs, got {args.repetitions}")
     with Store(db_of(args), create=False) as store:
         report = load_run_report(store, run_id_of(store, args), monitors=[], steady=False)
-        verdicts = [v for v in report.verdicts
-                    if args.cell is None or fnmatch.fnmatchcase(v.cell, args.cell)]
+        verdicts = [v for v in report.verdicts if selected(v.cell, args.only, args.exclude)]
+        if not verdicts and (args.only or args.exclude):
+            raise no_match_error(args.only or args.exclude,
+                                 [v.cell for v in report.verdicts], "cell")
         if args.verify and verdicts:
             return _verify(args, store, report, verdicts, out=out, err=err)
     if args.format == "json":
@@ -73,9 +84,6 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         for verdict in verdicts:
             for line in explain_lines(verdict):
                 out.print(line, markup=False, highlight=False, soft_wrap=True)
-    if not verdicts:
-        err.print(f"no cell matches {args.cell!r}", style="red", markup=False)
-        return 1
     return 0
 
 

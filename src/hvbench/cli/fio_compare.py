@@ -28,7 +28,8 @@ def register(sub: Any) -> None:
     fio.add_argument("--rw", default="write", help="fio rw mode (default write)")
     fio.add_argument("--bs", default="64K", help="block size (default 64K)")
     fio.add_argument("--size", default="64M", help="bytes of I/O per job (default 64M)")
-    fio.add_argument("--boot-timeout", type=float, default=60.0)
+    fio.add_argument("--boot-timeout", type=float, default=60.0, metavar="S",
+                     help="seconds the guest may take to boot (default 60)")
     fio.set_defaults(handler=handle)
 
 

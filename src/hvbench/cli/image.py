@@ -8,6 +8,8 @@ from typing import Any
 
 from rich.console import Console
 
+from hvbench.cli.common import add_format_option, add_output_option, write_document
+
 
 def register(sub: Any) -> None:
     image = sub.add_parser("image", help="the bundled guest image")
@@ -15,8 +17,10 @@ def register(sub: Any) -> None:
     build = image_sub.add_parser("build", help="build (or reuse) the guest image")
     build.add_argument("--force", action="store_true", help="rebuild even if cached")
     build.set_defaults(handler=handle_build)
-    image_sub.add_parser("info", help="print the cached image's manifest").set_defaults(
-        handler=handle_info)
+    info = image_sub.add_parser("info", help="print the cached image's manifest")
+    add_format_option(info)
+    add_output_option(info)
+    info.set_defaults(handler=handle_info)
 
 
 def handle_build(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -39,5 +43,22 @@ def handle_info(args: argparse.Namespace, out: Console, err: Console) -> int:
     info = {"key": image.key, "kernel_release": image.kernel_release,
             "kernel": str(image.kernel), "initrd": str(image.initrd),
             "packages": image.packages}
-    print(json.dumps(info, indent=2))
+    if args.format == "json":
+        write_document(out, json.dumps(info, indent=2))
+    else:
+        for line in image_lines(info):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
+
+
+def image_lines(info: dict[str, Any]) -> list[str]:
+    """The manifest for reading, one ``field: value`` line each (paths whole, to copy);
+    the package list (a few hundred entries) is counted: ``--format json`` has it
+    (pure)."""
+    width = max(len(key) for key in info)
+    lines = []
+    for key, value in info.items():
+        shown = f"{len(value)} Debian packages (--format json lists them)" \
+            if isinstance(value, dict | list) else value
+        lines.append(f"{key.replace('_', ' ') + ':':<{width + 1}} {shown}")
+    return lines

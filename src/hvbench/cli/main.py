@@ -8,10 +8,13 @@ of one signature, :data:`hvbench.cli.common.Handler`: ``(args, out, err) -> exit
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
 import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import NoReturn
 
 from rich.console import Console
 
@@ -32,9 +35,9 @@ from hvbench.cli import (
     tune,
     worker,
 )
-from hvbench.cli.common import Handler
+from hvbench.cli.common import Handler, output_console
 from hvbench.cli.version import VersionAction
-from hvbench.errors import HvbenchError, InterruptedRun
+from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.host import interrupt, proctree
 from hvbench.platforms.registry import REGISTRY
 
@@ -47,13 +50,54 @@ COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain,
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="hvbench", description="Measure what virtualization costs I/O.")
     parser.add_argument("--version", action=VersionAction)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=SuggestingParser)
     for command in COMMANDS:
         command.register(sub)
     return parser
+
+
+class SuggestingParser(argparse.ArgumentParser):
+    """An argument parser whose "invalid choice" errors (a mistyped command, action or
+    ``--format``) end with the closest valid choice. Usage errors exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.format_usage()}{self.prog}: error: "
+                     f"{with_suggestion(message, option_names(self))}\n")
+
+
+def option_names(parser: argparse.ArgumentParser) -> list[str]:
+    """Every ``--option`` of ``parser`` and of its commands, hidden aliases left out."""
+    names: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                names += option_names(child)
+        elif action.help != argparse.SUPPRESS:
+            names += [o for o in action.option_strings if o.startswith("--")]
+    return sorted(set(names))
+
+
+def with_suggestion(message: str, options: Sequence[str] = ()) -> str:
+    """argparse's ``invalid choice: 'X' (choose from 'a', 'b')`` plus "did you mean"
+    the closest choice, and ``unrecognized arguments: --fromat`` plus the closest of
+    ``options`` (pure; other messages unchanged)."""
+    unknown = re.search(r"unrecognized arguments: (.*)$", message)
+    if unknown is not None:
+        words = [w.split("=")[0] for w in unknown.group(1).split() if w.startswith("--")]
+        close = [m for w in words for m in difflib.get_close_matches(w, options, n=1,
+                                                                       cutoff=0.75)]
+        return f"{message}; did you mean {close[0]!r}?" if close else message
+    match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if match is None:
+        return message
+    choices = re.findall(r"'([^']*)'", match.group(2)) or \
+        [c.strip() for c in match.group(2).split(",")]
+    close = difflib.get_close_matches(match.group(1), choices, n=1, cutoff=0.5)
+    return f"{message}; did you mean {close[0]!r}?" if close else message
 
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
@@ -82,7 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                signal.SIGINT)}
     try:
         handler: Handler = args.handler
-        return handler(args, out, err)
+        with output_console(args, out) as target:
+            return handler(args, target, err)
     except BrokenPipeError:
         # `hvbench report | head`: the reader left; not an error worth a traceback.
         sys.stderr.close()
@@ -91,7 +136,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         signum = exc.signum if isinstance(exc, InterruptedRun) else signal.SIGINT
         return _stop_interrupted(signum)
     except HvbenchError as exc:
-        err.print(f"hvbench: error: {exc}", style="red", markup=False, soft_wrap=True)
+        # A study's problems are one line each: each gets the prefix.
+        lines = str(exc).splitlines() if isinstance(exc, SpecError) else [str(exc)]
+        for line in lines or [""]:
+            err.print(f"hvbench: error: {line}", style="red", markup=False, soft_wrap=True)
         return exc.exit_code
     finally:
         REGISTRY.stop_all()

@@ -20,7 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from hvbench.cli.common import add_db_option, db_of, short_number
+from hvbench.cli.common import add_cell_filters, add_db_option, db_of, short_number
 from hvbench.errors import SpecError
 from hvbench.store.database import Store
 
@@ -40,10 +40,7 @@ def register(sub: Any) -> None:
                     "same cell (an A/A pair). compare never calls a difference inside it "
                     "significant; check bounds may be a multiple of it.")
     noise.add_argument("study", nargs="?", help="study file (default: examples/quick.toml)")
-    noise.add_argument("--only", action="append", default=[], metavar="PATTERN",
-                       help="cells to measure (shell pattern, repeatable)")
-    noise.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
-                       help="cells to leave out (shell pattern, repeatable)")
+    add_cell_filters(noise, what="cells to measure")
     noise.add_argument("--pairs", type=int, default=DEFAULT_PAIRS,
                        help=f"A/A pairs per cell (default {DEFAULT_PAIRS}; 3 at least)")
     noise.add_argument("--from", dest="from_run", metavar="RUN",

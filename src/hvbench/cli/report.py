@@ -5,6 +5,7 @@ one report model (:func:`hvbench.report.model.load_run_report`)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 from pathlib import Path
@@ -14,8 +15,11 @@ from rich.console import Console
 
 from hvbench.cli.common import (
     add_db_option,
+    add_format_option,
+    add_output_option,
     add_run_argument,
     db_of,
+    file_console,
     print_report,
     run_id_of,
 )
@@ -29,9 +33,8 @@ EXPORT_FORMATS = ("csv", "json-rows", "parquet", "html")
 def register(sub: Any) -> None:
     report = sub.add_parser("report", help="tables of a run (default: the latest)")
     add_run_argument(report)
-    report.add_argument("--format", choices=("table", "json", *EXPORT_FORMATS),
-                        default="table")
-    report.add_argument("-o", "--output", help="write to this file instead of stdout")
+    add_format_option(report, ("table", "json", *EXPORT_FORMATS))
+    add_output_option(report, console=False)
     add_db_option(report)
     report.add_argument(
         "--series", metavar="MONITOR:KEY[+KEY]",
@@ -68,7 +71,10 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         else:
             run_id = run_id_of(store, args)
             if args.format == "table":
-                print_report(store, run_id, out, err, findings=args.findings)
+                with contextlib.ExitStack() as stack:
+                    target = stack.enter_context(file_console(args.output)) \
+                        if args.output else out
+                    print_report(store, run_id, target, err, findings=args.findings)
                 return 0
             data = _document(store, run_id, args)
     if args.output:

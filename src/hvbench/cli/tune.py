@@ -10,7 +10,13 @@ from typing import Any
 
 from rich.console import Console
 
-from hvbench.cli.common import add_db_option, db_of, warn_tcg
+from hvbench.cli.common import (
+    add_db_option,
+    add_format_option,
+    add_output_option,
+    db_of,
+    warn_tcg,
+)
 from hvbench.cli.run import failure_lines, run_exit_code
 from hvbench.errors import SpecError
 from hvbench.store.database import Store
@@ -26,7 +32,8 @@ def register(sub: Any) -> None:
                            "again); on a finished one, print its answer")
     add_db_option(tune)
     tune.add_argument("--seed", type=int, help="the sampler's seed instead of the file's")
-    tune.add_argument("--format", choices=("table", "json"), default="table")
+    add_format_option(tune)
+    add_output_option(tune)
     tune.add_argument("--winner-dir", metavar="DIR",
                       help="also write the winner as platform.toml, qemu-args.txt, "
                            "libvirt-elements.xml and domain.xml into DIR")

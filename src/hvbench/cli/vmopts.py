@@ -20,7 +20,7 @@ def add_vm_options(parser: argparse.ArgumentParser) -> None:
     """Add the VmSpec options to ``parser``."""
     group = parser.add_argument_group("guest (VmSpec)")
     group.add_argument("--machine", default="q35", help="q35, pc or microvm (default q35)")
-    group.add_argument("--vcpus", type=int, default=1)
+    group.add_argument("--vcpus", type=int, default=1, help="guest vCPUs (default 1)")
     group.add_argument("--memory", default="512M", help="guest RAM, e.g. 512M or 1G")
     group.add_argument("--accel", default="auto", help="auto (probe KVM, else TCG), kvm, tcg")
     group.add_argument("--clocksource", default="auto",

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from hvbench.errors import SpecError
+from hvbench.model.problems import Loc, Where, problems
 
 Machine = Literal["q35", "pc", "microvm"]
 Accel = Literal["auto", "kvm", "tcg"]
@@ -358,20 +359,14 @@ def _check_microvm(spec: VmSpec) -> None:
             )
 
 
-def _error_path(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-def spec_error(exc: ValidationError, source: str) -> SpecError:
-    """Turn a pydantic error into a one-line :class:`SpecError` naming source and field."""
-    first = exc.errors()[0]
-    field = _error_path(tuple(first["loc"]))
-    message = str(first["msg"]).removeprefix("Value error, ")
-    more = f" (and {exc.error_count() - 1} more problems)" if exc.error_count() > 1 else ""
-    return SpecError(f"{source}: {field}: {message}{more}")
+def spec_error(exc: ValidationError, source: str | Where, *,
+               model: type[BaseModel] | None = None,
+               renames: Mapping[Loc, Loc] | None = None) -> SpecError:
+    """Turn a pydantic error into a :class:`SpecError` with one line per problem, each
+    naming the source (file and line for a :class:`Where`), the field as the input
+    spells it (``renames``) and what was expected; "did you mean" for an unknown field
+    of ``model`` or an unknown choice (:mod:`hvbench.model.problems`)."""
+    return SpecError("\n".join(problems(exc, source, model=model, renames=renames)))
 
 
 def vm_spec_from_mapping(data: Mapping[str, Any], source: str = "VmSpec") -> VmSpec:
@@ -382,4 +377,4 @@ def vm_spec_from_mapping(data: Mapping[str, Any], source: str = "VmSpec") -> VmS
     try:
         return VmSpec.model_validate(dict(data))
     except ValidationError as exc:
-        raise spec_error(exc, source) from exc
+        raise spec_error(exc, source, model=VmSpec) from exc

@@ -17,9 +17,9 @@ import itertools
 import random
 import re
 import tomllib
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -35,6 +35,7 @@ from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
+from hvbench.model.problems import Loc, TomlLines, Where, did_you_mean, joined, printable
 from hvbench.model.rates import Rate, check_rate, is_relative, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import (
@@ -46,6 +47,8 @@ from hvbench.model.spec import (
     source_kind,
     spec_error,
 )
+
+T = TypeVar("T")
 
 DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
 #: The phases of each profile, in the order they run (later phases reuse earlier files).
@@ -670,16 +673,16 @@ def _printable(text: str) -> str:
     return text if text.isprintable() else repr(text)
 
 
-def _where(path: str, section: str, index: int, values: Mapping[str, Any]) -> str:
-    where = f"{path}: {section}[{index}]"
+def _where(path: str, section: str, index: int, values: Mapping[str, Any],
+           lines: TomlLines | None = None) -> Where:
+    variant = ""
     if values:
-        where += " (variant " + ", ".join(f"{k}={_printable(value_text(v))}"
-                                          for k, v in values.items())
-        where += ")"
-    return where
+        variant = " (variant " + ", ".join(f"{k}={_printable(value_text(v))}"
+                                           for k, v in values.items()) + ")"
+    return Where(path, section, index, variant, lines)
 
 
-def _check_filters(entry: Mapping[str, Any], where: str) -> None:
+def _check_filters(entry: Mapping[str, Any], where: str | Where) -> None:
     for key in ("only", "exclude"):
         value = entry.get(key, [])
         if not isinstance(value, list) or not all(isinstance(p, dict) for p in value):
@@ -690,7 +693,7 @@ def _check_filters(entry: Mapping[str, Any], where: str) -> None:
     _check_variant_name(entry.get("name"), where)
 
 
-def _check_variant_name(name: object, where: str) -> None:
+def _check_variant_name(name: object, where: str | Where) -> None:
     """Names (given, or derived from the values that vary) carry no control character:
     they are printed, stored and used in file names."""
     problem = name_problem(name) if isinstance(name, str) else None
@@ -698,26 +701,33 @@ def _check_variant_name(name: object, where: str) -> None:
         raise SpecError(f"{where}: name {name!r}: {problem}")
 
 
-def _platform_spec(concrete: dict[str, Any], where: str) -> PlatformSpec:
+#: The platform kinds a study may declare.
+PLATFORM_KINDS = ("native", "qemu", "libvirt")
+#: The fields of a native platform besides kind and name.
+NATIVE_FIELDS = ("memory_mib", "disk")
+
+
+def _platform_spec(concrete: dict[str, Any], where: Where) -> PlatformSpec:
     kind = concrete.pop("kind", "qemu")
     if kind == "native":
-        extra = sorted(set(concrete) - {"memory_mib", "disk"})
+        extra = sorted(set(concrete) - set(NATIVE_FIELDS))
         if extra:
-            raise SpecError(f"{where}: {extra[0]}: a native platform takes no fields "
-                            "besides kind, name, memory_mib and disk")
+            raise joined([where.error(key, "a native platform takes no fields besides "
+                                           "kind, name, memory_mib and disk"
+                                      + did_you_mean(key, NATIVE_FIELDS)) for key in extra])
         try:
             return NativePlatformSpec.model_validate(concrete)
         except ValidationError as exc:
-            raise spec_error(exc, where) from exc
-    if kind not in ("qemu", "libvirt"):
-        raise SpecError(f"{where}: kind: expected \"native\", \"qemu\" or \"libvirt\", "
-                        f"got {kind!r}")
+            raise spec_error(exc, where, model=NativePlatformSpec) from exc
+    if kind not in PLATFORM_KINDS[1:]:
+        raise where.error("kind", "expected \"native\", \"qemu\" or \"libvirt\", got "
+                                  f"{kind!r}{did_you_mean(str(kind), PLATFORM_KINDS)}")
     if kind == "libvirt":
         return _libvirt_spec(concrete, where)
     return QemuPlatformSpec(vm=_vm_spec(concrete, where))
 
 
-def _libvirt_spec(concrete: dict[str, Any], where: str) -> LibvirtPlatformSpec:
+def _libvirt_spec(concrete: dict[str, Any], where: Where) -> LibvirtPlatformSpec:
     uri = concrete.pop("uri", None)
     fields: dict[str, Any] = {} if uri is None else {"uri": uri}
     if "domain" in concrete:
@@ -727,31 +737,35 @@ def _libvirt_spec(concrete: dict[str, Any], where: str) -> LibvirtPlatformSpec:
     try:
         return LibvirtPlatformSpec.model_validate(fields)
     except ValidationError as exc:
-        raise spec_error(exc, where) from exc
+        raise spec_error(exc, where, model=LibvirtPlatformSpec) from exc
 
 
-def _vm_spec(concrete: dict[str, Any], where: str) -> VmSpec:
+def _vm_spec(concrete: dict[str, Any], where: Where) -> VmSpec:
+    renames: dict[Loc, Loc] = {}
     for one, many in (("disk", "disks"), ("nic", "nics")):
         if one in concrete:
             if many in concrete:
-                raise SpecError(f"{where}: {one}: give either {one} (one) or {many}, not both")
+                raise where.error(one, f"give either {one} (one) or {many}, not both")
             concrete[many] = [concrete.pop(one)]
+            # The study wrote one table: name it as written, not as the model's list.
+            renames[(many, 0)] = (one,)
     try:
         return VmSpec.model_validate(concrete)
     except ValidationError as exc:
-        raise spec_error(exc, where) from exc
+        raise spec_error(exc, where, model=VmSpec, renames=renames) from exc
 
 
-def _workload_spec(concrete: dict[str, Any], where: str) -> WorkloadSpec:
+def _workload_spec(concrete: dict[str, Any], where: Where) -> WorkloadSpec:
     kind = concrete.get("kind", "disk")
     model = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
     if model is None:
         kinds = ", ".join(f'"{k}"' for k in WORKLOAD_KINDS)
-        raise SpecError(f"{where}: kind: expected one of {kinds}, got {kind!r}")
+        raise where.error("kind", f"expected one of {kinds}, got {kind!r}"
+                                  + did_you_mean(str(kind), list(WORKLOAD_KINDS)))
     try:
         return model.model_validate(concrete)  # type: ignore[return-value]
     except ValidationError as exc:
-        raise spec_error(exc, where) from exc
+        raise spec_error(exc, where, model=model) from exc
 
 
 def _pop_rules(raw: Any, path: str) -> tuple[Any, dict[int, RepetitionRule]]:
@@ -764,24 +778,27 @@ def _pop_rules(raw: Any, path: str) -> tuple[Any, dict[int, RepetitionRule]]:
     return [{k: v for k, v in e.items() if k != "repetitions"} for e in raw], rules
 
 
-def _variants(raw: Any, section: str, path: str) -> list[Variant]:
-    return [v for v, _ in _indexed_variants(raw, section, path)]
+def _variants(raw: Any, section: str, path: str,
+              lines: TomlLines | None = None) -> list[Variant]:
+    return [v for v, _ in _indexed_variants(raw, section, path, lines)]
 
 
-def _indexed_variants(raw: Any, section: str, path: str) -> list[tuple[Variant, int]]:
-    """Every variant with the index of the entry it came from."""
+def _indexed_variants(raw: Any, section: str, path: str,
+                      lines: TomlLines | None = None) -> list[tuple[Variant, int]]:
+    """Every variant with the index of the entry it came from. Raises
+    :class:`SpecError` listing the problem of every entry that has one (the first
+    variant's problem for an entry that expands to several)."""
     if not isinstance(raw, list) or not raw or not all(isinstance(e, dict) for e in raw):
         raise SpecError(f"{path}: {section}: expected at least one [[{section}]] table")
     out: list[tuple[Variant, int]] = []
+    errors: list[SpecError] = []
     for index, entry in enumerate(raw):
-        _check_filters(entry, f"{path}: {section}[{index}]")
-        base = entry.get("name") or _default_name(section, entry)
-        for name, concrete, values in expand_entry(entry, base):
-            where = _where(path, section, index, values)
-            _check_variant_name(name, where)
-            spec = (_platform_spec(concrete, where) if section == "platform"
-                    else _workload_spec(concrete, where))
-            out.append((Variant(name, spec, values), index))
+        try:
+            out += _entry_variants(entry, section, path, index, lines)
+        except SpecError as exc:
+            errors.append(exc)
+    if errors:
+        raise joined(errors)
     names = [v.name for v, _ in out]
     for name in names:
         if names.count(name) > 1:
@@ -789,6 +806,21 @@ def _indexed_variants(raw: Any, section: str, path: str) -> list[tuple[Variant, 
                             "give the entries distinct names")
     if not out:
         raise SpecError(f"{path}: {section}: the only/exclude filters removed every variant")
+    return out
+
+
+def _entry_variants(entry: dict[str, Any], section: str, path: str, index: int,
+                    lines: TomlLines | None) -> list[tuple[Variant, int]]:
+    """The variants of one ``[[platform]]`` or ``[[workload]]`` entry."""
+    _check_filters(entry, Where(path, section, index, lines=lines))
+    base = entry.get("name") or _default_name(section, entry)
+    out: list[tuple[Variant, int]] = []
+    for name, concrete, values in expand_entry(entry, base):
+        where = _where(path, section, index, values, lines)
+        _check_variant_name(name, where)
+        spec = (_platform_spec(concrete, where) if section == "platform"
+                else _workload_spec(concrete, where))
+        out.append((Variant(name, spec, values), index))
     return out
 
 
@@ -851,24 +883,20 @@ def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int
     """:func:`parse_study` after TOML parsing and the overrides."""
     # [tune] is the search of `hvbench tune` (hvbench.model.tune validates it); a run of
     # the study itself measures the platforms as declared and leaves it aside.
-    unknown = sorted(set(raw) - {"study", "platform", "workload", "lab", "scenario", "tune"})
-    if unknown:
-        raise SpecError(f"{path}: {unknown[0]}: unknown section (expected [study], "
-                        "[lab], [[platform]], [[workload]], [[scenario]] and [tune])")
-    study_raw = raw.get("study", {})
-    try:
-        if isinstance(study_raw, dict) and isinstance(study_raw.get("repetitions"), dict):
-            # Checked alone first, so a message names the field the user wrote.
-            AdaptiveRepetitions.model_validate(study_raw["repetitions"])
-    except ValidationError as exc:
-        raise spec_error(exc, f"{path}: study: repetitions") from exc
-    try:
-        section = StudySection.model_validate(study_raw)
-    except ValidationError as exc:
-        raise spec_error(exc, f"{path}: study") from exc
-    platforms = _variants(raw.get("platform"), "platform", path)
-    workload_entries, rules = _pop_rules(raw.get("workload"), path)
-    indexed = _indexed_variants(workload_entries, "workload", path)
+    lines = TomlLines(text)
+    # The sections' names, the study table and every platform and workload entry are
+    # checked before the first problem is raised: the message lists all of them.
+    errors: list[SpecError] = []
+    _collect(errors, lambda: _check_sections(raw, path, lines))
+    section = _collect(errors, lambda: _study_section(raw.get("study", {}), path, lines))
+    platforms = _collect(errors, lambda: _variants(raw.get("platform"), "platform", path,
+                                                   lines))
+    pair = _collect(errors, lambda: _pop_rules(raw.get("workload"), path))
+    indexed = _collect(errors, lambda: _indexed_variants(
+        pair[0] if pair else raw.get("workload"), "workload", path, lines))
+    if errors or section is None or platforms is None or pair is None or indexed is None:
+        raise joined(errors)
+    rules = pair[1]
     workloads = [v for v, _ in indexed]
     workload_rules = {v.name: rules[i] for v, i in indexed if i in rules}
     _check_ab(section, platforms, path)
@@ -889,6 +917,50 @@ def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int
         check_scenario_cell(cell, lab, path)
     return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
                  tuple(scenarios), workload_rules, overrides)
+
+
+#: The sections of a study file.
+SECTIONS = ("study", "platform", "workload", "lab", "scenario", "tune")
+
+
+def _check_sections(raw: Mapping[str, Any], path: str, lines: TomlLines) -> None:
+    """Every top-level name is a section of a study. Raises :class:`SpecError` naming
+    each unknown one with its line and the closest section."""
+    unknown = sorted(set(raw) - set(SECTIONS))
+    if unknown:
+        raise joined([SpecError(
+            f"{path}{_line_suffix(lines.header_line(name))}: {printable(name)}: unknown section"
+            f"{did_you_mean(name, SECTIONS)} (expected [study], [lab], [[platform]], "
+            "[[workload]], [[scenario]] and [tune])") for name in unknown])
+
+
+def _line_suffix(line: int | None) -> str:
+    return "" if line is None else f":{line}"
+
+
+def _study_section(study_raw: Any, path: str, lines: TomlLines) -> StudySection:
+    """The ``[study]`` table."""
+    where = Where(path, "study", lines=lines)
+    try:
+        if isinstance(study_raw, dict) and isinstance(study_raw.get("repetitions"), dict):
+            # Checked alone first, so a message names the field the user wrote.
+            AdaptiveRepetitions.model_validate(study_raw["repetitions"])
+    except ValidationError as exc:
+        raise spec_error(exc, where, model=AdaptiveRepetitions,
+                         renames={(): ("repetitions",)}) from exc
+    try:
+        return StudySection.model_validate(study_raw)
+    except ValidationError as exc:
+        raise spec_error(exc, where, model=StudySection) from exc
+
+
+def _collect(errors: list[SpecError], check: Callable[[], T]) -> T | None:
+    """``check()``, or None with its :class:`SpecError` appended to ``errors``."""
+    try:
+        return check()
+    except SpecError as exc:
+        errors.append(exc)
+        return None
 
 
 def _check_ab(section: StudySection, platforms: Sequence[Variant], path: str) -> None:
@@ -1032,7 +1104,8 @@ def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant],
         lab = LabSpec.model_validate(data)
     except ValidationError as exc:
         # Name the field as the file spells it: [[lab.host]], not the model's hosts.
-        message = str(spec_error(exc, f"{path}: lab")).replace("lab: hosts", "lab.host", 1)
+        message = str(spec_error(exc, f"{path}: lab", model=LabSpec)).replace(
+            "lab: hosts", "lab.host")
         raise SpecError(message) from exc
     if lab.host(NATIVE_SERVER_HOST) is not None:
         raise SpecError(f"{path}: lab.host: the name {NATIVE_SERVER_HOST!r} is reserved for "

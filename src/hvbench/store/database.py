@@ -132,6 +132,13 @@ class StoreError(HvbenchError):
     """
 
 
+class MissingStoreError(StoreError):
+    """The database a command reads does not exist: a wrong ``--db`` or
+    ``$HVBENCH_DB`` is bad input (exit 2)."""
+
+    exit_code = 2
+
+
 def utc_now() -> str:
     """The current time as ISO 8601 UTC with seconds, the format of every stored timestamp."""
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -193,7 +200,7 @@ class Store(StopOnExit):
             self.path = Path(target)
             self.location = str(self.path)
             if not create and not self.path.is_file():
-                raise StoreError(f"no results database at {self.path}")
+                raise MissingStoreError(f"no results database at {self.path}")
             url = URL.create("sqlite+pysqlite", database=str(self.path))
         self._engine = self._make_engine(url)
         try:
