@@ -63,7 +63,9 @@ from hvbench.analysis.summaries import (
     PhaseStats,
     Row,
     compared_to_native,
+    cov_text,
     fmt_value,
+    grouped_warnings,
     mean_ci_text,
     pct_of_native_text,
     phase_key,
@@ -90,6 +92,7 @@ from hvbench.analysis.trends import (
 from hvbench.errors import SpecError
 from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.study import LIFECYCLE_PHASES
+from hvbench.report.diagnosis import DIAGNOSIS_NOTE, CellBlock, FixGroup
 from hvbench.report.plots import (
     BarChart,
     Interval,
@@ -200,8 +203,10 @@ class ReportInput:
     platforms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: How the guests' kernels were booted (mitigations, extra words), one line each.
     guest_kernel: Sequence[str] = ()
-    #: The verdicts of ``hvbench explain`` as a table (None: nothing diagnosed).
-    diagnosis: TextTable | None = None
+    #: The verdicts of ``hvbench explain`` grouped by fix (empty: nothing diagnosed).
+    diagnosis: Sequence[FixGroup] = ()
+    #: The one-sentence summary at the top (None: no guest compared with native).
+    headline: str | None = None
     #: (workload, phase) -> platform -> its completion-latency CDF (ms, share) from
     #: fio's histograms; empty for runs without them.
     latency: Mapping[tuple[str, str], Mapping[str, Sequence[tuple[float, float]]]] = field(
@@ -215,6 +220,8 @@ class ReportInput:
     #: A fleet run's host run: the fleet's tables (:func:`hvbench.report.fleet.
     #: fleet_tables`); empty otherwise.
     fleet: Sequence[TextTable] = ()
+    #: The report's warnings (None: those of the summaries alone).
+    warnings: Sequence[str] | None = None
 
 
 def _overrides_note(env: Mapping[str, Any]) -> str:
@@ -368,10 +375,9 @@ def summary_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[s
                 continue
             s = per[platform]
             rows.append([item.phase, platform,
-                         f"{fmt_value(s.mean)} ± {fmt_value(s.ci95_half_width)} "
-                         f"{short_label(metric)}",
+                         mean_ci_text(s, short_label(metric)),
                          _pct_text(per, platform, native, metric),
-                         "-" if s.cov_pct is None else f"{s.cov_pct:.1f}", str(s.n),
+                         cov_text(s), str(s.n),
                          *(_mean_text(item, m, platform)
                            for m in ("iops", "lat_p99_ms", "cpu_pct"))])
     return rows
@@ -621,6 +627,13 @@ font-size:1.1em}
 figure{margin:1em 0}figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:1em;overflow:auto}
 nav a{margin-right:1em}details{display:inline}summary{cursor:pointer;color:#555}
+.headline{font-size:1.15em;font-weight:bold;margin:.8em 0}
+.fixgroup{margin:1em 0}.fix{margin:.3em 0}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(24em,1fr));gap:.6em}
+.card{border:1px solid #ccc;border-radius:4px;padding:.3em .7em;text-align:left;
+font-size:.85em}.card h3{font-size:1em;margin:.2em 0}.card .pct{font-weight:normal;
+color:#555}.card dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em .6em;
+margin:.3em 0}.card dt{color:#555}.card dd{margin:0}
 """
 
 
@@ -675,25 +688,15 @@ def _header(data: ReportInput) -> str:
     env = [(label, _env_value(key, data.env.get(key))) for key, label in ENV_FIELDS
            if key in data.env]
     env += [("guest kernel", line) for line in data.guest_kernel]
-    parts = [f"<h1>hvbench report: {_e(data.study_name)}</h1>",
-             _table(["", ""], meta, left=2)]
+    parts = [f"<h1>hvbench report: {_e(data.study_name)}</h1>"]
+    if data.headline:
+        parts.append(f'<p class="headline">{_e(data.headline[0].upper())}'
+                     f"{_e(data.headline[1:])}.</p>")
+    parts.append(_table(["", ""], meta, left=2))
     if data.env.get("accelerator") == "tcg":
         parts.append(f'<div class="banner" role="alert">{_e(TCG_BANNER)}</div>')
     parts += ['<h2 id="environment">Environment</h2>', _table(["", ""], env, left=2)]
     return "\n".join(parts)
-
-
-def grouped_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """(message, where it applies) for report warnings (``where: message``), one entry
-    per distinct message in order of first appearance: with 28 platforms and 2
-    repetitions the same advice would otherwise fill pages."""
-    groups: dict[str, list[str]] = {}
-    for warning in warnings:
-        where, sep, message = warning.partition(": ")
-        if not sep:
-            where, message = "", warning
-        groups.setdefault(message, []).append(where)
-    return list(groups.items())
 
 
 def _warning_item(message: str, places: Sequence[str]) -> str:
@@ -703,16 +706,19 @@ def _warning_item(message: str, places: Sequence[str]) -> str:
             f"{_e(', '.join(places))}</details></li>")
 
 
-def _problems(stats: Sequence[PhaseStats], failures: Sequence[tuple[str, int, str]]) -> str:
-    warnings = grouped_warnings(warnings_for(stats))
+def _problems(stats: Sequence[PhaseStats], failures: Sequence[tuple[str, int, str]],
+              found: Sequence[str] | None = None) -> str:
+    """The warnings (``found``: the report's; None: those of ``stats`` alone) and the
+    failed repetitions."""
+    warnings = grouped_warnings(warnings_for(stats) if found is None else found)
     parts = ['<h2 id="warnings">Stability warnings</h2>']
     if warnings:
         parts.append('<div class="warn"><ul>' + "".join(_warning_item(message, places)
                                                          for message, places in warnings)
                      + "</ul></div>")
     else:
-        parts.append("<p>None: every throughput metric has at least 3 repetitions and a "
-                     "CoV within 10 %.</p>")
+        parts.append("<p>None: every throughput metric has the repetitions planned (at "
+                     "least 3 for a CoV) and a CoV within 10 %.</p>")
     if failures:
         parts.append('<div class="fail"><p>Failed repetitions (not in the numbers):</p><ul>'
                      + "".join(f"<li>{_e(c)} rep {r + 1}: {_e(err)}</li>"
@@ -905,12 +911,26 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
     return "\n".join(parts)
 
 
-def _diagnosis_section(table: TextTable | None) -> str:
-    if table is None:
+def _card(block: CellBlock) -> str:
+    pct = f' <span class="pct">{_e(block.pct)}</span>' if block.pct else ""
+    items = "".join(f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in block.lines)
+    return f'<div class="card"><h3>{_e(block.cell)}{pct}</h3><dl>{items}</dl></div>'
+
+
+def _diagnosis_section(groups: Sequence[FixGroup]) -> str:
+    """The Diagnosis as cards, one per cell, under the fix their dominant causes share
+    (printed once), as the terminal lays it out."""
+    if not groups:
         return ""
-    return ('<h2 id="diagnosis">Diagnosis</h2><p>The bottleneck of every cell from the '
-            "host-side evidence: the dominant cause first, its numbers next to native, "
-            "and the configuration change that removes it.</p>" + _text_table(table))
+    parts = ['<h2 id="diagnosis">Diagnosis</h2><p>The bottleneck of every cell from the '
+             "host-side evidence: the dominant cause, its numbers next to native, and "
+             f"the contributing causes. {_e(DIAGNOSIS_NOTE)}</p>"]
+    for group in groups:
+        fix = (f'<p class="fix"><b>fix:</b> {_e(group.fix)}</p>' if group.fix is not None
+               else '<p class="fix"><b>no fix:</b> no cause named</p>')
+        parts.append(f'<section class="fixgroup">{fix}<div class="cards">'
+                     + "".join(_card(b) for b in group.cells) + "</div></section>")
+    return "\n".join(parts)
 
 
 def _layers_section(table: TextTable | None) -> str:
@@ -1001,7 +1021,7 @@ def render_html(data: ReportInput) -> str:
              "tuning": data.tuning,
              "fleet": fleet_section(data.fleet)}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
-            _problems(stats, data.failures), *sections, *extra.values(),
+            _problems(stats, data.failures, data.warnings), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",
             _overrides_note(data.env),
             f"<p><small>hvbench {_e(data.env.get('hvbench_version', '?'))}, run "
