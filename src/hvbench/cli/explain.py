@@ -21,6 +21,8 @@ def register(sub: Any) -> None:
                          help="only cells PLATFORM/WORKLOAD/PHASE matching this shell "
                               "pattern, e.g. 'vm-*/iozone/*'")
     explain.add_argument("--format", choices=("table", "json"), default="table")
+    explain.add_argument("--verbose", action="store_true",
+                         help="also native and boot cells, and the rules that abstained")
     add_db_option(explain)
     explain.set_defaults(handler=handle)
 
@@ -33,7 +35,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         SpecError: no such run (or an ambiguous prefix).
         StoreError: the database cannot be read.
     """
-    from hvbench.report.diagnosis import explain_lines, verdict_json
+    from hvbench.report.diagnosis import diagnosis_groups, diagnosis_lines, verdict_json
     from hvbench.report.model import load_run_report
     from hvbench.store.database import Store
 
@@ -47,9 +49,12 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
                                    "verdicts": [verdict_json(v) for v in verdicts]}))
     else:
         warn_tcg(err, report.run.env.get("accelerator"))
-        for verdict in verdicts:
-            for line in explain_lines(verdict):
-                out.print(line, markup=False, highlight=False, soft_wrap=True)
+        # Cells under the fix they share, wrapped at the terminal's width; a --cell
+        # pattern or --verbose also shows native and boot cells and abstentions.
+        groups = diagnosis_groups(verdicts, verbose=args.verbose or args.cell is not None,
+                                  long=True)
+        for line in diagnosis_lines(groups, out.width):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
     if not verdicts:
         err.print(f"no cell matches {args.cell!r}", style="red", markup=False)
         return 1

@@ -150,7 +150,7 @@ def _block(v: Verdict, verbose: bool, long: bool) -> CellBlock:
             lines += _finding_lines("also", finding, v.tcg, long)
         else:
             lines.append(("also", _cause_text(finding, v.tcg)))
-    if v.abstained and (verbose or long):
+    if v.abstained and verbose:
         lines.append(("abstained", ", ".join(
             f"{rule} (missing {', '.join(missing)})" for rule, missing in v.abstained)))
     return CellBlock(v.cell, _pct(v), tuple(lines))
@@ -161,9 +161,9 @@ def diagnosis_groups(verdicts: Iterable[Verdict], *, verbose: bool = False,
     """The Diagnosis layout: the :func:`listed` cells in blocks, grouped by the fix of
     their dominant cause (in order of first appearance; cells without one last).
     ``long`` (``hvbench explain``): every contributing cause with its evidence and
-    fix, and the abstentions."""
+    fix; ``verbose``: native and boot cells too, and the abstentions."""
     groups: dict[str | None, list[CellBlock]] = {}
-    for v in listed(verdicts, verbose or long):
+    for v in listed(verdicts, verbose):
         fix = None if v.dominant is None or v.native else fix_text(v.dominant)
         groups.setdefault(fix, []).append(_block(v, verbose, long))
     ordered = [k for k in groups if k is not None] + ([None] if None in groups else [])

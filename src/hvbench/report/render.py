@@ -22,6 +22,7 @@ from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
 from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stages import stage_json, stage_tables
+from hvbench.analysis.stats import Summary
 from hvbench.analysis.summaries import (
     TextTable,
     compared_to_native,
@@ -153,13 +154,24 @@ def terminal_tables(report: RunReport, options: TerminalOptions = TerminalOption
     return tables + domain_io_tables(report)
 
 
-BRIEF_TITLE = "Summary: the headline metric of every phase (mean ± 95% CI, % of native)"
+BRIEF_TITLE = ("Summary: each phase's headline metric, native's mean ± 95% CI, the "
+               "guests' % of native")
+
+
+def _brief_text(per: Mapping[str, Summary], platform: str, native: str | None,
+                metric: str) -> str:
+    """A guest's % of native (short enough not to wrap), else the mean ± CI."""
+    if platform not in per:
+        return ""
+    if native and native != platform and native in per and compared_to_native(metric):
+        return pct_of_native_text(per, platform, native).split(" [")[0]
+    return mean_ci_text(per[platform])
 
 
 def brief_table(report: RunReport) -> TextTable:
     """``report --brief``'s main table: a row per phase, a column per platform (in the
-    order of first appearance), each the headline metric's mean ± CI and, for a guest
-    compared with native, its % of native."""
+    order of first appearance): native's headline mean ± CI, each guest's % of native
+    (its mean ± CI where there is no native to compare with, e.g. boot)."""
     platforms = list(dict.fromkeys(p for phase in report.phases for p in phase.platforms))
     rows = []
     for phase in report.phases:
@@ -167,17 +179,8 @@ def brief_table(report: RunReport) -> TextTable:
         if metric is None:
             continue
         per, native = phase.metrics[metric], report.natives.get(phase.workload)
-        texts = []
-        for platform in platforms:
-            if platform not in per:
-                texts.append("")
-                continue
-            text = mean_ci_text(per[platform])
-            if native and native != platform and compared_to_native(metric):
-                text += f" ({pct_of_native_text(per, platform, native).split(' [')[0]})"
-            texts.append(text)
-        unit = phase.units.get(metric, "")
-        rows.append((f"{phase.workload} / {phase.phase}", unit, *texts))
+        rows.append((f"{phase.workload}/{phase.phase}", phase.units.get(metric, ""),
+                     *(_brief_text(per, p, native, metric) for p in platforms)))
     return TextTable(BRIEF_TITLE, ("phase", "unit", *platforms), tuple(rows), left=2)
 
 
