@@ -36,6 +36,7 @@ and an ``idle`` phase's metrics are tabled.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import fnmatch
 import html
 import re
@@ -103,6 +104,7 @@ from hvbench.report.plots import (
     VLine,
     grouped_bars,
     latency_cdf,
+    platform_colors,
     stacked_bars,
     time_series_grid,
     trend_lines,
@@ -624,7 +626,7 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}
 font-size:1.1em}
 .warn{background:#fff6d6;border-left:4px solid #e0a800;padding:.4em 1em}
 .fail{background:#fde8e8;border-left:4px solid #c00;padding:.4em 1em}
-figure{margin:1em 0}figure img{max-width:100%;height:auto;display:block}
+figure{margin:1em 0}figure img{width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:1em;overflow:auto}
 nav a{margin-right:1em}details{display:inline}summary{cursor:pointer;color:#555}
 .headline{font-size:1.15em;font-weight:bold;margin:.8em 0}
@@ -828,10 +830,11 @@ def _share_parts(shares: Sequence[PhaseShare]) -> list[str]:
 
 def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
         tuple[float, float]]]], natives: Mapping[str, str | None],
-        web: Iterable[str] = ()) -> str:
+        palette: Mapping[str, str], web: Iterable[str] = ()) -> str:
     """One CDF and tail plot per disk phase, and per web phase with a wrk pass
-    (workloads in ``web``), native dashed black (seed 001 reads latency per request;
-    the whole distribution shows where a mean hides a mode)."""
+    (workloads in ``web``), each platform in its ``palette`` colour, native dashed
+    (seed 001 reads latency per request; the whole distribution shows where a mean
+    hides a mode)."""
     if not latency:
         return ""
     web = set(web)
@@ -843,7 +846,8 @@ def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
     for (workload, phase), curves in latency.items():
         native = natives.get(workload)
         order = sorted(curves, key=lambda name: (name != native, name))
-        lines = [LatencyCurve(name, curves[name], native=name == native) for name in order]
+        lines = [LatencyCurve(name, curves[name], native=name == native,
+                              color=palette.get(name)) for name in order]
         title = f"{workload} / {phase}" + (" (wrk)" if workload in web else "")
         items = "requests" if workload in web else "I/Os"
         parts.append(figure(latency_cdf(title, lines, items),
@@ -895,8 +899,10 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
     parts = ['<h2 id="scenarios">Scenarios</h2>',
              "<p>Each qemu platform measured alone and in each scenario "
              "(<code>platform@scenario</code>).</p>"]
-    parts += [figure(grouped_bars(chart), chart.title, "Bars: the scenario's mean in % of "
-                      "the platform alone; whiskers: delta-method 95 % interval; dashed: alone.")
+    palette = report_palette(data)
+    parts += [figure(grouped_bars(dataclasses.replace(chart, colors=palette)), chart.title,
+                     "Bars: the scenario's mean in % of the platform alone; whiskers: "
+                     "delta-method 95 % interval; dashed: alone.")
               for chart in scenario_charts(report.degradation)]
     parts += [_text_table(t) for t in scenario_tables(report)]
     for workload, phase, panels in ondemand_figures(ondemand_series(data.rows, data.samples,
@@ -993,13 +999,21 @@ def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     return "<nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in links) + "</nav>"
 
 
+def report_palette(data: ReportInput) -> dict[str, str]:
+    """One colour per platform for every figure of this report (native always
+    :data:`~hvbench.report.plots.NATIVE_COLOR`), in the order the rows name them."""
+    return platform_colors(list(dict.fromkeys(r.platform for r in data.rows)),
+                           data.natives.values())
+
+
 def render_html(data: ReportInput) -> str:
     """The whole report as one HTML document (UTF-8 text, no external reference)."""
     stats = phase_stats(data.rows)
     by_workload = _by_workload(stats)
+    palette = report_palette(data)
     charts: dict[str, list[BarChart]] = defaultdict(list)
     for workload, chart in bar_charts(stats, data.natives):
-        charts[workload].append(chart)
+        charts[workload].append(dataclasses.replace(chart, colors=palette))
     sections = [_workload_section(w, items, charts[w], data.natives.get(w))
                 for w, items in by_workload.items()]
     cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
@@ -1015,7 +1029,7 @@ def render_html(data: ReportInput) -> str:
              "diagnosis": _diagnosis_section(data.diagnosis),
              "layers": _layers_section(data.layers),
              "latency": _latency_section(
-                 data.latency, data.natives,
+                 data.latency, data.natives, palette,
                  {r.workload for r in data.rows if r.metric.startswith("wrk_")}),
              "findings": _findings_section(data.findings),
              "tuning": data.tuning,
