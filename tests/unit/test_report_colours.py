@@ -36,7 +36,8 @@ def test_every_figure_gives_a_platform_the_same_colour(
                               strict=True)), svg))
         return svg
 
-    real_bars, real_cdf = html_module.grouped_bars, html_module.latency_cdf
+    real_bars = html_module.grouped_bars  # type: ignore[attr-defined]
+    real_cdf = html_module.latency_cdf  # type: ignore[attr-defined]
     monkeypatch.setattr(html_module, "grouped_bars", watch_bars)
     monkeypatch.setattr(html_module, "latency_cdf", watch_cdf)
     run = scratch_copy("storage", tmp_path)
