@@ -27,13 +27,13 @@ def _diagnosis_part(text: str) -> str:
     """The run header with its headline and the Diagnosis to its end: the phase tables
     between them are the other goldens' (tests/fixtures/runs)."""
     lines = text.splitlines(keepends=True)
+    first_table = next(i for i, line in enumerate(lines) if line.startswith("┏"))
     start = next((i for i, line in enumerate(lines) if line.startswith("Diagnosis:")),
                  len(lines))
     end = next((i for i in range(start, len(lines)) if lines[i].startswith("libvirt")),
                len(lines))
-    head = [line for line in lines[:start] if not line.startswith(("│", "┃", "┏", "┡", "└"))
-            and "/" not in line.split(" ")[0]]
-    return "".join(head[:4] + lines[start:end])
+    # The line before the first table is that table's title.
+    return "".join(lines[:first_table - 1] + lines[start:end])
 
 
 @pytest.mark.parametrize("width", [80, 160])

@@ -124,12 +124,14 @@ def listed(verdicts: Iterable[Verdict], verbose: bool = False) -> list[Verdict]:
 
 def _finding_lines(label: str, finding: Finding, tcg: bool, long: bool
                    ) -> list[tuple[str, str]]:
+    # A contributing cause's own lines are indented under its "also".
+    pad = "" if label == "cause" else "  "
     lines = [(label, f"{_cause_text(finding, tcg)}: {finding.title}")]
-    lines += [("evidence", e) for e in finding.evidence]
+    lines += [(f"{pad}evidence", e) for e in finding.evidence]
     if long and label != "cause":
-        lines.append(("fix", fix_text(finding)))
+        lines.append((f"{pad}fix", fix_text(finding)))
     if finding.effect and (long or label == "cause"):
-        lines.append(("measured", finding.effect))
+        lines.append((f"{pad}measured", finding.effect))
     return lines
 
 
