@@ -300,9 +300,25 @@ def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
         return _svg(fig, tight=False)
 
 
+#: Line styles of a panel's lines (repetitions), cycled with :func:`_line_shades`.
+_LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _line_shades(count: int) -> list[str]:
+    """Shades of purple for a panel's lines (repetitions, not platforms): the
+    platforms' tab10 colours would read as platforms."""
+    from matplotlib import colormaps  # noqa: PLC0415 - as _colors
+    from matplotlib.colors import to_hex  # noqa: PLC0415 - as _colors
+
+    cmap = colormaps["Purples"]
+    return [to_hex(cmap(0.95 - 0.5 * i / max(count - 1, 1))) for i in range(count)]
+
+
 def _draw_panel(ax: Axes, panel: Panel, reference: float | None = None) -> None:
-    for line in panel.lines:
-        ax.plot(line.xs, line.ys, linewidth=0.9, label=line.label)
+    shades = _line_shades(len(panel.lines))
+    for index, line in enumerate(panel.lines):
+        ax.plot(line.xs, line.ys, linewidth=0.9, label=line.label, color=shades[index],
+                linestyle=_LINE_STYLES[index % len(_LINE_STYLES)])
     for marker in panel.vlines:
         ax.axvline(marker.x, color="0.35", linewidth=0.8,
                    linestyle=":" if marker.dotted else "--")
