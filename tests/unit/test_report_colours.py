@@ -62,3 +62,38 @@ def test_every_figure_gives_a_platform_the_same_colour(
     page = {base64.b64decode(data).decode()
             for data in SVG.findall((tmp_path / "out.html").read_text())}
     assert {svg for _, svg in seen} <= page
+
+
+def test_latency_curves_take_the_platforms_bar_colours(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    """The stored fixtures have no fio histograms: the quick rows with a CDF per
+    platform, rendered with both figure kinds watched."""
+    from tests.unit.test_report_html import report
+
+    bars: dict[str, set[str]] = {}
+    curves: dict[str, set[str]] = {}
+    real_bars = html_module.grouped_bars  # type: ignore[attr-defined]
+    real_cdf = html_module.latency_cdf  # type: ignore[attr-defined]
+
+    def watch_bars(chart: BarChart) -> str:
+        for name, colour in zip(chart.series, series_colors(chart.series, chart.colors),
+                                strict=True):
+            bars.setdefault(name, set()).add(colour)
+        return real_bars(chart)
+
+    def watch_cdf(title: str, lines: list[LatencyCurve], *args: Any) -> str:
+        svg = real_cdf(title, lines, *args)
+        for line in lines:
+            assert line.color is not None and line.color in svg
+            curves.setdefault(line.label, set()).add(line.color)
+        return svg
+
+    monkeypatch.setattr(html_module, "grouped_bars", watch_bars)
+    monkeypatch.setattr(html_module, "latency_cdf", watch_cdf)
+    points = [(0.1, 0.2), (0.5, 0.9), (2.0, 1.0)]
+    platforms = ("native", "guest.virtio-blk", "guest.ide")
+    html_module.render_html(report(latency={("dd", "read"): dict.fromkeys(platforms, points)}))
+    assert set(curves) == set(platforms)
+    for platform in platforms:
+        assert len(bars[platform]) == 1 and curves[platform] == bars[platform]
+    assert curves["native"] == {NATIVE_COLOR}
