@@ -19,7 +19,7 @@ from hvbench.analysis.diagnosis import (
 )
 from hvbench.model.spec import CacheMode, DiskBus, NetBackend, NicModel
 from hvbench.model.study import parse_study
-from hvbench.report.diagnosis import diagnosis_table, explain_lines, verdict_json
+from hvbench.report.diagnosis import diagnosis_groups, explain_lines, verdict_json
 from tests.unit.test_diagnosis import DISK, NATIVE, VM, _vm, model
 
 #: 16 requests in flight through libaio, as a workload definition stores it.
@@ -239,8 +239,11 @@ def test_unexplained_lists_the_metrics_furthest_from_native() -> None:
     assert any(u.startswith("res.disk.await_ms 40 vs 5 natively") for u in verdict.unusual)
     data = verdict_json(verdict)
     assert data["outcome"] == "unexplained" and data["unusual"] == list(verdict.unusual)
-    row = next(r for r in diagnosis_table([verdict]).rows)
-    assert row[2] == "unexplained" and "res.disk.await_ms" in row[3]
+    ((group),) = diagnosis_groups([verdict])
+    assert group.fix is None
+    lines = group.cells[0].lines
+    assert lines[0][0] == "outcome" and lines[0][1].startswith("unexplained")
+    assert ("furthest from native", verdict.unusual[0]) in lines
     assert any("furthest from native" in line for line in explain_lines(verdict))
 
 

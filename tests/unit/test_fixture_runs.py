@@ -56,7 +56,7 @@ def _environment(extra: dict[str, str]) -> Iterator[None]:
     saved = dict(os.environ)
     for key in ("FORCE_COLOR", "NO_COLOR", "CLICOLOR_FORCE", "HVBENCH_DB"):
         os.environ.pop(key, None)
-    os.environ.update(COLUMNS="160", **extra)
+    os.environ.update({"COLUMNS": "160", **extra})
     try:
         yield
     finally:
@@ -64,21 +64,22 @@ def _environment(extra: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def hvbench(cwd: Path, *args: str, env: dict[str, str] | None = None) -> Done:
+def hvbench(cwd: Path, *args: str, env: dict[str, str] | None = None,
+            width: int = 160) -> Done:
     """``hvbench ARGS`` as regenerate.sh runs it, in this process, from ``cwd`` (``env``:
-    more variables). stdout and stderr are captured as bytes: the consoles
-    ``hvbench.cli.main`` prints with are replaced for the call, and ``sys.stdout`` too
-    (documents are written to its buffer)."""
+    more variables; ``width``: the consoles' columns). stdout and stderr are captured
+    as bytes: the consoles ``hvbench.cli.main`` prints with are replaced for the call,
+    and ``sys.stdout`` too (documents are written to its buffer)."""
     from hvbench.cli import main as cli
 
     out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
     out_text = io.TextIOWrapper(out_bytes, encoding="utf-8", newline="", write_through=True)
     err_text = io.TextIOWrapper(err_bytes, encoding="utf-8", newline="", write_through=True)
     saved = (cli.out, cli.err)
-    with (_environment(env or {}), contextlib.chdir(cwd),
+    with (_environment({"COLUMNS": str(width), **(env or {})}), contextlib.chdir(cwd),
           contextlib.redirect_stdout(out_text), contextlib.redirect_stderr(err_text)):
-        cli.out = Console(file=out_text, width=160, highlight=False)
-        cli.err = Console(file=err_text, width=160, highlight=False)
+        cli.out = Console(file=out_text, width=width, highlight=False)
+        cli.err = Console(file=err_text, width=width, highlight=False)
         try:
             code = cli.main(list(args))
         finally:
@@ -137,7 +138,7 @@ class _Renders(dict[str, Rendered]):
             html = (cwd / "out.html").read_bytes()
         value = Rendered(name, run, cwd, reports, html,
                          hvbench(cwd, "explain", run, "--db", db, "--format", "json"),
-                         hvbench(cwd, "explain", run, "--db", db))
+                         hvbench(cwd, "explain", run, "--db", db, "--verbose"))
         self[name] = value
         return value
 
@@ -249,7 +250,7 @@ def test_explain_answers_for_every_cell(name: str, rendered: dict[str, Rendered]
     for verdict in verdicts:
         assert verdict["cell"] in text
         if verdict["dominant"] is not None:
-            assert f"dominant: {verdict['dominant']['rule']}" in text
+            assert f"cause: {verdict['dominant']['rule']}" in text
 
 
 def _everything_rendered(db: str, run: str) -> tuple[object, ...]:

@@ -86,8 +86,12 @@ def test_json_carries_extra_sections() -> None:
 
 
 def test_mean_ci_text() -> None:
-    assert mean_ci_text(summarize([10.0, 12.0, 14.0]), "s") == "12 ± 4.97 s"
-    assert mean_ci_text(summarize([1070.0])) == "1070"  # one repetition: no interval
+    # The interval to 2 significant digits, the value to the same decimal place.
+    assert mean_ci_text(summarize([10.0, 12.0, 14.0]), "s") == "12.0 ± 5.0 s"
+    assert mean_ci_text(summarize([2.52, 2.57, 2.62])) == "2.57 ± 0.12"
+    assert mean_ci_text(summarize([1000.0, 1500.0, 2000.0])) == "1500 ± 1242"
+    # one repetition: the value and n=1, no interval
+    assert mean_ci_text(summarize([1070.0])) == "1070 (n=1)"
     assert mean_ci_text(summarize([0.1 + 0.2, 0.3, 0.30000000000000004])) == "0.3 ± 0"
 
 

@@ -139,7 +139,7 @@ def test_missing_alone_and_single_repetition() -> None:
     assert single.pct_low is None and single.pct_high is None
     table = degradation_table([missing, single])
     assert table.rows[0][3] == "-" and table.rows[0][6] == MISSING_BASELINE
-    assert table.rows[1][3:] == ("900", "idle1", "450", "+50.0", "1/1")
+    assert table.rows[1][3:] == ("900 (n=1)", "idle1", "450 (n=1)", "+50.0", "1/1")
 
 
 def test_boot_time_is_not_compared() -> None:
@@ -235,13 +235,13 @@ def test_ondemand_rows() -> None:
     assert item.depth_pct is not None and item.depth_pct.mean == pytest.approx(40.0)
     table = ondemand_table([item])
     assert table.headers[2:4] == ("guest 1 start-up s", "guest 2 start-up s")
-    assert table.rows[0][2] == "12 ± 2.48 (asked at 4 s)"
+    assert table.rows[0][2] == "12.0 ± 2.5 (asked at 4 s)"
     assert ondemand_rows(idle_rows()) == []
 
 
 def test_ondemand_single_repetition_has_no_interval() -> None:
     (item,) = ondemand_rows(ondemand_cell_rows(reps=1))
-    assert ondemand_table([item]).rows[0][2] == "12 (asked at 4 s)"
+    assert ondemand_table([item]).rows[0][2] == "12 (n=1) (asked at 4 s)"
 
 
 def test_ondemand_series_normalized_by_the_baseline() -> None:

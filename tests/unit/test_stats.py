@@ -126,9 +126,20 @@ def test_quiet_sample_has_no_warnings() -> None:
 
 
 def test_too_few_repetitions_warns() -> None:
-    (warning,) = stability_warnings(summarize([100.0, 101.0]), metric="mb_s")
-    assert warning.startswith("mb_s: fewer than 3 repetitions (n=2)")
+    ((where, warning),) = stability_warnings(summarize([100.0, 101.0]), metric="mb_s")
+    assert where == "n=2"
+    assert warning.startswith("mb_s: fewer than 3 repetitions")
     assert "[study] repetitions" in warning
+
+
+def test_the_users_repetition_count_is_not_second_guessed() -> None:
+    # --repetitions 2 (or repetitions = 2 in the study): as planned, nothing to say,
+    # and a CoV of two values is not judged.
+    noisy = summarize([100.0, 150.0])
+    assert stability_warnings(noisy, metric="mb_s", planned=2) == []
+    ((where, warning),) = stability_warnings(summarize([100.0]), metric="mb_s", planned=2)
+    assert where == "n=1 of 2"
+    assert "failed" in warning and "[study]" not in warning
 
 
 def test_noisy_sample_warns_with_cov() -> None:
@@ -143,8 +154,9 @@ def test_noisy_sample_warns_with_cov() -> None:
         ci95_low=82.4,
         ci95_high=117.6,
     )
-    (warning,) = stability_warnings(summary, metric="iops")
-    assert "CoV 14.2 % > 10 %" in warning
+    ((where, warning),) = stability_warnings(summary, metric="iops")
+    assert where == "CoV 14.2 %"
+    assert "CoV > 10 %" in warning
     assert "pin CPUs" in warning
     assert stability_warnings(summary, metric="iops", cov_limit_pct=15) == []
 
@@ -152,7 +164,7 @@ def test_noisy_sample_warns_with_cov() -> None:
 def test_zero_mean_with_spread_warns() -> None:
     warnings = stability_warnings(summarize([-1.0, 1.0, 0.0]), metric="x")
     assert len(warnings) == 1
-    assert "CoV is undefined" in warnings[0]
+    assert "CoV is undefined" in warnings[0][1]
 
 
 def test_linear_fit_by_hand() -> None:

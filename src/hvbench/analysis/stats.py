@@ -240,30 +240,38 @@ def percent_of_summary(
 
 
 def stability_warnings(
-    summary: Summary, *, metric: str, cov_limit_pct: float = 10.0, min_n: int = 3
-) -> list[str]:
-    """Actionable warnings about a summary whose numbers should not be trusted as is.
+    summary: Summary, *, metric: str, cov_limit_pct: float = 10.0, min_n: int = 3,
+    planned: int | None = None,
+) -> list[tuple[str, str]]:
+    """Actionable warnings about a summary whose numbers should not be trusted as is,
+    each as (detail of this place, message): the message is the same wherever it
+    applies, so a report can list the places once.
 
-    Returns an empty list for a sample with at least ``min_n`` values and a CoV within
-    ``cov_limit_pct``. Each message starts with ``metric`` and says what to change.
+    ``planned``: the repetitions the run planned (None: unknown). A sample as large as
+    planned is what the user chose (in the study or with ``--repetitions``): no advice
+    to raise it; one smaller lost repetitions. The CoV is judged from ``min_n`` values
+    only: below that it is not shown either. Returns an empty list for a sample with at
+    least ``min_n`` values and a CoV within ``cov_limit_pct``.
     """
-    warnings: list[str] = []
+    warnings: list[tuple[str, str]] = []
+    if summary.n < min_n and planned is None:
+        warnings.append((f"n={summary.n}", f"{metric}: fewer than {min_n} repetitions: "
+                         f"raise [study] repetitions to at least {min_n} so the CI means "
+                         "something"))
+    elif planned is not None and summary.n < min(planned, min_n):
+        warnings.append((f"n={summary.n} of {planned}", f"{metric}: fewer repetitions "
+                         "than planned (the others failed): the interval is wider"))
     if summary.n < min_n:
-        warnings.append(
-            f"{metric}: fewer than {min_n} repetitions (n={summary.n}): raise [study] "
-            f"repetitions to at least {min_n} so the CI means something"
-        )
+        return warnings
     if summary.cov_pct is None:
         if summary.sd > 0:
-            warnings.append(
-                f"{metric}: the mean is 0 so the CoV is undefined; check that the metric "
-                "is really measured (values of both signs cancel out)"
-            )
+            warnings.append(("mean 0", f"{metric}: the mean is 0 so the CoV is undefined; "
+                             "check that the metric is really measured (values of both "
+                             "signs cancel out)"))
     elif summary.cov_pct > cov_limit_pct:
-        warnings.append(
-            f"{metric}: CoV {summary.cov_pct:.1f} % > {cov_limit_pct:g} %: the host is noisy "
-            "or the test too short; lengthen the test, pin CPUs or add repetitions"
-        )
+        warnings.append((f"CoV {summary.cov_pct:.1f} %", f"{metric}: CoV > "
+                         f"{cov_limit_pct:g} %: the host is noisy or the test too short; "
+                         "lengthen the test, pin CPUs or add repetitions"))
     return warnings
 
 

@@ -57,6 +57,8 @@ class SteadyState:
     drifting: int
     #: The largest |drift| among the drifting repetitions, signed, in %.
     worst_drift_pct: float | None
+    #: The longest busy span (s) of a series too short to test (None: all tested).
+    untested_s: float | None = None
 
     @property
     def steady(self) -> bool | None:
@@ -128,26 +130,44 @@ def steady_states(samples: Iterable[SampleLike], cells: Mapping[str, tuple[str, 
     network one): a file-operation phase's device traffic is its journal, and a window
     shared by several jobs of a job file is none of them."""
     grouped: dict[tuple[str, str, str], list[tuple[float, float] | None]] = {}
+    short: dict[tuple[str, str, str], float] = {}
     for (cell, _, phase), points in _series(samples).items():
         if (cell, phase) not in measured:
             continue
         platform, workload = cells.get(cell, (cell, ""))
-        grouped.setdefault((workload, phase, platform), []).append(drift(active(points)))
+        key = (workload, phase, platform)
+        busy = active(points)
+        result = drift(busy)
+        grouped.setdefault(key, []).append(result)
+        if result is None:
+            span = busy[-1][0] - busy[0][0] if len(busy) > 1 else 0.0
+            short[key] = max(short.get(key, 0.0), span)
     out = []
-    for (workload, phase, platform), results in grouped.items():
+    for key, results in grouped.items():
         tested = [r for r in results if r is not None]
         drifting = [d for d, p in tested if abs(d) >= DRIFT_LIMIT and p < ALPHA]
         worst = max(drifting, key=abs) * 100.0 if drifting else None
-        out.append(SteadyState(workload, phase, platform, len(tested), len(drifting), worst))
+        out.append(SteadyState(*key, len(tested), len(drifting), worst, short.get(key)))
     return out
 
 
 def steady_warnings(states: Iterable[SteadyState]) -> list[str]:
-    """A stability warning for every phase and platform that drifted."""
-    return [f"{s.workload}/{s.phase} on {s.platform}: not at steady state: throughput "
-            f"drifted {s.worst_drift_pct:+.0f} % across the phase in {s.drifting} of "
-            f"{s.tested} repetitions (slope p < {ALPHA}); add ramp_time or run longer"
-            for s in states if s.drifting and s.worst_drift_pct is not None]
+    """A stability warning for every phase and platform that drifted, and one for
+    every phase whose repetitions were all too short to test (its longest span: the
+    same message wherever it applies, so a report lists the places once)."""
+    out = []
+    for s in states:
+        where = f"{s.workload}/{s.phase} on {s.platform}"
+        if s.drifting and s.worst_drift_pct is not None:
+            out.append(f"{where}: not at steady state: throughput drifted "
+                       f"{s.worst_drift_pct:+.0f} % across the phase in {s.drifting} of "
+                       f"{s.tested} repetitions (slope p < {ALPHA}); add ramp_time or run "
+                       "longer")
+        elif s.tested == 0 and s.untested_s is not None:
+            out.append(f"{where} (phase {s.untested_s:.1f} s): steady state not "
+                       f"testable: fewer than {MIN_POINTS} throughput samples; run the "
+                       "phase longer to test it")
+    return out
 
 
 def binned_cov_pct(points: Sequence[tuple[float, float]], width: float = FLAT_BIN_S

@@ -8,6 +8,7 @@ catalogue (:mod:`hvbench.analysis.metrics`).
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,11 +26,14 @@ __all__ = [
     "compared_to_native",
     "cov_text",
     "fmt_value",
+    "grouped_warnings",
     "mean_ci_text",
     "pct_of_native_text",
     "phase_key",
     "phase_rows",
     "phase_stats",
+    "stats_texts",
+    "warning_lines",
     "warnings_for",
 ]
 
@@ -138,17 +142,37 @@ def fmt_value(value: float) -> str:
     return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
+#: Significant digits of an interval's half-width; the value is printed to the same
+#: decimal place, so neither claims more precision than the other.
+CI_DIGITS = 2
+#: Fewest values from which a CoV is shown and judged: of two values it is noise.
+MIN_COV_N = 3
+
+
+def _decimals(half: float) -> int:
+    """Decimals that give ``half`` :data:`CI_DIGITS` significant digits (0 from 10 on:
+    whole numbers are not rounded to tens)."""
+    return max(0, CI_DIGITS - 1 - math.floor(math.log10(half)))
+
+
 def mean_ci_text(summary: Summary, unit: str = "") -> str:
-    """``mean ± half-width`` of the 95 % CI; the mean alone for a single repetition
-    (a CI of ± 0 would claim a precision one value cannot give)."""
+    """``mean ± half-width`` of the 95 % CI, both to the decimal place of the
+    half-width's :data:`CI_DIGITS` significant digits; a single repetition shows its
+    value and ``(n=1)`` (a CI of ± 0 would claim a precision one value cannot give)."""
     tail = f" {unit}" if unit else ""
     if summary.n < 2:
-        return f"{fmt_value(summary.mean)}{tail}"
+        return f"{fmt_value(summary.mean)}{tail} (n={summary.n})"
     half = summary.ci95_half_width
     # Equal values leave rounding noise (1e-14) in the sd: print it as the 0 it is.
     if half <= 1e-9 * abs(summary.mean):
-        half = 0.0
-    return f"{fmt_value(summary.mean)} ± {fmt_value(half)}{tail}"
+        return f"{fmt_value(summary.mean)} ± 0{tail}"
+    places = _decimals(half)
+    return f"{summary.mean:.{places}f} ± {half:.{places}f}{tail}"
+
+
+def stats_texts(summary: Summary) -> tuple[str, str, str]:
+    """(median, min, max) as the tables print values (``--stats``)."""
+    return fmt_value(summary.median), fmt_value(summary.min), fmt_value(summary.max)
 
 
 def pct_of_native_text(per: Mapping[str, Summary], platform: str, native: str) -> str:
@@ -163,8 +187,9 @@ def pct_of_native_text(per: Mapping[str, Summary], platform: str, native: str) -
 
 
 def cov_text(summary: Summary | None) -> str:
-    """The CoV in % with one decimal; ``-`` without one."""
-    if summary is None or summary.cov_pct is None:
+    """The CoV in % with one decimal; ``-`` without one or with fewer than
+    :data:`MIN_COV_N` values."""
+    if summary is None or summary.cov_pct is None or summary.n < MIN_COV_N:
         return "-"
     return f"{summary.cov_pct:.1f}"
 
@@ -182,21 +207,28 @@ def _detail_metric(stats: PhaseStats, name: str, pattern: bool) -> str | None:
     return next((m for m in sorted(stats.metrics) if lookup(m) is spec), None)
 
 
-def phase_rows(stats: PhaseStats, native: str | None) -> list[tuple[str, list[str]]]:
+def phase_rows(stats: PhaseStats, native: str | None, *, extra: bool = False
+               ) -> list[tuple[str, list[str]]]:
     """Label and one text per platform for every row of a phase's table: the headline
-    mean ± CI, % of native, CoV, the catalogue's detail rows present, n."""
+    mean ± CI, % of native, CoV, with ``extra`` its median, min and max, the
+    catalogue's detail rows present, n."""
     rows: list[tuple[str, list[str]]] = []
     main = stats.throughput_metric()
     if main:
         per = stats.metrics[main]
         label = lookup(main)
-        rows.append((f"{label.short_label if label else main} mean ± 95% CI", [
-            f"{fmt_value(per[p].mean)} ± {fmt_value(per[p].ci95_half_width)}" if p in per else "-"
-            for p in stats.platforms]))
+        short = label.short_label if label else main
+        rows.append((f"{short} mean ± 95% CI", [
+            mean_ci_text(per[p]) if p in per else "-" for p in stats.platforms]))
         if native and native in per and compared_to_native(main):
             rows.append(("% of native", [pct_of_native_text(per, p, native)
                                          for p in stats.platforms]))
         rows.append(("CoV %", [cov_text(per.get(p)) for p in stats.platforms]))
+        if extra:
+            texts = [stats_texts(per[p]) if p in per else ("-", "-", "-")
+                     for p in stats.platforms]
+            rows += [(f"{short} {name}", [t[i] for t in texts])
+                     for i, name in enumerate(("median", "min", "max"))]
     for spec in detail_metrics():
         metric = _detail_metric(stats, spec.name, spec.is_pattern)
         if metric:
@@ -209,14 +241,48 @@ def phase_rows(stats: PhaseStats, native: str | None) -> list[tuple[str, list[st
     return rows
 
 
-def warnings_for(stats: Sequence[PhaseStats]) -> list[str]:
-    """Stability warnings of every throughput metric, prefixed with where they apply."""
+def warnings_for(stats: Sequence[PhaseStats],
+                 planned: Mapping[tuple[str, str], int] | None = None) -> list[str]:
+    """Stability warnings of every throughput metric, each ``where (detail): message``;
+    ``planned``: (platform, workload) -> the repetitions the run planned for that cell
+    (absent: unknown), so that a count the user chose is not second-guessed. A boot
+    phase counts boots, not repetitions: its count is not judged against the plan."""
     out = []
     for phase in stats:
         metric = phase.throughput_metric()
         if metric is None:
             continue
         for platform, summary in phase.metrics[metric].items():
-            for warning in stability_warnings(summary, metric=metric):
-                out.append(f"{phase.workload}/{phase.phase} on {platform}: {warning}")
+            count = (planned or {}).get((platform, phase.workload))
+            if phase.phase == "boot" and count is not None:
+                count = summary.n
+            for detail, warning in stability_warnings(summary, metric=metric,
+                                                      planned=count):
+                out.append(f"{phase.workload}/{phase.phase} on {platform} ({detail}): "
+                           f"{warning}")
+    return out
+
+
+def grouped_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """(message, the places it applies to) for report warnings (``where: message``),
+    one entry per distinct message in order of first appearance: with 28 platforms
+    and 2 repetitions the same advice would otherwise fill pages."""
+    groups: dict[str, list[str]] = {}
+    for warning in warnings:
+        where, sep, message = warning.partition(": ")
+        if not sep:
+            where, message = "", warning
+        groups.setdefault(message, []).append(where)
+    return list(groups.items())
+
+
+def warning_lines(warnings: Sequence[str]) -> list[str]:
+    """One line per distinct warning: ``where: message`` for one place, else
+    ``message: place, place, ...``."""
+    out = []
+    for message, places in grouped_warnings(warnings):
+        if len(places) == 1:
+            out.append(f"{places[0]}: {message}" if places[0] else message)
+        else:
+            out.append(f"{message}; at {', '.join(places)}")
     return out

@@ -11,13 +11,17 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from hvbench.analysis.summaries import warning_lines
 from hvbench.errors import SpecError
 from hvbench.report.model import load_run_report, resolve_run_id
 from hvbench.store.database import DB_ENV, Store
+
+if TYPE_CHECKING:
+    from hvbench.report.render import TerminalOptions
 
 #: Every command's handler: parsed arguments, stdout and stderr consoles -> exit code.
 Handler = Callable[[argparse.Namespace, Console, Console], int]
@@ -72,12 +76,15 @@ def run_id_of(store: Store, args: argparse.Namespace) -> str:
 
 
 def print_report(store: Store, run_id: str, out: Console, err: Console, *,
-                 findings: str | None = None) -> None:
+                 findings: str | None = None, options: TerminalOptions | None = None
+                 ) -> None:
     """The terminal report of ``run_id``: header, tables (with ``findings``, ``measured``
     or ``all``, the Findings table last), then warnings and failures on stderr."""
     # Imported here: the renderers pull in matplotlib (HTML plots), which commands that
     # print no report (explain, check) should not pay for.
     from hvbench.report.render import (
+        TerminalOptions,
+        brief_table,
         findings_choice,
         findings_text_table,
         terminal_header,
@@ -85,11 +92,19 @@ def print_report(store: Store, run_id: str, out: Console, err: Console, *,
     )
     from hvbench.report.tables import rich_table
 
+    options = options or TerminalOptions()
     # The terminal does not print the CoV: no samples are read.
     report = load_run_report(store, run_id, monitors=[])
     for line in terminal_header(report):
         out.print(line)
-    for table in terminal_tables(report):
+    if options.brief:
+        out.print(rich_table(brief_table(report)))
+        if report.warnings or report.failures:
+            err.print(f"{len(warning_lines(report.warnings))} warnings, "
+                      f"{len(report.failures)} failed repetitions: the full report lists "
+                      "them", markup=False)
+        return
+    for table in terminal_tables(report, options):
         out.print(table)
     # A seed study's run shows the findings it measures without being asked.
     findings = findings_choice(report, findings)
@@ -99,7 +114,7 @@ def print_report(store: Store, run_id: str, out: Console, err: Console, *,
     elif findings is not None:
         out.print("Findings: this run measures none of the seed papers' findings "
                   "(--findings all lists them)")
-    for warning in report.warnings:
+    for warning in warning_lines(report.warnings):
         # Warnings quote study text such as "[study]": never read them as rich markup.
         err.print(f"warning: {warning}", style="yellow", markup=False)
     for failure in report.failures:

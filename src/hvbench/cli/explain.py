@@ -47,6 +47,8 @@ def register(sub: Any) -> None:
                                            f"(at least 3; default {DEFAULT_REPETITIONS})")
     explain.add_argument("--dry-run", action="store_true",
                          help="with --verify: print the verification studies, run nothing")
+    explain.add_argument("--verbose", action="store_true",
+                         help="also native and boot cells, and the rules that abstained")
     add_db_option(explain)
     explain.set_defaults(handler=handle)
 
@@ -59,7 +61,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             (the message lists the closest cells).
         StoreError: the database cannot be read.
     """
-    from hvbench.report.diagnosis import explain_lines, verdict_json
+    from hvbench.report.diagnosis import diagnosis_groups, diagnosis_lines, verdict_json
     from hvbench.report.model import load_run_report
     from hvbench.store.database import Store
 
@@ -81,9 +83,12 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
                                    "verdicts": [verdict_json(v) for v in verdicts]}))
     else:
         warn_tcg(err, report.run.env.get("accelerator"))
-        for verdict in verdicts:
-            for line in explain_lines(verdict):
-                out.print(line, markup=False, highlight=False, soft_wrap=True)
+        # Cells under the fix they share, wrapped at the terminal's width; an --only
+        # pattern or --verbose also shows native and boot cells and abstentions.
+        groups = diagnosis_groups(verdicts, verbose=args.verbose or bool(args.only),
+                                  long=True)
+        for line in diagnosis_lines(groups, out.width):
+            out.print(line, markup=False, highlight=False, soft_wrap=True)
     return 0
 
 

@@ -51,6 +51,12 @@ def register(sub: Any) -> None:
         help="a fleet run's report instead: its hosts, each host's mean per cell, the "
              "CoV across hosts next to the CoV within hosts, and the outlier hosts "
              "(--format table, json or html)")
+    report.add_argument("--brief", action="store_true",
+                        help="one screen: the headline and the main table")
+    report.add_argument("--verbose", action="store_true",
+                        help="the Diagnosis also lists native, boot and abstaining cells")
+    report.add_argument("--stats", action="store_true",
+                        help="the headline metric's median, min and max as well")
     report.set_defaults(handler=handle)
 
 
@@ -74,7 +80,8 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
                 with contextlib.ExitStack() as stack:
                     target = stack.enter_context(file_console(args.output)) \
                         if args.output else out
-                    print_report(store, run_id, target, err, findings=args.findings)
+                    print_report(store, run_id, target, err, findings=args.findings,
+                                 options=terminal_options(args))
                 return 0
             data = _document(store, run_id, args)
     if args.output:
@@ -85,6 +92,13 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     return 0
+
+
+def terminal_options(args: argparse.Namespace) -> Any:
+    """The table format's :class:`~hvbench.report.render.TerminalOptions`."""
+    from hvbench.report.render import TerminalOptions
+
+    return TerminalOptions(stats=args.stats, verbose=args.verbose, brief=args.brief)
 
 
 def _fleet_document(store: Store, fleet_id: str, fmt: str, out: Console) -> bytes | None:

@@ -36,6 +36,7 @@ and an ``idle`` phase's metrics are tabled.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import fnmatch
 import html
 import re
@@ -63,7 +64,9 @@ from hvbench.analysis.summaries import (
     PhaseStats,
     Row,
     compared_to_native,
+    cov_text,
     fmt_value,
+    grouped_warnings,
     mean_ci_text,
     pct_of_native_text,
     phase_key,
@@ -90,6 +93,7 @@ from hvbench.analysis.trends import (
 from hvbench.errors import SpecError
 from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.study import LIFECYCLE_PHASES
+from hvbench.report.diagnosis import DIAGNOSIS_NOTE, CellBlock, FixGroup
 from hvbench.report.plots import (
     BarChart,
     Interval,
@@ -100,6 +104,7 @@ from hvbench.report.plots import (
     VLine,
     grouped_bars,
     latency_cdf,
+    platform_colors,
     stacked_bars,
     time_series_grid,
     trend_lines,
@@ -200,8 +205,10 @@ class ReportInput:
     platforms: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     #: How the guests' kernels were booted (mitigations, extra words), one line each.
     guest_kernel: Sequence[str] = ()
-    #: The verdicts of ``hvbench explain`` as a table (None: nothing diagnosed).
-    diagnosis: TextTable | None = None
+    #: The verdicts of ``hvbench explain`` grouped by fix (empty: nothing diagnosed).
+    diagnosis: Sequence[FixGroup] = ()
+    #: The one-sentence summary at the top (None: no guest compared with native).
+    headline: str | None = None
     #: (workload, phase) -> platform -> its completion-latency CDF (ms, share) from
     #: fio's histograms; empty for runs without them.
     latency: Mapping[tuple[str, str], Mapping[str, Sequence[tuple[float, float]]]] = field(
@@ -215,6 +222,8 @@ class ReportInput:
     #: A fleet run's host run: the fleet's tables (:func:`hvbench.report.fleet.
     #: fleet_tables`); empty otherwise.
     fleet: Sequence[TextTable] = ()
+    #: The report's warnings (None: those of the summaries alone).
+    warnings: Sequence[str] | None = None
 
 
 def _overrides_note(env: Mapping[str, Any]) -> str:
@@ -368,10 +377,9 @@ def summary_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[s
                 continue
             s = per[platform]
             rows.append([item.phase, platform,
-                         f"{fmt_value(s.mean)} ± {fmt_value(s.ci95_half_width)} "
-                         f"{short_label(metric)}",
+                         mean_ci_text(s, short_label(metric)),
                          _pct_text(per, platform, native, metric),
-                         "-" if s.cov_pct is None else f"{s.cov_pct:.1f}", str(s.n),
+                         cov_text(s), str(s.n),
                          *(_mean_text(item, m, platform)
                            for m in ("iops", "lat_p99_ms", "cpu_pct"))])
     return rows
@@ -618,9 +626,16 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}
 font-size:1.1em}
 .warn{background:#fff6d6;border-left:4px solid #e0a800;padding:.4em 1em}
 .fail{background:#fde8e8;border-left:4px solid #c00;padding:.4em 1em}
-figure{margin:1em 0}figure img{max-width:100%;height:auto;display:block}
+figure{margin:1em 0}figure img{width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:1em;overflow:auto}
 nav a{margin-right:1em}details{display:inline}summary{cursor:pointer;color:#555}
+.headline{font-size:1.15em;font-weight:bold;margin:.8em 0}
+.fixgroup{margin:1em 0}.fix{margin:.3em 0}
+.cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(24em,1fr));gap:.6em}
+.card{border:1px solid #ccc;border-radius:4px;padding:.3em .7em;text-align:left;
+font-size:.85em}.card h3{font-size:1em;margin:.2em 0}.card .pct{font-weight:normal;
+color:#555}.card dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em .6em;
+margin:.3em 0}.card dt{color:#555}.card dd{margin:0}
 """
 
 
@@ -675,25 +690,15 @@ def _header(data: ReportInput) -> str:
     env = [(label, _env_value(key, data.env.get(key))) for key, label in ENV_FIELDS
            if key in data.env]
     env += [("guest kernel", line) for line in data.guest_kernel]
-    parts = [f"<h1>hvbench report: {_e(data.study_name)}</h1>",
-             _table(["", ""], meta, left=2)]
+    parts = [f"<h1>hvbench report: {_e(data.study_name)}</h1>"]
+    if data.headline:
+        parts.append(f'<p class="headline">{_e(data.headline[0].upper())}'
+                     f"{_e(data.headline[1:])}.</p>")
+    parts.append(_table(["", ""], meta, left=2))
     if data.env.get("accelerator") == "tcg":
         parts.append(f'<div class="banner" role="alert">{_e(TCG_BANNER)}</div>')
     parts += ['<h2 id="environment">Environment</h2>', _table(["", ""], env, left=2)]
     return "\n".join(parts)
-
-
-def grouped_warnings(warnings: Sequence[str]) -> list[tuple[str, list[str]]]:
-    """(message, where it applies) for report warnings (``where: message``), one entry
-    per distinct message in order of first appearance: with 28 platforms and 2
-    repetitions the same advice would otherwise fill pages."""
-    groups: dict[str, list[str]] = {}
-    for warning in warnings:
-        where, sep, message = warning.partition(": ")
-        if not sep:
-            where, message = "", warning
-        groups.setdefault(message, []).append(where)
-    return list(groups.items())
 
 
 def _warning_item(message: str, places: Sequence[str]) -> str:
@@ -703,16 +708,19 @@ def _warning_item(message: str, places: Sequence[str]) -> str:
             f"{_e(', '.join(places))}</details></li>")
 
 
-def _problems(stats: Sequence[PhaseStats], failures: Sequence[tuple[str, int, str]]) -> str:
-    warnings = grouped_warnings(warnings_for(stats))
+def _problems(stats: Sequence[PhaseStats], failures: Sequence[tuple[str, int, str]],
+              found: Sequence[str] | None = None) -> str:
+    """The warnings (``found``: the report's; None: those of ``stats`` alone) and the
+    failed repetitions."""
+    warnings = grouped_warnings(warnings_for(stats) if found is None else found)
     parts = ['<h2 id="warnings">Stability warnings</h2>']
     if warnings:
         parts.append('<div class="warn"><ul>' + "".join(_warning_item(message, places)
                                                          for message, places in warnings)
                      + "</ul></div>")
     else:
-        parts.append("<p>None: every throughput metric has at least 3 repetitions and a "
-                     "CoV within 10 %.</p>")
+        parts.append("<p>None: every throughput metric has the repetitions planned (at "
+                     "least 3 for a CoV) and a CoV within 10 %.</p>")
     if failures:
         parts.append('<div class="fail"><p>Failed repetitions (not in the numbers):</p><ul>'
                      + "".join(f"<li>{_e(c)} rep {r + 1}: {_e(err)}</li>"
@@ -822,10 +830,11 @@ def _share_parts(shares: Sequence[PhaseShare]) -> list[str]:
 
 def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
         tuple[float, float]]]], natives: Mapping[str, str | None],
-        web: Iterable[str] = ()) -> str:
+        palette: Mapping[str, str], web: Iterable[str] = ()) -> str:
     """One CDF and tail plot per disk phase, and per web phase with a wrk pass
-    (workloads in ``web``), native dashed black (seed 001 reads latency per request;
-    the whole distribution shows where a mean hides a mode)."""
+    (workloads in ``web``), each platform in its ``palette`` colour, native dashed
+    (seed 001 reads latency per request; the whole distribution shows where a mean
+    hides a mode)."""
     if not latency:
         return ""
     web = set(web)
@@ -837,7 +846,8 @@ def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
     for (workload, phase), curves in latency.items():
         native = natives.get(workload)
         order = sorted(curves, key=lambda name: (name != native, name))
-        lines = [LatencyCurve(name, curves[name], native=name == native) for name in order]
+        lines = [LatencyCurve(name, curves[name], native=name == native,
+                              color=palette.get(name)) for name in order]
         title = f"{workload} / {phase}" + (" (wrk)" if workload in web else "")
         items = "requests" if workload in web else "I/Os"
         parts.append(figure(latency_cdf(title, lines, items),
@@ -889,8 +899,10 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
     parts = ['<h2 id="scenarios">Scenarios</h2>',
              "<p>Each qemu platform measured alone and in each scenario "
              "(<code>platform@scenario</code>).</p>"]
-    parts += [figure(grouped_bars(chart), chart.title, "Bars: the scenario's mean in % of "
-                      "the platform alone; whiskers: delta-method 95 % interval; dashed: alone.")
+    palette = report_palette(data)
+    parts += [figure(grouped_bars(dataclasses.replace(chart, colors=palette)), chart.title,
+                     "Bars: the scenario's mean in % of the platform alone; whiskers: "
+                     "delta-method 95 % interval; dashed: alone.")
               for chart in scenario_charts(report.degradation)]
     parts += [_text_table(t) for t in scenario_tables(report)]
     for workload, phase, panels in ondemand_figures(ondemand_series(data.rows, data.samples,
@@ -905,12 +917,26 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
     return "\n".join(parts)
 
 
-def _diagnosis_section(table: TextTable | None) -> str:
-    if table is None:
+def _card(block: CellBlock) -> str:
+    pct = f' <span class="pct">{_e(block.pct)}</span>' if block.pct else ""
+    items = "".join(f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in block.lines)
+    return f'<div class="card"><h3>{_e(block.cell)}{pct}</h3><dl>{items}</dl></div>'
+
+
+def _diagnosis_section(groups: Sequence[FixGroup]) -> str:
+    """The Diagnosis as cards, one per cell, under the fix their dominant causes share
+    (printed once), as the terminal lays it out."""
+    if not groups:
         return ""
-    return ('<h2 id="diagnosis">Diagnosis</h2><p>The bottleneck of every cell from the '
-            "host-side evidence: the dominant cause first, its numbers next to native, "
-            "and the configuration change that removes it.</p>" + _text_table(table))
+    parts = ['<h2 id="diagnosis">Diagnosis</h2><p>The bottleneck of every cell from the '
+             "host-side evidence: the dominant cause, its numbers next to native, and "
+             f"the contributing causes. {_e(DIAGNOSIS_NOTE)}</p>"]
+    for group in groups:
+        fix = (f'<p class="fix"><b>fix:</b> {_e(group.fix)}</p>' if group.fix is not None
+               else '<p class="fix"><b>no fix:</b> no cause named</p>')
+        parts.append(f'<section class="fixgroup">{fix}<div class="cards">'
+                     + "".join(_card(b) for b in group.cells) + "</div></section>")
+    return "\n".join(parts)
 
 
 def _layers_section(table: TextTable | None) -> str:
@@ -973,13 +999,21 @@ def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     return "<nav>" + "".join(f'<a href="#{a}">{_e(t)}</a>' for a, t in links) + "</nav>"
 
 
+def report_palette(data: ReportInput) -> dict[str, str]:
+    """One colour per platform for every figure of this report (native always
+    :data:`~hvbench.report.plots.NATIVE_COLOR`), in the order the rows name them."""
+    return platform_colors(list(dict.fromkeys(r.platform for r in data.rows)),
+                           data.natives.values())
+
+
 def render_html(data: ReportInput) -> str:
     """The whole report as one HTML document (UTF-8 text, no external reference)."""
     stats = phase_stats(data.rows)
     by_workload = _by_workload(stats)
+    palette = report_palette(data)
     charts: dict[str, list[BarChart]] = defaultdict(list)
     for workload, chart in bar_charts(stats, data.natives):
-        charts[workload].append(chart)
+        charts[workload].append(dataclasses.replace(chart, colors=palette))
     sections = [_workload_section(w, items, charts[w], data.natives.get(w))
                 for w, items in by_workload.items()]
     cells = dict(data.cells) or {r.cell: (r.platform, r.workload) for r in data.rows}
@@ -995,13 +1029,13 @@ def render_html(data: ReportInput) -> str:
              "diagnosis": _diagnosis_section(data.diagnosis),
              "layers": _layers_section(data.layers),
              "latency": _latency_section(
-                 data.latency, data.natives,
+                 data.latency, data.natives, palette,
                  {r.workload for r in data.rows if r.metric.startswith("wrk_")}),
              "findings": _findings_section(data.findings),
              "tuning": data.tuning,
              "fleet": fleet_section(data.fleet)}
     body = [_header(data), _nav(by_workload, {k: bool(v) for k, v in extra.items()}),
-            _problems(stats, data.failures), *sections, *extra.values(),
+            _problems(stats, data.failures, data.warnings), *sections, *extra.values(),
             '<h2 id="study">Study file</h2>', f"<pre>{_e(data.study_text)}</pre>",
             _overrides_note(data.env),
             f"<p><small>hvbench {_e(data.env.get('hvbench_version', '?'))}, run "

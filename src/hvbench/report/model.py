@@ -333,7 +333,10 @@ def load_run_report(store: Store, run_id: str, *,
                   if any(fnmatch.fnmatchcase(m, p) for p in STAGE_MONITORS)]
         report.stages[:] = stage_rows(stage_windows(
             rows, ok_samples(store, run_id, rows, staged), report.cell_dimensions()))
-    report.warnings.extend(adaptive_warnings(run, rows, store.order(run_id)))
+    order = store.order(run_id)
+    # The warnings again, knowing the repetitions each cell was planned with.
+    report.warnings[:] = warnings_for(report.phases, planned_repetitions(cells, order))
+    report.warnings.extend(adaptive_warnings(run, rows, order))
     report.noise_floors.update(run_noise_floors(store, run, cells))
     report = dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
                                  clocksources=guest_clocksources(store, run_id, cells))
@@ -367,6 +370,18 @@ def run_noise_floors(store: Store, run: RunRecord, cells: Sequence[CellRow],
                 sd_pct=f.sd_pct, pairs=f.pairs, mean=f.mean, run_id=row.run_id,
                 measured_at=row.created_at))
     return out
+
+
+def planned_repetitions(cells: Iterable[CellRow], order: Mapping[int, Sequence[str]]
+                        ) -> dict[tuple[str, str], int]:
+    """(platform, workload) -> how many repetitions the run started for that cell (its
+    recorded order: the study's count, or the one ``--repetitions`` chose)."""
+    rounds: dict[str, int] = {}
+    for names in order.values():
+        for name in names:
+            rounds[name] = rounds.get(name, 0) + 1
+    return {(c.platform_name, c.workload_name): rounds[c.name] for c in cells
+            if c.name in rounds}
 
 
 def adaptive_warnings(run: RunRecord, rows: Sequence[MeasurementRow],

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from matplotlib import rc_context
@@ -33,6 +33,7 @@ from hvbench.analysis.trends import ReferenceLine, fit_equation, fit_polynomial,
 from hvbench.errors import SpecError
 
 __all__ = [
+    "NATIVE_COLOR",
     "BarChart",
     "Interval",
     "LatencyCurve",
@@ -47,6 +48,8 @@ __all__ = [
     "fits_for",
     "grouped_bars",
     "latency_cdf",
+    "platform_colors",
+    "series_colors",
     "stacked_bars",
     "time_series_grid",
     "trend_lines",
@@ -96,6 +99,9 @@ class BarChart:
     values: Mapping[tuple[str, str], Interval]
     #: A dashed horizontal line (100 for "% of native").
     reference: float | None = None
+    #: series -> colour (the report's :func:`platform_colors`); others get the first
+    #: colours this map does not use.
+    colors: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,13 +153,40 @@ def _svg(fig: Figure, *, tight: bool = True) -> str:
     return buffer.getvalue()
 
 
-def _colors(count: int) -> list[tuple[float, float, float, float]]:
-    """Distinct colours: tab10 up to 10, tab20 beyond (cycled if still more)."""
+def _colors(count: int) -> list[str]:
+    """Distinct colours as #rrggbb: tab10 up to 10, tab20 beyond (cycled if still
+    more)."""
     from matplotlib import colormaps  # noqa: PLC0415 - keeps import of this module cheap
+    from matplotlib.colors import to_hex  # noqa: PLC0415 - as colormaps
 
     cmap = colormaps["tab10" if count <= 10 else "tab20"]
     size = 10 if count <= 10 else 20
-    return [cmap(i % size) for i in range(count)]
+    return [to_hex(cmap(i % size)) for i in range(count)]
+
+
+#: Native's colour in every figure: the baseline reads the same everywhere.
+NATIVE_COLOR = "#404040"
+
+
+def platform_colors(platforms: Sequence[str], natives: Iterable[str | None]
+                    ) -> dict[str, str]:
+    """One colour per platform for every figure of a report: the native baselines
+    :data:`NATIVE_COLOR`, the others the tab10 (tab20 beyond 10) colours in the order
+    given."""
+    native = {n for n in natives if n}
+    guests = [p for p in dict.fromkeys(platforms) if p not in native]
+    out = dict(zip(guests, _colors(len(guests)), strict=True))
+    out.update({p: NATIVE_COLOR for p in platforms if p in native})
+    return out
+
+
+def series_colors(series: Sequence[str], colors: Mapping[str, str]) -> list[str]:
+    """A colour per series: its own from ``colors``, else the first of :func:`_colors`
+    that ``colors`` does not give to another series of this figure."""
+    taken = {colors[s] for s in series if s in colors}
+    spare = iter([c for c in _colors(len(series) + len(taken)) if c not in taken]
+                 + _colors(len(series)))
+    return [colors[s] if s in colors else next(spare) for s in series]
 
 
 def _use_log(values: Sequence[float]) -> bool:
@@ -162,7 +195,8 @@ def _use_log(values: Sequence[float]) -> bool:
 
 
 def _bar_width_in(groups: int, series: int) -> float:
-    return min(max(6.0, 1.5 + 0.18 * groups * series + 0.3 * groups), _MAX_WIDTH_IN)
+    # At least 10 in: the page shows every figure at its full width.
+    return min(max(10.0, 1.5 + 0.18 * groups * series + 0.3 * groups), _MAX_WIDTH_IN)
 
 
 def grouped_bars(chart: BarChart) -> str:
@@ -192,7 +226,8 @@ def grouped_bars(chart: BarChart) -> str:
 def _draw_bars(ax: Axes, chart: BarChart, log: bool) -> None:
     width = 0.8 / len(chart.series)
     floor = min((v.value for v in chart.values.values() if v.value > 0), default=1.0) / 2
-    for index, (name, color) in enumerate(zip(chart.series, _colors(len(chart.series)),
+    for index, (name, color) in enumerate(zip(chart.series,
+                                              series_colors(chart.series, chart.colors),
                                               strict=True)):
         xs: list[float] = []
         heights: list[float] = []
@@ -249,7 +284,8 @@ def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
         # seconds of text measuring otherwise.
         fig.subplots_adjust(left=0.7 / width, right=0.98, bottom=0.45 / height,
                             top=1 - 0.6 / height, hspace=0.55, wspace=0.12)
-        axes = fig.subplots(rows, cols, sharey=True, squeeze=False)
+        # One time axis for every panel: phases compare at a glance.
+        axes = fig.subplots(rows, cols, sharex=True, sharey=True, squeeze=False)
         for index, ax in enumerate(axes.flat):
             if index < len(panels):
                 _draw_panel(ax, panels[index], reference)
@@ -264,9 +300,25 @@ def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
         return _svg(fig, tight=False)
 
 
+#: Line styles of a panel's lines (repetitions), cycled with :func:`_line_shades`.
+_LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _line_shades(count: int) -> list[str]:
+    """Shades of purple for a panel's lines (repetitions, not platforms): the
+    platforms' tab10 colours would read as platforms."""
+    from matplotlib import colormaps  # noqa: PLC0415 - as _colors
+    from matplotlib.colors import to_hex  # noqa: PLC0415 - as _colors
+
+    cmap = colormaps["Purples"]
+    return [to_hex(cmap(0.95 - 0.5 * i / max(count - 1, 1))) for i in range(count)]
+
+
 def _draw_panel(ax: Axes, panel: Panel, reference: float | None = None) -> None:
-    for line in panel.lines:
-        ax.plot(line.xs, line.ys, linewidth=0.9, label=line.label)
+    shades = _line_shades(len(panel.lines))
+    for index, line in enumerate(panel.lines):
+        ax.plot(line.xs, line.ys, linewidth=0.9, label=line.label, color=shades[index],
+                linestyle=_LINE_STYLES[index % len(_LINE_STYLES)])
     for marker in panel.vlines:
         ax.axvline(marker.x, color="0.35", linewidth=0.8,
                    linestyle=":" if marker.dotted else "--")
@@ -347,8 +399,10 @@ class LatencyCurve:
 
     label: str
     points: Sequence[tuple[float, float]]
-    #: Drawn black and dashed: the baseline the others are read against.
+    #: Drawn dashed: the baseline the others are read against.
     native: bool = False
+    #: Its platform's colour in the report (None: the next free one).
+    color: str | None = None
 
 
 def latency_cdf(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os") -> str:
@@ -363,12 +417,15 @@ def latency_cdf(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os")
     with _style():
         fig = Figure(figsize=(10.0, 3.6))
         body, tail = fig.subplots(1, 2)
-        colors = _colors(len(curves))
+        given = {c.label: c.color for c in curves if c.color}
+        given.update({c.label: NATIVE_COLOR for c in curves if c.native and not c.color})
+        colors = series_colors([c.label for c in curves], given)
         for curve, color in zip(curves, colors, strict=True):
             if not curve.points:
                 continue
-            style: dict[str, Any] = ({"color": "black", "linestyle": "--"} if curve.native
-                                     else {"color": color})
+            style: dict[str, Any] = {"color": color}
+            if curve.native:
+                style["linestyle"] = "--"
             xs = [p[0] for p in curve.points]
             body.step(xs, [p[1] for p in curve.points], where="post", label=curve.label,
                       linewidth=1.2, **style)
@@ -385,7 +442,9 @@ def latency_cdf(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os")
         tail.set_yscale("log")
         tail.set_ylabel(f"share of {items} slower")
         body.set_title(title, loc="left")
-        body.legend(loc="upper left", fontsize=7)
+        # Below both panels: a legend inside would sit on the curves.
+        fig.legend(loc="lower center", bbox_to_anchor=(0.5, -0.08),
+                   ncols=min(len(curves), 5) or 1)
         return _svg(fig)
 
 

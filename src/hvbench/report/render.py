@@ -7,20 +7,39 @@ only where samples were loaded: JSON and HTML).
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.scenarios import scenario_json, scenario_tables
 from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stages import stage_json, stage_tables
-from hvbench.analysis.summaries import TextTable
+from hvbench.analysis.stats import Summary
+from hvbench.analysis.summaries import (
+    TextTable,
+    compared_to_native,
+    mean_ci_text,
+    pct_of_native_text,
+)
 from hvbench.analysis.trends import FIT_HEADERS
-from hvbench.report.diagnosis import diagnosis_table, shown, verdict_json
+from hvbench.report.diagnosis import (
+    DIAGNOSIS_NOTE,
+    DIAGNOSIS_TITLE,
+    FixGroup,
+    diagnosis_groups,
+    diagnosis_lines,
+    headline,
+    listed,
+    verdict_json,
+)
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
 from hvbench.report.findings import is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
@@ -37,8 +56,9 @@ from hvbench.report.tables import (
     summary_json,
 )
 
-__all__ = ["export_bytes", "findings_choice", "findings_text_table", "html_input",
-           "report_json", "section_titles", "terminal_header", "terminal_tables"]
+__all__ = ["DiagnosisView", "TerminalOptions", "brief_table", "export_bytes",
+           "findings_choice", "findings_text_table", "html_input", "report_json",
+           "section_titles", "terminal_header", "terminal_tables"]
 
 
 def findings_choice(report: RunReport, requested: str | None) -> str | None:
@@ -66,7 +86,28 @@ def terminal_header(report: RunReport) -> list[str]:
     if env.get("accelerator") == "tcg":
         lines.append(f"[bold white on red] {TCG_BANNER} [/]")
     lines += [f"guest kernel: {escape(line)}" for line in guest_kernel_lines(report)]
+    summary = headline(report.verdicts)
+    if summary is not None:
+        lines.append(f"[bold]{escape(summary)}[/]")
     return lines
+
+
+class DiagnosisView:
+    """The Diagnosis for the terminal: its title, each fix once over the blocks of
+    its cells, left-aligned and wrapped at the console's width when printed."""
+
+    title = DIAGNOSIS_TITLE
+
+    def __init__(self, groups: Sequence[FixGroup]) -> None:
+        self.groups = list(groups)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Text(DIAGNOSIS_TITLE, style="italic")
+        for line in diagnosis_lines(self.groups, options.max_width):
+            yield Text(line, no_wrap=True, overflow="ignore")
+        for line in textwrap.wrap(DIAGNOSIS_NOTE, options.max_width,
+                                  break_long_words=False, break_on_hyphens=False):
+            yield Text(line, no_wrap=True, overflow="ignore")
 
 
 def guest_kernel_lines(report: RunReport) -> list[str]:
@@ -78,11 +119,25 @@ def guest_kernel_lines(report: RunReport) -> list[str]:
     return [f"{text}: {', '.join(names)}" for text, names in kernels.items()]
 
 
-def terminal_tables(report: RunReport) -> list[Table]:
+@dataclass(frozen=True)
+class TerminalOptions:
+    """What the terminal report adds or leaves out (``report`` options)."""
+
+    #: ``--stats``: the headline's median, min and max under its mean.
+    stats: bool = False
+    #: ``--verbose``: the Diagnosis also lists native, boot and abstaining cells.
+    verbose: bool = False
+    #: ``--brief``: one screen, the headline and the main table.
+    brief: bool = False
+
+
+def terminal_tables(report: RunReport, options: TerminalOptions = TerminalOptions()
+                    ) -> list[Table | DiagnosisView]:
     """Every table the terminal prints: one per phase, then the propagation fits and
     the scenario tables (not the CoV, which needs every sample)."""
-    tables = [phase_table(p, report.natives.get(p.workload), report.why(p.workload, p.phase))
-              for p in report.phases]
+    tables: list[Table | DiagnosisView] = [
+        phase_table(p, report.natives.get(p.workload), report.why(p.workload, p.phase),
+                    extra=options.stats) for p in report.phases]
     fits = propagation_fit_table_of(report.propagation_fits)
     if fits is not None:
         tables.append(fits)
@@ -93,9 +148,40 @@ def terminal_tables(report: RunReport) -> list[Table]:
     tables += [rich_table(t) for t in stage_tables(report.stages)]
     if report.layers:
         tables.append(rich_table(layer_table(report.layers)))
-    if shown(report.verdicts):
-        tables.append(rich_table(diagnosis_table(report.verdicts)))
+    if listed(report.verdicts, options.verbose):
+        tables.append(DiagnosisView(diagnosis_groups(report.verdicts,
+                                                     verbose=options.verbose)))
     return tables + domain_io_tables(report)
+
+
+BRIEF_TITLE = ("Summary: each phase's headline metric, native's mean ± 95% CI, the "
+               "guests' % of native")
+
+
+def _brief_text(per: Mapping[str, Summary], platform: str, native: str | None,
+                metric: str) -> str:
+    """A guest's % of native (short enough not to wrap), else the mean ± CI."""
+    if platform not in per:
+        return ""
+    if native and native != platform and native in per and compared_to_native(metric):
+        return pct_of_native_text(per, platform, native).split(" [")[0]
+    return mean_ci_text(per[platform])
+
+
+def brief_table(report: RunReport) -> TextTable:
+    """``report --brief``'s main table: a row per phase, a column per platform (in the
+    order of first appearance): native's headline mean ± CI, each guest's % of native
+    (its mean ± CI where there is no native to compare with, e.g. boot)."""
+    platforms = list(dict.fromkeys(p for phase in report.phases for p in phase.platforms))
+    rows = []
+    for phase in report.phases:
+        metric = phase.throughput_metric()
+        if metric is None:
+            continue
+        per, native = phase.metrics[metric], report.natives.get(phase.workload)
+        rows.append((f"{phase.workload}/{phase.phase}", phase.units.get(metric, ""),
+                     *(_brief_text(per, p, native, metric) for p in platforms)))
+    return TextTable(BRIEF_TITLE, ("phase", "unit", *platforms), tuple(rows), left=2)
 
 
 def domain_io_tables(report: RunReport) -> list[Table]:
@@ -189,9 +275,10 @@ def html_input(report: RunReport, series: SeriesChoice | None,
         guest_kernel=guest_kernel_lines(report),
         latency={key: {platform: cdf(h) for platform, h in per.items()}
                  for key, per in (latency or {}).items()},
-        diagnosis=diagnosis_table(report.verdicts) if shown(report.verdicts) else None,
+        diagnosis=diagnosis_groups(report.verdicts),
+        headline=headline(report.verdicts),
         layers=layer_table(report.layers) if report.layers else None,
-        findings=findings_text_table(report, findings))
+        findings=findings_text_table(report, findings), warnings=report.warnings)
 
 
 def section_titles(report: RunReport) -> dict[str, list[str]]:
@@ -204,7 +291,7 @@ def section_titles(report: RunReport) -> dict[str, list[str]]:
     extra += [t.title for t in stage_tables(report.stages)]
     if report.layers:
         extra.append(LAYER_TITLE)
-    if shown(report.verdicts):
-        extra.append(diagnosis_table(report.verdicts).title)
+    if listed(report.verdicts):
+        extra.append(DIAGNOSIS_TITLE)
     out: dict[str, Any] = {"phases": phases, "extra": extra}
     return out

@@ -67,11 +67,11 @@ TCG_BANNER = (
 
 
 def phase_table(stats: PhaseStats, native: str | None,
-                why: Mapping[str, str] | None = None) -> Table:
+                why: Mapping[str, str] | None = None, *, extra: bool = False) -> Table:
     """One phase as a rich Table: platforms as columns, or as rows when there are many.
     ``why``: platform -> the dominant cause of its verdict, the last row when a guest
-    has one."""
-    rows = phase_rows(stats, native)
+    has one; ``extra``: the headline's median, min and max rows too."""
+    rows = phase_rows(stats, native, extra=extra)
     if why and any(w not in ("-", "baseline") for w in why.values()):
         rows.append(("Why", [why.get(p, "-") for p in stats.platforms]))
     title = f"{stats.workload} / {stats.phase}"
@@ -85,7 +85,7 @@ def phase_table(stats: PhaseStats, native: str | None,
         return table
     # Many platforms: one row each, with only the columns a terminal can hold.
     rows = [(label, texts) for label, texts in rows if label.split(" (")[0] in COMPACT_ROWS
-            or label.endswith("95% CI")]
+            or label.endswith(("95% CI", " median", " min", " max"))]
     table = Table(title=title, title_justify="left")
     table.add_column("platform", overflow="fold")
     for label, _ in rows:
