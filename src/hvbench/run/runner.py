@@ -275,13 +275,17 @@ class StudyRunner:
                 for rep in range(rounds) if (cell_id, rep) in stored}
         return run_items(self.study, done, warmup=warmup)
 
-    def run(self, lock: RunLock, on_plan: Callable[[int], None] | None = None) -> RunOutcome:
-        """Create (or reopen) the run and execute everything still to do. On any
-        exception the run is marked interrupted and the exception propagates."""
+    def run(self, lock: RunLock, on_plan: Callable[[int], None] | None = None,
+            on_start: Callable[[str], None] | None = None) -> RunOutcome:
+        """Create (or reopen) the run and execute everything still to do; ``on_start``
+        is told the run id once the run exists. On any exception the run is marked
+        interrupted and the exception propagates."""
         resume = self.run_id is not None
         run_id = self.start_run()
         lock.describe(run_id, self.study.study.name)
         try:
+            if on_start is not None:
+                on_start(run_id)
             ids = self.cell_ids()
             items = self.plan(ids, warmup=not resume)
             if on_plan is not None:
@@ -670,8 +674,10 @@ def resume_study(store: Store, run_id: str) -> Study:
 
 def run_study(study: Study, store: Store, *, resume: str | None = None,
               progress: ProgressHook | None = None,
-              on_plan: Callable[[int], None] | None = None) -> RunOutcome:
-    """Run (or resume) ``study`` into ``store`` under the host-wide run lock.
+              on_plan: Callable[[int], None] | None = None,
+              on_start: Callable[[str], None] | None = None) -> RunOutcome:
+    """Run (or resume) ``study`` into ``store`` under the host-wide run lock;
+    ``on_start`` is told the run id as soon as the run is stored.
 
     Orphans of an earlier ``kill -9`` are removed first. On any exception (including
     Ctrl-C / SIGTERM) the run is marked interrupted and the exception propagates; every
@@ -690,7 +696,7 @@ def run_study(study: Study, store: Store, *, resume: str | None = None,
                 study, native_server=needs_native_server(study))) if study.lab else None)
             runner = StudyRunner(study, store, progress=progress, run_id=resume,
                                  session=session)
-            return runner.run(lock, on_plan)
+            return runner.run(lock, on_plan, on_start)
     finally:
         lock.release()
 
