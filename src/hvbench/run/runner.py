@@ -172,9 +172,10 @@ class RunLock:
         self._file.write(json.dumps({"run": run_id, "pid": os.getpid(), "study": study}))
         self._file.flush()
 
-    def remove_stale(self) -> bool:
+    def remove_stale(self, *, dry_run: bool = False) -> bool:
         """Remove the lock file when no live process holds it (its holder was killed
-        by ``kill -9``: the kernel dropped the lock, the file stayed). True if removed."""
+        by ``kill -9``: the kernel dropped the lock, the file stayed). True if removed
+        (``dry_run``: if it would be; the file stays)."""
         try:
             handle = self.path.open("r")
         except FileNotFoundError:
@@ -185,7 +186,8 @@ class RunLock:
             except BlockingIOError:
                 return False  # a live study holds it (possibly this process)
             if self._same_file(handle):
-                self.path.unlink(missing_ok=True)
+                if not dry_run:
+                    self.path.unlink(missing_ok=True)
                 return True
         return False
 
@@ -735,19 +737,23 @@ def check_existing_domains(study: Study) -> None:
             raise SpecError(f"{study.path}: platform {name}: {exc}") from exc
 
 
-def remove_orphans() -> list[str]:
+def remove_orphans(*, dry_run: bool = False) -> list[str]:
     """Remove what an hvbench killed by ``kill -9`` left: its labs (namespaces, links,
     their processes), cgroups, libvirt domains, scratch directories (the wrk scripts'
     among them) and stale run lock. Returns one sentence per thing done, e.g. ``removed
     link hvb-...`` (the labs' own lines say what they did, including what they could
-    not remove)."""
-    removed = cleanup_orphaned_labs()
-    others = cleanup_orphaned_cgroups() + cleanup_orphaned_domains()
+    not remove); ``dry_run``: one ``would remove ...`` line per thing, nothing done."""
+    removed = cleanup_orphaned_labs(dry_run=dry_run)
+    others = (cleanup_orphaned_cgroups(dry_run=dry_run)
+              + cleanup_orphaned_domains(dry_run=dry_run))
     for parent in (work_dir(), Path(tempfile.gettempdir())):
-        others += [str(path) for path in remove_orphaned_dirs(parent)]
+        others += [str(path) for path in remove_orphaned_dirs(parent, dry_run=dry_run)]
     lock = RunLock(work_dir())
-    if lock.remove_stale():
+    if lock.remove_stale(dry_run=dry_run):
         others.append(f"stale run lock {lock.path}")
-    return removed + [f"removed {what}" for what in others]
+    if dry_run:  # a lab's record directory is named once, by the lab's lines
+        others = [o for o in others if not any(line.endswith(o) for line in removed)]
+    verb = "would remove" if dry_run else "removed"
+    return removed + [f"{verb} {what}" for what in others]
 
 
