@@ -29,6 +29,7 @@ from hvbench.cli import (
     report,
     run,
     runs,
+    show,
     tune,
     worker,
 )
@@ -43,7 +44,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            noise, check, db, worker, cleanup)
+            noise, check, show, db, worker, cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:
