@@ -25,6 +25,7 @@ from hvbench.cli import (
     fio_compare,
     guest,
     image,
+    init,
     noise,
     report,
     run,
@@ -43,7 +44,7 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
-COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain, compare,
+COMMANDS = (doctor, init, image, guest, fio_compare, run, tune, runs, report, explain, compare,
             noise, check, show, db, worker, cleanup)
 
 
