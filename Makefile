@@ -17,7 +17,7 @@ APT_PACKAGES := qemu-system-x86 qemu-utils fio iperf3 httperf wrk stress-ng ligh
 	libvirt-daemon-system libvirt-clients libvirt-daemon-driver-qemu libvirt-dev pkg-config \
 	gcc python3-dev openssh-server fio-examples postgresql libxml2-utils
 
-.PHONY: all deps venv image lint unit integration test test-fast demo clean
+.PHONY: all deps venv image lint unit integration test test-fast demo clean cli-docs
 
 all: test
 
@@ -87,5 +87,14 @@ demo: image
 	$(BIN)/hvbench fio-compare --rw write --bs 64K --size 64M
 	$(BIN)/hvbench run --db .make/demo.db
 
+# Shell completion and the man page, generated from the parser (src/hvbench/cli/
+# parser_docs.py): `source build/hvbench.bash`; build/_hvbench goes in a directory on
+# zsh's $$fpath; `man -l build/hvbench.1`.
+cli-docs: $(STAMP)/venv
+	@mkdir -p build
+	$(BIN)/python -m hvbench.cli.parser_docs bash > build/hvbench.bash
+	$(BIN)/python -m hvbench.cli.parser_docs zsh > build/_hvbench
+	$(BIN)/python -m hvbench.cli.parser_docs man > build/hvbench.1
+
 clean:
-	rm -rf $(VENV) $(STAMP) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(STAMP) build .pytest_cache .mypy_cache .ruff_cache

@@ -27,6 +27,7 @@ from hvbench.cli import (
     image,
     init,
     noise,
+    parser_docs,
     report,
     run,
     runs,
@@ -45,7 +46,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, init, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            noise, check, show, db, worker, cleanup)
+            noise, check, show, db, worker, cleanup, parser_docs)
 
 
 def build_parser() -> argparse.ArgumentParser:
