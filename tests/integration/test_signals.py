@@ -296,7 +296,10 @@ def test_every_repetition_failed_exits_3(tmp_path: Path) -> None:
     job.write_text(FAILING_JOB)
     study = tmp_path / "failing.toml"
     study.write_text(FAILING_STUDY.format(job=job))
-    done = subprocess.run([*HVBENCH, "run", str(study), "--db", str(tmp_path / "runs.db")],
+    # --quiet: no run id, bar or next commands; the failures still print.
+    done = subprocess.run([*HVBENCH, "-q", "run", str(study), "--db",
+                           str(tmp_path / "runs.db")],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 3, done.stderr
     assert "2 of 2 repetitions failed" in done.stderr
+    assert " started" not in done.stderr and "next:" not in done.stderr, done.stderr

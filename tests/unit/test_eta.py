@@ -109,3 +109,12 @@ def test_the_commands_a_run_prints_name_its_database_and_id() -> None:
         "  explain: hvbench explain 20261126-230000-abcd --db .make/demo.db",
         "  HTML:    hvbench report 20261126-230000-abcd --format html -o "
         "20261126-230000-abcd.html --db .make/demo.db"]
+
+
+def test_a_quiet_run_shows_no_bar() -> None:
+    console = Console(file=io.StringIO(), width=120, force_terminal=True)
+    with run_progress(console, RunEta([1.0]), quiet=True) as progress:
+        progress.add_task("x", total=1)
+    file = console.file
+    assert isinstance(file, io.StringIO)
+    assert file.getvalue() == ""

@@ -53,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hvbench", description="Measure what virtualization costs I/O.")
     parser.add_argument("--version", action=VersionAction)
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar and no informational lines on stderr (run "
+                             "id, next commands); warnings, failures and errors still "
+                             "print. NO_COLOR=1 in the environment turns colours off")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)

@@ -41,6 +41,10 @@ def register(sub: Any) -> None:
     run.add_argument("--resume", metavar="RUN",
                      help="complete an interrupted run (its cells and repetitions as started)")
     add_db_option(run)
+    # SUPPRESS: `hvbench -q run` keeps -q (a subparser's default would replace it).
+    run.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                     help="no progress bar, run id or next commands on stderr (as "
+                          "`hvbench -q run`)")
     run.add_argument("--dry-run", action="store_true",
                      help="print the cells, repetitions, guests to boot (existing "
                           "domains to attach) and an estimated duration; start nothing")
@@ -124,16 +128,27 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         return _run_on_scheduler(args, new_study, out, err)
     if args.hosts:
         return _run_on_hosts(args, new_study, out, err)
+    return _run_here(args, new_study, out, err)
+
+
+def _run_here(args: argparse.Namespace, new_study: Study | None, out: Console,
+              err: Console) -> int:
+    """The study (``new_study``, or the run ``--resume`` names) on this host, then its
+    report and the commands to see it again; returns the run's exit code."""
+    from hvbench.run.runner import resume_study
+
     with Store(db_of(args)) as store:
         args.resume = _resolve_resume(store, args.resume)
         if args.resume:
             _refuse_tuning_run(store, args.resume)
         study = resume_study(store, args.resume) if new_study is None else new_study
-        run_id = _run_with_progress(study, store, args.resume, err, db_of(args))
+        quiet = getattr(args, "quiet", False)
+        run_id = _run_with_progress(study, store, args.resume, err, db_of(args), quiet=quiet)
         print_report(store, run_id, out, err)
-        err.print("next:", markup=False)
-        for line in next_commands(run_id, db_of(args)):
-            err.print(line, markup=False, soft_wrap=True)
+        if not quiet:
+            err.print("next:", markup=False)
+            for line in next_commands(run_id, db_of(args)):
+                err.print(line, markup=False, soft_wrap=True)
         # After a resume: the run as a whole, not only what this invocation ran.
         ok, failed = len(store.done(run_id)), len(store.failures(run_id))
     return run_exit_code(ok, failed)
@@ -410,34 +425,39 @@ class EtaColumn(ProgressColumn):
         return Text(f"ETA {clock_text(self.eta.remaining_s())}", style="progress.remaining")
 
 
-def run_progress(console: Console, eta: RunEta) -> Progress:
+def run_progress(console: Console, eta: RunEta, *, quiet: bool = False) -> Progress:
     """The single-run bar: fixed-width columns first (bar, done/total, elapsed, ETA),
-    the changing description (cell, repetition, state) last, so nothing moves."""
+    the changing description (cell, repetition, state) last, so nothing moves;
+    ``quiet``: not shown."""
     return Progress(BarColumn(bar_width=30), MofNCompleteColumn(), TimeElapsedColumn(),
                     EtaColumn(eta), TextColumn("{task.description}"),
-                    console=console, transient=False)
+                    console=console, transient=False, disable=quiet)
 
 
 def _run_with_progress(study: Study, store: Store, resume: str | None, err: Console,
-                       db: str) -> str:
+                       db: str, *, quiet: bool = False) -> str:
     """Run (or resume) ``study`` into ``store`` (``db``: its name as the user gave it,
-    for the commands printed) under a progress bar on ``err``; returns the run id."""
+    for the commands printed) under a progress bar on ``err``; returns the run id.
+    ``quiet``: no bar and no informational lines (the resume command on an interrupt
+    and failures still print)."""
     from hvbench.run.plan import done_in, plan_study
     from hvbench.run.runner import PlannedItem, run_study
 
-    err.print(f"study [bold]{study.study.name}[/]: {len(study.cells)} cells x "
-              f"{_repetitions_text(study)}")
+    if not quiet:
+        err.print(f"study [bold]{study.study.name}[/]: {len(study.cells)} cells x "
+                  f"{_repetitions_text(study)}")
     plan = plan_study(study, store, done=done_in(store, resume) if resume else set(),
                       warmup=not resume)
     eta = RunEta(item_estimates(plan))
     started: list[str] = []
-    with run_progress(err, eta) as progress:
+    with run_progress(err, eta, quiet=quiet) as progress:
         task = progress.add_task("starting", total=len(plan.items))
 
         def on_start(run_id: str) -> None:
             started.append(run_id)
-            progress.console.print(f"run [bold]{run_id}[/] "
-                                   + ("resumed" if resume else "started"))
+            if not quiet:
+                progress.console.print(f"run [bold]{run_id}[/] "
+                                       + ("resumed" if resume else "started"))
 
         def on_plan(total: int) -> None:
             eta.set_total(total)
@@ -466,7 +486,8 @@ def _run_with_progress(study: Study, store: Store, resume: str | None, err: Cons
         err.print(line, style="red", markup=False, soft_wrap=True)
     for line in precision_lines(outcome.precision):
         err.print(line, markup=False, soft_wrap=True)
-    err.print(f"run [bold]{outcome.run_id}[/] complete")
+    if not quiet:
+        err.print(f"run [bold]{outcome.run_id}[/] complete")
     return outcome.run_id
 
 
