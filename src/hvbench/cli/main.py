@@ -36,6 +36,7 @@ from hvbench.cli import (
     worker,
 )
 from hvbench.cli.common import Handler
+from hvbench.cli.examples import add_examples
 from hvbench.cli.version import VersionAction
 from hvbench.errors import HvbenchError, InterruptedRun
 from hvbench.host import interrupt, proctree
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.register(sub)
+    add_examples(sub)
     return parser
 
 

@@ -16,9 +16,9 @@ from hvbench.errors import SpecError
 from hvbench.model.study import LibvirtPlatformSpec, QemuPlatformSpec, Study, Variant
 
 EXAMPLES = """examples:
-  hvbench show examples/quick.toml vm-virtio
+  hvbench show examples/quick.toml guest.virtio-blk
   hvbench show study.toml my-libvirt-guest > domain.xml
-  hvbench show study.toml vm --set 'platform.vm.vcpus=4'"""
+  hvbench show examples/quick.toml guest.ide --set platform.guest.vcpus=2"""
 
 
 def register(sub: Any) -> None:
