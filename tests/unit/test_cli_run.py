@@ -206,3 +206,15 @@ def test_resume_takes_a_unique_prefix_and_lists_an_ambiguous_ones_candidates(
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1, err
         assert "20261125-000000-abcd" in err and "20261125-000000-abef" in err
+
+
+def test_an_ambiguous_prefix_names_every_candidate(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    ids = [f"20261125-0000{i:02d}-abcd" for i in range(7)]
+    for run_id in ids:
+        _stored_run(db, run_id, EXAMPLES / "quick.toml", only=["*"], repetitions=1)
+    with Store(db) as store, pytest.raises(SpecError) as caught:
+        resolve_run_id(store, "2026", str(db))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert all(run_id in message for run_id in ids), message
