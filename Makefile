@@ -34,7 +34,7 @@ APT_TEST_TOOLS := fio-examples sysstat
 APT_GROUPS := libvirt postgresql chromium sshd test-tools
 TEST_APT   := $(APT_GROUPS:%=$(STAMP)/apt-%)
 
-.PHONY: all deps test-deps venv image lint unit integration test test-fast demo clean
+.PHONY: all deps test-deps venv image lint unit integration test test-fast demo clean cli-docs
 
 all: test
 
@@ -135,5 +135,14 @@ demo: image
 	$(BIN)/hvbench fio-compare --rw write --bs 64K --size 64M
 	$(BIN)/hvbench run --db .make/demo.db
 
+# Shell completion and the man page, generated from the parser (src/hvbench/cli/
+# parser_docs.py): `source build/hvbench.bash`; build/_hvbench goes in a directory on
+# zsh's $$fpath; `man -l build/hvbench.1`.
+cli-docs: $(STAMP)/venv
+	@mkdir -p build
+	$(BIN)/python -m hvbench.cli.parser_docs bash > build/hvbench.bash
+	$(BIN)/python -m hvbench.cli.parser_docs zsh > build/_hvbench
+	$(BIN)/python -m hvbench.cli.parser_docs man > build/hvbench.1
+
 clean:
-	rm -rf $(VENV) $(STAMP) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(STAMP) build .pytest_cache .mypy_cache .ruff_cache

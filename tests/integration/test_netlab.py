@@ -325,6 +325,14 @@ def test_cleanup_after_kill_9(no_leaks: Path, decoys: tuple[str, str]) -> None:
     while Path(f"/proc/{server_pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
 
+    # `cleanup --dry-run` names the same devices and changes nothing.
+    would = cleanup_orphaned_labs(dry_run=True)
+    assert f"would remove network namespace {record['netns'][0]}" in would
+    assert f"would remove link {record['links'][0]}" in would
+    assert would[-1] == f"would remove lab record {record_dir}"
+    assert all(netns_exists(n) for n in record["netns"])
+    assert all(link_exists(n) for n in record["links"]) and Path(record_dir).exists()
+
     lines = cleanup_orphaned_labs()
 
     assert not any(netns_exists(n) for n in record["netns"])

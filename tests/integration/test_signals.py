@@ -219,13 +219,19 @@ def _check_stopped(proc: subprocess.Popen[str], signum: int, db: Path) -> str:
     assert _leftovers() == [], f"left running: {_leftovers()}"
     run_id, status = _run_status(db)
     assert status == "interrupted"
+    # The id at start, and the exact command that completes the run on interrupt.
+    assert f"run {run_id} started" in err, err
+    assert f"complete it with `hvbench run --resume {run_id} --db {db}`" in err, err
     return run_id
 
 
-def _resume(run_id: str, db: Path) -> None:
-    done = subprocess.run([*HVBENCH, "run", "--resume", run_id, "--db", str(db)],
+def _resume(run_id: str, db: Path, given: str | None = None) -> None:
+    """Resume ``run_id`` as ``given`` (default: the whole id) and check it completes."""
+    done = subprocess.run([*HVBENCH, "run", "--resume", given or run_id, "--db", str(db)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
+    assert f"run {run_id} resumed" in done.stderr, done.stderr
+    assert f"hvbench explain {run_id} --db {db}" in done.stderr, done.stderr
     with sqlite3.connect(db) as conn:
         status = conn.execute("SELECT status FROM runs WHERE id=?", (run_id,)).fetchone()[0]
     assert status == "complete"
@@ -251,7 +257,8 @@ def test_signal_during_native_fio_cell(signum: int, tmp_path: Path) -> None:
     _wait_for(proc, _named({"fio"}, count=2), "fio and its job process")
     run_id = _check_stopped(proc, signum, db)
     job.write_text(SHORT_JOB)
-    _resume(run_id, db)
+    # A unique prefix is enough, as for report, compare and explain.
+    _resume(run_id, db, given=run_id[:8])
 
 
 @pytest.mark.parametrize("signum", SIGNALS)
@@ -289,7 +296,10 @@ def test_every_repetition_failed_exits_3(tmp_path: Path) -> None:
     job.write_text(FAILING_JOB)
     study = tmp_path / "failing.toml"
     study.write_text(FAILING_STUDY.format(job=job))
-    done = subprocess.run([*HVBENCH, "run", str(study), "--db", str(tmp_path / "runs.db")],
+    # --quiet: no run id, bar or next commands; the failures still print.
+    done = subprocess.run([*HVBENCH, "-q", "run", str(study), "--db",
+                           str(tmp_path / "runs.db")],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 3, done.stderr
     assert "2 of 2 repetitions failed" in done.stderr
+    assert " started" not in done.stderr and "next:" not in done.stderr, done.stderr

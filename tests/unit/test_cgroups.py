@@ -402,11 +402,16 @@ def test_orphan_cleanup_removes_a_dead_owners_cgroups_only(tmp_path: Path,
          "paths": [str(tmp_path / "cpuacct/hvbench-reused")]}))
     live = CpuCgroups("live", support, registry)
     live.start()
-    removed = cleanup_orphaned_cgroups(registry)
-    assert sorted(removed) == sorted(f"cgroup {p}" for p in [
+    expected = sorted(f"cgroup {p}" for p in [
         tmp_path / "cpu/hvbench-dead/io", tmp_path / "cpuset/hvbench-dead/io",
         tmp_path / "cpu/hvbench-dead", tmp_path / "cpuset/hvbench-dead",
         tmp_path / "cpuacct/hvbench-reused"])
+    # A dry run names the same cgroups and removes nothing.
+    assert sorted(cleanup_orphaned_cgroups(registry, dry_run=True)) == expected
+    assert (tmp_path / "cpu/hvbench-dead/io").is_dir()
+    assert len(list(registry.iterdir())) == 3
+    removed = cleanup_orphaned_cgroups(registry)
+    assert sorted(removed) == expected
     assert sorted(p.name for p in registry.iterdir()) == ["cgroups-live.json"]
     assert (tmp_path / "cpu/hvbench-live").is_dir()
     assert cleanup_orphaned_cgroups(registry) == []
@@ -420,6 +425,7 @@ def test_orphan_cleanup_never_touches_what_is_not_an_hvbench_cgroup(tmp_path: Pa
         {"pid": NO_PID, "roots": [str(tmp_path / "cpu")],
          "paths": [str(tmp_path / "cpu/system.slice"), str(tmp_path / "cpu")]}))
     (registry / "cgroups-junk.json").write_text("{not json")
+    assert cleanup_orphaned_cgroups(registry, dry_run=True) == []
     assert cleanup_orphaned_cgroups(registry) == []
     assert (tmp_path / "cpu/system.slice").is_dir()
     assert (registry / "cgroups-evil.json").exists()  # kept: not everything was removed

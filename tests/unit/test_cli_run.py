@@ -191,3 +191,30 @@ def test_postgres_urls_take_libpq_synonym() -> None:
     assert is_url("postgres://team@db/hvbench") and is_url("postgresql://team@db/hvb")
     assert not is_url("postgres.db")
     assert _postgres_url("postgres://team@db/hvbench").drivername == "postgresql+psycopg"
+
+
+def test_resume_takes_a_unique_prefix_and_lists_an_ambiguous_ones_candidates(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = EXAMPLES / "quick.toml"
+    db = tmp_path / "r.db"
+    for run_id in ("20261125-000000-abcd", "20261125-000000-abef"):
+        _stored_run(db, run_id, path, only=["*"], repetitions=1)
+    assert main(["run", "--resume", "20261125-000000-abc", "--dry-run", "--db", str(db)]) == 0
+    assert "dry run: nothing was started" in capsys.readouterr().out
+    for dry in (["--dry-run"], []):
+        assert main(["run", "--resume", "20261125", *dry, "--db", str(db)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert "20261125-000000-abcd" in err and "20261125-000000-abef" in err
+
+
+def test_an_ambiguous_prefix_names_every_candidate(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    ids = [f"20261125-0000{i:02d}-abcd" for i in range(7)]
+    for run_id in ids:
+        _stored_run(db, run_id, EXAMPLES / "quick.toml", only=["*"], repetitions=1)
+    with Store(db) as store, pytest.raises(SpecError) as caught:
+        resolve_run_id(store, "2026", str(db))
+    message = str(caught.value)
+    assert "\n" not in message
+    assert all(run_id in message for run_id in ids), message

@@ -27,5 +27,7 @@ def test_live_owner_is_kept_dead_owner_removed_strangers_untouched(tmp_path: Pat
     (recorded / OWNER_FILE).write_text(str(dead))
     stranger = tmp_path / "somebody-elses"
     stranger.mkdir()
+    assert sorted(remove_orphaned_dirs(tmp_path, dry_run=True)) == sorted([orphan, recorded])
+    assert orphan.exists() and recorded.exists(), "a dry run removed something"
     assert sorted(remove_orphaned_dirs(tmp_path)) == sorted([orphan, recorded])
     assert mine.exists() and stranger.exists()

@@ -143,7 +143,8 @@ def _verify(args: argparse.Namespace, store: Store, report: RunReport,
             study = study_from_text(text, report.run.study_path)
         except SpecError as exc:
             raise SpecError(f"verification study of {first.cell}: {exc}") from exc
-        run_id = _run_with_progress(study, store, None, err)
+        run_id = _run_with_progress(study, store, None, err, db_of(args),
+                                    quiet=bool(getattr(args, "quiet", False)))
         rows = [(r.platform, r.repetition, r.phase, r.metric, r.value)
                 for r in store.measurements(run_id)]
         for the_plan in group:

@@ -28,14 +28,18 @@ from hvbench.cli import (
     fio_compare,
     guest,
     image,
+    init,
     noise,
+    parser_docs,
     report,
     run,
     runs,
+    show,
     tune,
     worker,
 )
 from hvbench.cli.common import Handler, output_console
+from hvbench.cli.examples import add_examples
 from hvbench.cli.version import VersionAction
 from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.host import interrupt, proctree
@@ -45,18 +49,23 @@ out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
-COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            noise, check, db, worker, cleanup)
+COMMANDS = (doctor, init, image, guest, fio_compare, run, tune, runs, report, explain, compare,
+            noise, check, show, db, worker, cleanup, parser_docs)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = SuggestingParser(
         prog="hvbench", description="Measure what virtualization costs I/O.")
     parser.add_argument("--version", action=VersionAction)
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="no progress bar and no informational lines on stderr (run "
+                             "id, next commands); warnings, failures and errors still "
+                             "print. NO_COLOR=1 in the environment turns colours off")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 parser_class=SuggestingParser)
     for command in COMMANDS:
         command.register(sub)
+    add_examples(sub)
     return parser
 
 

@@ -88,7 +88,7 @@ def _measure(args: argparse.Namespace, store: Store, err: Console) -> str:
     if args.only or args.exclude:
         study = select_cells(study, args.only, args.exclude)
     study = with_repetitions(study, 2 * args.pairs)
-    return _run_with_progress(study, store, None, err)
+    return _run_with_progress(study, store, None, err, db_of(args))
 
 
 def store_floors(store: Store, run_id: str) -> int:

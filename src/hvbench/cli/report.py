@@ -86,7 +86,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             data = _document(store, run_id, args)
     if args.output:
         Path(args.output).write_bytes(data)
-        if args.format in EXPORT_FORMATS:
+        if args.format in EXPORT_FORMATS and not getattr(args, "quiet", False):
             err.print(f"wrote {args.output} ({len(data)} bytes)")
     else:
         sys.stdout.buffer.write(data)

@@ -15,15 +15,20 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from hvbench.cli.common import add_db_option, db_of, print_report
-from hvbench.errors import InterruptedRun, SpecError
+from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.model.study import Study, select_cells, with_repetitions
+from hvbench.report.model import resolve_run_id
+from hvbench.run.eta import RunEta, clock_text, item_estimates
 from hvbench.run.plan import StudyPlan
 from hvbench.store.database import Store, is_url
 
@@ -36,6 +41,10 @@ def register(sub: Any) -> None:
     run.add_argument("--resume", metavar="RUN",
                      help="complete an interrupted run (its cells and repetitions as started)")
     add_db_option(run)
+    # SUPPRESS: `hvbench -q run` keeps -q (a subparser's default would replace it).
+    run.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
+                     help="no progress bar, run id or next commands on stderr (as "
+                          "`hvbench -q run`)")
     run.add_argument("--dry-run", action="store_true",
                      help="print the cells, repetitions, guests to boot (existing "
                           "domains to attach) and an estimated duration; start nothing")
@@ -91,6 +100,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         db = db_of(args)
         store = Store(db, create=False) if is_url(db) or Path(db).is_file() else None
         try:
+            args.resume = _resolve_resume(store, args.resume)
             study = resume_study(store, args.resume) if args.resume and store else \
                 _study(args)
             done = done_in(store, args.resume) if args.resume and store else set()
@@ -118,15 +128,39 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         return _run_on_scheduler(args, new_study, out, err)
     if args.hosts:
         return _run_on_hosts(args, new_study, out, err)
+    return _run_here(args, new_study, out, err)
+
+
+def _run_here(args: argparse.Namespace, new_study: Study | None, out: Console,
+              err: Console) -> int:
+    """The study (``new_study``, or the run ``--resume`` names) on this host, then its
+    report and the commands to see it again; returns the run's exit code."""
+    from hvbench.run.runner import resume_study
+
     with Store(db_of(args)) as store:
+        args.resume = _resolve_resume(store, args.resume)
         if args.resume:
             _refuse_tuning_run(store, args.resume)
         study = resume_study(store, args.resume) if new_study is None else new_study
-        run_id = _run_with_progress(study, store, args.resume, err)
+        quiet = getattr(args, "quiet", False)
+        run_id = _run_with_progress(study, store, args.resume, err, db_of(args), quiet=quiet)
         print_report(store, run_id, out, err)
+        if not quiet:
+            err.print("next:", markup=False)
+            for line in next_commands(run_id, db_of(args)):
+                err.print(line, markup=False, soft_wrap=True)
         # After a resume: the run as a whole, not only what this invocation ran.
         ok, failed = len(store.done(run_id)), len(store.failures(run_id))
     return run_exit_code(ok, failed)
+
+
+def _resolve_resume(store: Store | None, resume: str | None) -> str | None:
+    """``--resume``'s run id from a unique prefix, as ``report`` takes it (unchanged
+    without a store to look in or without ``--resume``). Raises :class:`SpecError`: no
+    such run, or a prefix of several (named on one line)."""
+    if store is None or not resume:
+        return resume
+    return resolve_run_id(store, resume, store.location)
 
 
 def _refuse_tuning_run(store: Store, run_id: str) -> None:
@@ -379,30 +413,96 @@ def _progress(console: Console) -> Progress:
     )
 
 
-def _run_with_progress(study: Study, store: Store, resume: str | None, err: Console) -> str:
+class EtaColumn(ProgressColumn):
+    """``ETA H:MM:SS`` from a :class:`~hvbench.run.eta.RunEta`, recomputed at every
+    refresh (so it ticks while a measurement runs), always the same width."""
+
+    def __init__(self, eta: RunEta) -> None:
+        super().__init__()
+        self.eta = eta
+
+    def render(self, task: Task) -> Text:
+        return Text(f"ETA {clock_text(self.eta.remaining_s())}", style="progress.remaining")
+
+
+def run_progress(console: Console, eta: RunEta, *, quiet: bool = False) -> Progress:
+    """The single-run bar: fixed-width columns first (bar, done/total, elapsed, ETA),
+    the changing description (cell, repetition, state) last, so nothing moves;
+    ``quiet``: not shown."""
+    return Progress(BarColumn(bar_width=30), MofNCompleteColumn(), TimeElapsedColumn(),
+                    EtaColumn(eta), TextColumn("{task.description}"),
+                    console=console, transient=False, disable=quiet)
+
+
+def _run_with_progress(study: Study, store: Store, resume: str | None, err: Console,
+                       db: str, *, quiet: bool = False) -> str:
+    """Run (or resume) ``study`` into ``store`` (``db``: its name as the user gave it,
+    for the commands printed) under a progress bar on ``err``; returns the run id.
+    ``quiet``: no bar and no informational lines (the resume command on an interrupt
+    and failures still print)."""
+    from hvbench.run.plan import done_in, plan_study
     from hvbench.run.runner import PlannedItem, run_study
 
-    err.print(f"study [bold]{study.study.name}[/]: {len(study.cells)} cells x "
-              f"{_repetitions_text(study)}")
-    with _progress(err) as progress:
-        task = progress.add_task("starting", total=None)
+    if not quiet:
+        err.print(f"study [bold]{study.study.name}[/]: {len(study.cells)} cells x "
+                  f"{_repetitions_text(study)}")
+    plan = plan_study(study, store, done=done_in(store, resume) if resume else set(),
+                      warmup=not resume)
+    eta = RunEta(item_estimates(plan))
+    started: list[str] = []
+    with run_progress(err, eta, quiet=quiet) as progress:
+        task = progress.add_task("starting", total=len(plan.items))
+
+        def on_start(run_id: str) -> None:
+            started.append(run_id)
+            if not quiet:
+                progress.console.print(f"run [bold]{run_id}[/] "
+                                       + ("resumed" if resume else "started"))
 
         def on_plan(total: int) -> None:
+            eta.set_total(total)
             progress.update(task, total=total)
 
         def hook(item: PlannedItem, state: str) -> None:
             rep = "warm-up" if item.repetition < 0 else f"rep {item.repetition + 1}"
             progress.update(task, description=f"{item.cell.name} ({rep}): {state}")
             if state in ("done", "failed"):
+                eta.item_done()
                 progress.advance(task)
 
-        outcome = run_study(study, store, resume=resume, progress=hook, on_plan=on_plan)
+        try:
+            outcome = run_study(study, store, resume=resume, progress=hook,
+                                on_plan=on_plan, on_start=on_start)
+        except (HvbenchError, KeyboardInterrupt) as exc:
+            if started:
+                why = "interrupted" if isinstance(exc, (InterruptedRun, KeyboardInterrupt)) \
+                    else "stopped by an error"
+                progress.console.print(
+                    f"run {started[0]} {why}; complete it with "
+                    f"`{run_command(['run', '--resume', started[0]], db)}`",
+                    style="red", markup=False, soft_wrap=True)
+            raise
     for line in failure_lines(store, outcome.run_id):
         err.print(line, style="red", markup=False, soft_wrap=True)
     for line in precision_lines(outcome.precision):
         err.print(line, markup=False, soft_wrap=True)
-    err.print(f"run [bold]{outcome.run_id}[/] complete")
+    if not quiet:
+        err.print(f"run [bold]{outcome.run_id}[/] complete")
     return outcome.run_id
+
+
+def run_command(argv: list[str], db: str) -> str:
+    """``hvbench ARGV --db DB`` as one shell-quoted line to copy (pure)."""
+    return shlex.join(["hvbench", *argv, "--db", db])
+
+
+def next_commands(run_id: str, db: str) -> list[str]:
+    """What a finished run tells its user to type next: the report, the diagnosis and
+    the HTML report of ``run_id`` in ``db`` (pure)."""
+    return [f"  report:  {run_command(['report', run_id], db)}",
+            f"  explain: {run_command(['explain', run_id], db)}",
+            "  HTML:    " + run_command(['report', run_id, '--format', 'html', '-o',
+                                         f'{run_id}.html'], db)]
 
 
 def _repetitions_text(study: Study) -> str:

@@ -365,6 +365,22 @@ def remove_cgroups(paths: Iterable[Path], roots: Sequence[Path] = ()
     ``roots`` (see :func:`_root_of`) are refused. Returns (removed, failures); raises
     nothing."""
     removed: list[Path] = []
+    todo, failed = removal_plan(paths, roots)
+    deadline = time.monotonic() + RMDIR_WAIT_S
+    for path in todo:
+        failure = _remove_one(path, todo[path], deadline)
+        if failure is None:
+            removed.append(path)
+        else:
+            failed.append(failure)
+    return removed, failed
+
+
+def removal_plan(paths: Iterable[Path], roots: Sequence[Path] = ()
+                 ) -> tuple[dict[Path, Path], list[str]]:
+    """What :func:`remove_cgroups` removes: every existing cgroup at or below
+    ``paths``, deepest first, with its hierarchy root; and the refusals (paths that are
+    not hvbench cgroups under ``roots``). Reads the filesystem only."""
     failed: list[str] = []
     todo: dict[Path, Path] = {}
     for path in paths:
@@ -374,14 +390,8 @@ def remove_cgroups(paths: Iterable[Path], roots: Sequence[Path] = ()
             continue
         for found in _subtree(path) if path.is_dir() else []:
             todo[found] = root
-    deadline = time.monotonic() + RMDIR_WAIT_S
-    for path in sorted(todo, key=lambda p: len(p.parts), reverse=True):
-        failure = _remove_one(path, todo[path], deadline)
-        if failure is None:
-            removed.append(path)
-        else:
-            failed.append(failure)
-    return removed, failed
+    ordered = sorted(todo, key=lambda p: len(p.parts), reverse=True)
+    return {path: todo[path] for path in ordered}, failed
 
 
 # -- the cgroups of one run ----------------------------------------------------------
@@ -716,16 +726,23 @@ def _release_orphan(record: Path, tag: str) -> list[str]:
     return [f"cgroup {p}" for p in removed]
 
 
-def cleanup_orphaned_cgroups(registry_dir: Path | None = None) -> list[str]:
+def cleanup_orphaned_cgroups(registry_dir: Path | None = None, *,
+                             dry_run: bool = False) -> list[str]:
     """Remove the cgroups recorded by hvbench processes that are gone (``kill -9``):
     their tasks go to the hierarchy root, the directories and records are removed.
     Records of live owners are left alone; one whose cgroups cannot all be removed is
-    kept for the next call. Returns what was removed. Raises nothing."""
+    kept for the next call. Returns what was removed (``dry_run``: the recorded cgroups
+    that exist, nothing removed). Raises nothing."""
     directory = registry_dir or work_dir()
     removed: list[str] = []
     for record in sorted(directory.glob(f"{RECORD_PREFIX}*.json")):
         data = _load_record(record)
         if data is None or _owner_alive(data):
+            continue
+        if dry_run:
+            todo, _ = removal_plan([Path(p) for p in data["paths"]],
+                                   [Path(r) for r in data.get("roots", [])])
+            removed += [f"cgroup {p}" for p in todo]
             continue
         with contextlib.suppress(HostError):
             removed += _release_orphan(record, str(data.get("tag", record.stem)))

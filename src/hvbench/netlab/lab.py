@@ -194,12 +194,14 @@ def teardown(netns: Sequence[str], links: Sequence[str]) -> tuple[list[str], lis
     return done, failures
 
 
-def cleanup_orphaned_labs(parent: Path | None = None) -> list[str]:
+def cleanup_orphaned_labs(parent: Path | None = None, *, dry_run: bool = False) -> list[str]:
     """Remove what labs of dead hvbench processes left: for each ``lab-*/lab.json``
     under ``parent`` (default: the work directory) whose owner is gone, kill the
     processes in its recorded namespaces, delete the recorded namespaces and links that
     still exist and then the record. Nothing unrecorded is touched. Returns lines
     saying what was removed (and what could not be, whose record then stays).
+
+    ``dry_run``: only lines saying what would be removed (``would remove ...``).
 
     Call it before :func:`hvbench.host.paths.remove_orphaned_dirs`, which would delete
     the records without their devices.
@@ -210,6 +212,9 @@ def cleanup_orphaned_labs(parent: Path | None = None) -> list[str]:
         record = LabRecord.load(path.parent)
         if record is None or record.owner_alive():
             continue
+        if dry_run:
+            lines += _would_tear_down(record)
+            continue
         done, failures = teardown(record.netns, record.links)
         lines += done
         if failures:
@@ -218,6 +223,17 @@ def cleanup_orphaned_labs(parent: Path | None = None) -> list[str]:
         shutil.rmtree(record.directory, ignore_errors=True)
         lines.append(f"removed lab record {record.directory}")
     return lines
+
+
+def _would_tear_down(record: LabRecord) -> list[str]:
+    """What :func:`cleanup_orphaned_labs` would do for ``record`` (nothing done)."""
+    lines = [f"would kill the processes in network namespace {ns}" for ns in record.netns
+             if _netns_exists(ns)]
+    lines += [f"would remove link {link}" for link in reversed(record.links)
+              if _link_exists(link)]
+    lines += [f"would remove network namespace {ns}" for ns in record.netns
+              if _netns_exists(ns)]
+    return [*lines, f"would remove lab record {record.directory}"]
 
 
 # -- hosts -------------------------------------------------------------------------------

@@ -104,6 +104,12 @@ def _failure_reason(exc: GuestError, timeout: float) -> str:
     return f"a KVM guest's QEMU exited with status {exc.exit_status}: {last.strip()}"
 
 
+def cached_kvm_status() -> KvmStatus | None:
+    """This boot's cached verdict, or None when KVM was not probed since boot (never
+    probes)."""
+    return _load_cached()
+
+
 def kvm_status(refresh: bool = False, timeout: float = DEFAULT_PROBE_TIMEOUT) -> KvmStatus:
     """The cached verdict for this boot, probing (and caching) when there is none.
 

@@ -639,22 +639,23 @@ def _pid_alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists()
 
 
-def cleanup_orphaned_domains(uri: str = DEFAULT_URI) -> list[str]:
+def cleanup_orphaned_domains(uri: str = DEFAULT_URI, *, dry_run: bool = False) -> list[str]:
     """Destroy the domains hvbench created (name prefix *and* owner element) whose owner
     process is gone, and remove such owners' staged directories. Any other domain is
-    never touched. Returns what was removed; empty when libvirtd does not answer."""
+    never touched. Returns what was removed (``dry_run``: what would be, nothing
+    changed); empty when libvirtd does not answer."""
     removed: list[str] = []
     with contextlib.suppress(HostError):
         conn = connect(uri)
         try:
-            removed += _destroy_orphans(conn)
+            removed += _destroy_orphans(conn, dry_run=dry_run)
         finally:
             conn.close()
-    removed += [str(p) for p in remove_orphaned_dirs(IMAGES_DIR)]
+    removed += [str(p) for p in remove_orphaned_dirs(IMAGES_DIR, dry_run=dry_run)]
     return removed
 
 
-def _destroy_orphans(conn: libvirt.virConnect) -> list[str]:
+def _destroy_orphans(conn: libvirt.virConnect, *, dry_run: bool) -> list[str]:
     removed = []
     for domain in conn.listAllDomains(0):
         with contextlib.suppress(libvirt.libvirtError):
@@ -668,9 +669,9 @@ def _destroy_orphans(conn: libvirt.virConnect) -> list[str]:
                 # hvbench's domains are persistent only between define and start, and
                 # then named after their owner: any other persistent one is not its.
                 continue
-            if domain.isActive():
+            if domain.isActive() and not dry_run:
                 domain.destroy()
-            if persistent:
+            if persistent and not dry_run:
                 domain.undefine()
             removed.append(f"libvirt domain {domain.name()}")
     return removed

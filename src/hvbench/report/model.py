@@ -254,7 +254,9 @@ def resolve_run_id(store: Store, run: str | None, db: str) -> str:
         return matches[0]
     if not matches:
         raise SpecError(f"{db}: no run {run!r} (`hvbench runs --db {db}` lists them)")
-    shown = ", ".join(matches[:5]) + (", ..." if len(matches) > 5 else "")
+    # Every candidate, so the next try can copy one (a line stays readable up to 20).
+    shown = ", ".join(matches[:20]) + (f" and {len(matches) - 20} more"
+                                       if len(matches) > 20 else "")
     raise SpecError(f"{db}: {run!r} is the start of {len(matches)} run ids ({shown}): "
                     "give more of it")
 

@@ -177,9 +177,10 @@ class RunLock:
         self._file.write(json.dumps({"run": run_id, "pid": os.getpid(), "study": study}))
         self._file.flush()
 
-    def remove_stale(self) -> bool:
+    def remove_stale(self, *, dry_run: bool = False) -> bool:
         """Remove the lock file when no live process holds it (its holder was killed
-        by ``kill -9``: the kernel dropped the lock, the file stayed). True if removed."""
+        by ``kill -9``: the kernel dropped the lock, the file stayed). True if removed
+        (``dry_run``: if it would be; the file stays)."""
         try:
             handle = self.path.open("r")
         except FileNotFoundError:
@@ -190,7 +191,8 @@ class RunLock:
             except BlockingIOError:
                 return False  # a live study holds it (possibly this process)
             if self._same_file(handle):
-                self.path.unlink(missing_ok=True)
+                if not dry_run:
+                    self.path.unlink(missing_ok=True)
                 return True
         return False
 
@@ -280,13 +282,17 @@ class StudyRunner:
                 for rep in range(rounds) if (cell_id, rep) in stored}
         return run_items(self.study, done, warmup=warmup)
 
-    def run(self, lock: RunLock, on_plan: Callable[[int], None] | None = None) -> RunOutcome:
-        """Create (or reopen) the run and execute everything still to do. On any
-        exception the run is marked interrupted and the exception propagates."""
+    def run(self, lock: RunLock, on_plan: Callable[[int], None] | None = None,
+            on_start: Callable[[str], None] | None = None) -> RunOutcome:
+        """Create (or reopen) the run and execute everything still to do; ``on_start``
+        is told the run id once the run exists. On any exception the run is marked
+        interrupted and the exception propagates."""
         resume = self.run_id is not None
         run_id = self.start_run()
         lock.describe(run_id, self.study.study.name)
         try:
+            if on_start is not None:
+                on_start(run_id)
             ids = self.cell_ids()
             items = self.plan(ids, warmup=not resume)
             if on_plan is not None:
@@ -675,8 +681,10 @@ def resume_study(store: Store, run_id: str) -> Study:
 
 def run_study(study: Study, store: Store, *, resume: str | None = None,
               progress: ProgressHook | None = None,
-              on_plan: Callable[[int], None] | None = None) -> RunOutcome:
-    """Run (or resume) ``study`` into ``store`` under the host-wide run lock.
+              on_plan: Callable[[int], None] | None = None,
+              on_start: Callable[[str], None] | None = None) -> RunOutcome:
+    """Run (or resume) ``study`` into ``store`` under the host-wide run lock;
+    ``on_start`` is told the run id as soon as the run is stored.
 
     Orphans of an earlier ``kill -9`` are removed first. On any exception (including
     Ctrl-C / SIGTERM) the run is marked interrupted and the exception propagates; every
@@ -695,7 +703,7 @@ def run_study(study: Study, store: Store, *, resume: str | None = None,
                 study, native_server=needs_native_server(study))) if study.lab else None)
             runner = StudyRunner(study, store, progress=progress, run_id=resume,
                                  session=session)
-            return runner.run(lock, on_plan)
+            return runner.run(lock, on_plan, on_start)
     finally:
         lock.release()
 
@@ -734,19 +742,23 @@ def check_existing_domains(study: Study) -> None:
             raise SpecError(f"{study.path}: platform {name}: {exc}") from exc
 
 
-def remove_orphans() -> list[str]:
+def remove_orphans(*, dry_run: bool = False) -> list[str]:
     """Remove what an hvbench killed by ``kill -9`` left: its labs (namespaces, links,
     their processes), cgroups, libvirt domains, scratch directories (the wrk scripts'
     among them) and stale run lock. Returns one sentence per thing done, e.g. ``removed
     link hvb-...`` (the labs' own lines say what they did, including what they could
-    not remove)."""
-    removed = cleanup_orphaned_labs()
-    others = cleanup_orphaned_cgroups() + cleanup_orphaned_domains()
+    not remove); ``dry_run``: one ``would remove ...`` line per thing, nothing done."""
+    removed = cleanup_orphaned_labs(dry_run=dry_run)
+    others = (cleanup_orphaned_cgroups(dry_run=dry_run)
+              + cleanup_orphaned_domains(dry_run=dry_run))
     for parent in (work_dir(), Path(tempfile.gettempdir())):
-        others += [str(path) for path in remove_orphaned_dirs(parent)]
+        others += [str(path) for path in remove_orphaned_dirs(parent, dry_run=dry_run)]
     lock = RunLock(work_dir())
-    if lock.remove_stale():
+    if lock.remove_stale(dry_run=dry_run):
         others.append(f"stale run lock {lock.path}")
-    return removed + [f"removed {what}" for what in others]
+    if dry_run:  # a lab's record directory is named once, by the lab's lines
+        others = [o for o in others if not any(line.endswith(o) for line in removed)]
+    verb = "would remove" if dry_run else "removed"
+    return removed + [f"{verb} {what}" for what in others]
 
 

@@ -575,6 +575,19 @@ class Store(StopOnExit):
             if result.rowcount == 0:
                 raise self._no_run(run_id)
 
+    def delete_run(self, run_id: str) -> None:
+        """Remove run ``run_id`` and everything stored with it (cells, repetitions,
+        measurements, samples, raw outputs, order, noise floors: the schema's foreign
+        keys cascade), in one transaction.
+
+        Raises:
+            StoreError: no such run, or the write failed (nothing was removed).
+        """
+        with self._transaction(f"removing run {run_id}") as conn:
+            result = conn.execute(delete(db.runs).where(db.runs.c.id == run_id))
+            if result.rowcount == 0:
+                raise self._no_run(run_id)
+
     def add_noise_floors(self, run_id: str, host: str,
                          floors: Sequence[NoiseFloorRecord]) -> None:
         """Store the noise floors measured in run ``run_id`` on ``host``, in one
