@@ -121,7 +121,7 @@ integration: image test-deps
 # The whole suite; its wall time is held to tests/budget.toml (tests/conftest.py fails
 # the session when it runs over by more than the tolerance, listing the slowest tests).
 test: image lint test-deps
-	$(BIN)/pytest -q tests/unit tests/integration
+	$(BIN)/pytest -q --durations=20 tests/unit tests/integration
 
 # A developer's loop (at most 3 minutes): the unit suite, then one smoke integration
 # test (a TCG guest boots and runs a command through the agent).

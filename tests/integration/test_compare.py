@@ -7,11 +7,13 @@ repetitions (measured while writing this test: unthrottled 122 MB/s, CoV 20 %, a
 a guest capped at 80 %: p = 0.0105 with 7 repetitions, not decisive at alpha = 0.01, and
 the run took more than 3 minutes). So the baseline guest is capped at 40 MB (41.9 MB/s),
 a third of what a TCG guest reads even on a loaded host, and the slowed-down one at
-32 MB (80 % of it): the difference is exactly the injected 20 %, and 6 repetitions per
-side (smallest possible p = 2 / C(12, 6) = 0.0022) decide it. fio's ``ramp_time`` leaves
-out the throttle's initial burst. The A/A pair is two identical native platforms,
-whose values are noisy (page-cache reads of a sparse file): the test that noise is not
-called significant.
+32 MB (80 % of it): the difference is exactly the injected 20 %. Two platforms of one
+run are compared by a paired t-test of their back-to-back repetitions (at least 3 pairs);
+4 repetitions (3 degrees of freedom: p < 0.01 needs |t| > 5.84) decide a difference as
+steady as a throttle's, and each repetition fewer saves two guest boots. fio's
+``ramp_time`` leaves out the throttle's initial burst. The A/A pair is two identical
+native platforms, whose values are noisy (page-cache reads of a sparse file): the test
+that noise is not called significant.
 """
 
 from __future__ import annotations
@@ -45,10 +47,11 @@ runtime=1500ms
 rw=read
 """
 
-STUDY = """
+REPETITIONS = 4
+STUDY = f"""
 [study]
 name = "compare-throttle"
-repetitions = 6
+repetitions = {REPETITIONS}
 seed = 11
 
 [[platform]]
@@ -64,14 +67,14 @@ kind = "qemu"
 name = "capped"
 machine = "pc"
 memory_mib = 256
-disk = { bus = "virtio-blk", cache = "none", size = "64M", bps_limit = "40M" }
+disk = {{ bus = "virtio-blk", cache = "none", size = "64M", bps_limit = "40M" }}
 
 [[platform]]
 kind = "qemu"
 name = "slowed"
 machine = "pc"
 memory_mib = 256
-disk = { bus = "virtio-blk", cache = "none", size = "64M", bps_limit = "32M" }
+disk = {{ bus = "virtio-blk", cache = "none", size = "64M", bps_limit = "32M" }}
 
 [[workload]]
 name = "read"
@@ -109,14 +112,14 @@ def test_injected_slowdown_is_significant_and_a_a_is_not(
         store.close()
 
     slowed = _read_row(_compare(db, ":capped", ":slowed", "--format", "json"))
-    assert slowed["n_a"] == slowed["n_b"] == 6
+    assert slowed["n_a"] == slowed["n_b"] == REPETITIONS
     assert slowed["verdict"] == "significant", slowed
     assert slowed["change"] == "worse"
     assert -25.0 < float(slowed["delta_pct"]) < -15.0, slowed  # type: ignore[arg-type]
     assert float(slowed["p_value"]) < 0.01  # type: ignore[arg-type]
 
     same = _read_row(_compare(db, ":host-a", ":host-b", "--format", "json"))
-    assert same["n_a"] == same["n_b"] == 6
+    assert same["n_a"] == same["n_b"] == REPETITIONS
     assert same["verdict"] != "significant", same
 
     # As a person reads it: the table names the verdict and the run's platforms.

@@ -8,6 +8,7 @@ veth pairs; all removed in ``finally``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -34,7 +35,7 @@ from hvbench.workloads.endpoints import (
 )
 from hvbench.workloads.iperf3 import run_iperf3, server_argv
 from hvbench.workloads.web import GUEST_WWW, file_content, file_uri, run_web_phase, serve_web
-from tests.integration.conftest import free_test_subnet
+from tests.integration.conftest import free_test_subnet, shared
 
 pytestmark = [
     pytest.mark.integration,
@@ -91,11 +92,11 @@ def _add_host(tag: str, index: int, name: str, bridge: str, address: str, *,
     return netns
 
 
-@pytest.fixture
-def lab() -> Iterator[Lab]:
+@contextlib.contextmanager
+def _made_lab() -> Iterator[Lab]:
+    """A bridge with a free /24 of the tests' range and two namespaces on it (a prefix
+    drawn without looking could be another session's), all removed afterwards."""
     tag = secrets.token_hex(2)
-    # A free /24 of the tests' range: a prefix drawn without looking could be
-    # another session's.
     prefix = str(free_test_subnet().network_address).rsplit(".", 1)[0]
     bridge = f"hvb-nb{tag}"
     created: list[list[str]] = []  # ip commands that undo what was made, newest last
@@ -114,6 +115,32 @@ def lab() -> Iterator[Lab]:
     finally:
         for undo in reversed(created):
             subprocess.run(["ip", *undo], check=False, capture_output=True)
+
+
+@pytest.fixture
+def lab() -> Iterator[Lab]:
+    with _made_lab() as made:
+        yield made
+
+
+@dataclass
+class GuestLab:
+    """A lab and one TCG guest on its bridge (tap backend, address .100)."""
+
+    lab: Lab
+    vm: QemuPlatform
+
+    def endpoint(self) -> Endpoint:
+        return guest_endpoint(self.vm, f"{self.lab.prefix}.100", name="guest")
+
+
+@pytest.fixture(scope="module")
+def guest_lab(image: GuestImage) -> Iterator[GuestLab]:
+    """One guest booted for the module's guest tests (their specs are identical): each
+    test stops what it starts in it and checks so; the last one stops the guest."""
+    with _made_lab() as made, QemuPlatform(VmSpec(accel="tcg", nics=(made.guest_nic(),)),
+                                           image=image) as vm, shared(vm):
+        yield GuestLab(made, vm)
 
 
 def assert_no_process(pattern: str) -> None:
@@ -174,40 +201,20 @@ def test_iperf3_unreachable_server_names_the_client_command(lab: Lab) -> None:
     assert "iperf3 -c" in str(info.value) and "server iperf3-server" in str(info.value)
 
 
-def test_iperf3_with_a_guest(image: GuestImage, lab: Lab) -> None:
+def test_iperf3_with_a_guest(guest_lab: GuestLab) -> None:
     """The guest as the platform (client) against the root namespace, both directions;
     then the guest as the server (a peer guest) with a lab host as the client."""
     spec = NetworkWorkloadSpec(duration_s=2, omit_s=0.5, timeout_s=120)
-    with QemuPlatform(VmSpec(accel="tcg", nics=(lab.guest_nic(),)), image=image) as vm:
-        guest = guest_endpoint(vm, f"{lab.prefix}.100", name="guest")
-        for direction in ("tx", "rx"):
-            outcome = run_iperf3(spec.model_copy(update={"direction": direction}), guest,
-                                 lab.root())
-            assert outcome.metrics["mbit_s"][0] > 1, direction
-        outcome = run_iperf3(spec, lab.hosts["client"], guest)
-        assert outcome.metrics["mbit_s"][0] > 1
-        left = vm.exec(["pidof", "iperf3"], timeout=30)
-        assert left.stdout == b"", "the guest's iperf3 server outlived the test"
-        assert vm.exec(["sh", "-c", "ls /tmp/hvbench-iperf3*"], timeout=30).exit_code != 0
-
-
-def test_guest_server_stop_is_safe_after_the_guest_died(image: GuestImage, lab: Lab) -> None:
-    with QemuPlatform(VmSpec(accel="tcg", nics=(lab.guest_nic(),)), image=image) as vm:
-        guest = guest_endpoint(vm, f"{lab.prefix}.100", name="guest")
-        handle = start_server(guest, server_argv(guest.bind_address, 5304), name="srv",
-                              port=5304, timeout=20)
-        assert handle.is_running() and "Server listening" in handle.log_tail()
-        with pytest.raises(CommandError, match="already listens"):
-            start_server(guest, server_argv(guest.bind_address, 5304), name="dup",
-                         port=5304, timeout=20)
-        with pytest.raises(CommandError, match="Cannot assign requested address"):
-            start_server(guest, server_argv("203.0.113.7", 5305), name="broken",
-                         port=5305, timeout=20)
-        logs = vm.exec(["sh", "-c", "ls /tmp/hvbench-*.log"], timeout=30).text().split()
-        assert len(logs) == 1 and "hvbench-srv-" in logs[0]  # the broken one's is gone
-        vm.stop()
-        handle.stop()
-        handle.stop()
+    lab, vm, guest = guest_lab.lab, guest_lab.vm, guest_lab.endpoint()
+    for direction in ("tx", "rx"):
+        outcome = run_iperf3(spec.model_copy(update={"direction": direction}), guest,
+                             lab.root())
+        assert outcome.metrics["mbit_s"][0] > 1, direction
+    outcome = run_iperf3(spec, lab.hosts["client"], guest)
+    assert outcome.metrics["mbit_s"][0] > 1
+    left = vm.exec(["pidof", "iperf3"], timeout=30)
+    assert left.stdout == b"", "the guest's iperf3 server outlived the test"
+    assert vm.exec(["sh", "-c", "ls /tmp/hvbench-iperf3*"], timeout=30).exit_code != 0
 
 
 # -- web -------------------------------------------------------------------------------
@@ -232,36 +239,54 @@ def test_web_native_lighttpd_in_a_netns(lab: Lab) -> None:
     assert not Path(root).exists()
 
 
-def test_web_in_a_guest(image: GuestImage, lab: Lab) -> None:
+def test_web_in_a_guest(guest_lab: GuestLab) -> None:
     """lighttpd in a TCG guest (tap on the lab bridge), httperf from a netns: a fixed
     low rate, a missing file (non-2xx counts as errors), and a short max-rate search."""
     spec = WebWorkloadSpec(file_kb=(1, 10), rate=20, duration_s=3, reply_timeout_s=3,
                            timeout_s=300)
-    client = lab.hosts["client"]
-    with QemuPlatform(VmSpec(accel="tcg", nics=(lab.guest_nic(),)), image=image) as vm:
-        guest = guest_endpoint(vm, f"{lab.prefix}.100", name="guest")
-        with serve_web(spec, guest):
-            fixed = run_web_phase(spec, 10, client, guest)
-            assert fixed.metrics["error_pct"][0] == 0.0, fixed.raw
-            assert fixed.metrics["achieved_ratio"][0] > 0.9, fixed.raw
-            missing = run_web_phase(spec.model_copy(update={"duration_s": 1}), 99, client,
-                                    guest)
-            assert missing.metrics["err.non-2xx"][0] == 20 and \
-                missing.metrics["error_pct"][0] == 100.0
-            # Short steps are noisy (one slow reply at the end weighs 1/duration), so
-            # the rule is loosened: this checks the search, not the guest.
-            ramp = spec.model_copy(update={"mode": "max-rate", "start_rate": 10,
-                                           "rate_factor": 2.0, "max_rate": 40,
-                                           "duration_s": 2, "min_achieved_ratio": 0.9})
-            outcome = run_web_phase(ramp, 1, client, guest)
-        # Every step is in the raw output; the maximum is one of their rates, found
-        # sustained (the phase's rows are that step's: the loosened rule holds).
-        rates = [float(r) for r in re.findall(r"### httperf 1kB rate=([0-9.e+]+)/s",
-                                               outcome.raw)]
-        assert len(rates) == outcome.metrics["steps"][0] >= 1, outcome.raw
-        top = outcome.metrics["max_rate_rps"][0]
-        assert top == pytest.approx(outcome.metrics["offered_rps"][0])
-        assert any(top == pytest.approx(r, rel=1e-3) for r in rates), (top, rates)
-        assert outcome.metrics["achieved_ratio"][0] >= 0.9, outcome.raw
-        assert vm.exec(["pidof", "lighttpd"], timeout=30).stdout == b""
-        assert vm.exec(["ls", GUEST_WWW], timeout=30).exit_code != 0
+    client = guest_lab.lab.hosts["client"]
+    vm, guest = guest_lab.vm, guest_lab.endpoint()
+    with serve_web(spec, guest):
+        fixed = run_web_phase(spec, 10, client, guest)
+        assert fixed.metrics["error_pct"][0] == 0.0, fixed.raw
+        assert fixed.metrics["achieved_ratio"][0] > 0.9, fixed.raw
+        missing = run_web_phase(spec.model_copy(update={"duration_s": 1}), 99, client,
+                                guest)
+        assert missing.metrics["err.non-2xx"][0] == 20 and \
+            missing.metrics["error_pct"][0] == 100.0
+        # Short steps are noisy (one slow reply at the end weighs 1/duration), so
+        # the rule is loosened: this checks the search, not the guest.
+        ramp = spec.model_copy(update={"mode": "max-rate", "start_rate": 10,
+                                       "rate_factor": 2.0, "max_rate": 40,
+                                       "duration_s": 2, "min_achieved_ratio": 0.9})
+        outcome = run_web_phase(ramp, 1, client, guest)
+    # Every step is in the raw output; the maximum is one of their rates, found
+    # sustained (the phase's rows are that step's: the loosened rule holds).
+    rates = [float(r) for r in re.findall(r"### httperf 1kB rate=([0-9.e+]+)/s",
+                                           outcome.raw)]
+    assert len(rates) == outcome.metrics["steps"][0] >= 1, outcome.raw
+    top = outcome.metrics["max_rate_rps"][0]
+    assert top == pytest.approx(outcome.metrics["offered_rps"][0])
+    assert any(top == pytest.approx(r, rel=1e-3) for r in rates), (top, rates)
+    assert outcome.metrics["achieved_ratio"][0] >= 0.9, outcome.raw
+    assert vm.exec(["pidof", "lighttpd"], timeout=30).stdout == b""
+    assert vm.exec(["ls", GUEST_WWW], timeout=30).exit_code != 0
+
+
+# Last in the module: it stops the module's shared guest.
+def test_guest_server_stop_is_safe_after_the_guest_died(guest_lab: GuestLab) -> None:
+    vm, guest = guest_lab.vm, guest_lab.endpoint()
+    handle = start_server(guest, server_argv(guest.bind_address, 5304), name="srv",
+                          port=5304, timeout=20)
+    assert handle.is_running() and "Server listening" in handle.log_tail()
+    with pytest.raises(CommandError, match="already listens"):
+        start_server(guest, server_argv(guest.bind_address, 5304), name="dup",
+                     port=5304, timeout=20)
+    with pytest.raises(CommandError, match="Cannot assign requested address"):
+        start_server(guest, server_argv("203.0.113.7", 5305), name="broken",
+                     port=5305, timeout=20)
+    logs = vm.exec(["sh", "-c", "ls /tmp/hvbench-*.log"], timeout=30).text().split()
+    assert len(logs) == 1 and "hvbench-srv-" in logs[0]  # the broken one's is gone
+    vm.stop()
+    handle.stop()
+    handle.stop()
