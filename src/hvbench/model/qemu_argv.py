@@ -28,6 +28,7 @@ ROOT_SERIAL = "hvb-root"
 BUS_MODULES = {
     "virtio-blk": ("virtio_blk",),
     "virtio-scsi": ("virtio_scsi", "sd_mod"),
+    "nvme": ("nvme",),
     "ide": ("ata_piix", "sd_mod"),
     "ahci": ("ahci", "sd_mod"),
     "lsi-scsi": ("sym53c8xx", "sd_mod"),
@@ -37,6 +38,7 @@ NIC_MODULES = {"virtio-net": ("virtio_net",), "e1000": ("e1000",), "rtl8139": ("
 DISK_DRIVERS = {
     "virtio-blk": "virtio_blk",
     "virtio-scsi": "virtio_scsi",
+    "nvme": "nvme",
     "ide": "ata_piix",
     "ahci": "ahci",
     "lsi-scsi": "sym53c8xx",
@@ -151,11 +153,16 @@ def _drive_args(disk: DiskSpec, index: int, image: str) -> list[str]:
         f"{drive_source(disk, image)},if=none,id=drive{index},{fmt}"
         f"cache={disk.cache},aio={disk.aio}"
     )
+    if disk.discard:
+        drive += ",discard=unmap"
+    if disk.detect_zeroes != "off":
+        drive += f",detect-zeroes={disk.detect_zeroes}"
     if disk.bps_limit is not None:
         drive += f",throttling.bps-total={disk.bps_limit}"
     args = ["-drive", drive]
     if disk.iothread:
-        args += ["-object", f"iothread,id=iothread{index}"]
+        poll = f",poll-max-ns={disk.poll_max_ns}" if disk.poll_max_ns is not None else ""
+        args += ["-object", f"iothread,id=iothread{index}{poll}"]
     return args
 
 
@@ -165,14 +172,22 @@ def _disk_device_args(plan: LaunchPlan, disk: DiskSpec, index: int, slot: int) -
     iothread = f",iothread=iothread{index}" if disk.iothread else ""
     if disk.bus == "virtio-blk":
         queues = f",num-queues={disk.queues}" if disk.queues is not None else ""
+        queues += f",queue-size={disk.queue_size}" if disk.queue_size is not None else ""
         return ["-device", f"{_virtio(plan, 'virtio-blk')},{common}{iothread}{queues}"]
     if disk.bus == "virtio-scsi":
         queues = f",num_queues={disk.queues}" if disk.queues is not None else ""
+        if disk.queue_size is not None:
+            queues += f",virtqueue_size={disk.queue_size}"
         # One controller per disk, so each disk can have its own iothread.
         return [
             "-device", f"{_virtio(plan, 'virtio-scsi')},id=vscsi{index}{iothread}{queues}",
             "-device", f"scsi-hd,bus=vscsi{index}.0,{common}",
         ]
+    if disk.bus == "nvme":
+        # One controller per disk; with drive= on the controller QEMU 7.2 gives it
+        # namespace 1 (the guest's /dev/nvmeXn1), and the serial is the controller's.
+        queues = f",max_ioqpairs={disk.queues}" if disk.queues is not None else ""
+        return ["-device", f"nvme,id=nvme{index},{common}{queues}"]
     if disk.bus == "ide":
         # pc has PIIX IDE built in (buses ide.0/ide.1); q35 gets a PIIX3 IDE controller.
         bus = f"ide.{slot // 2}" if plan.spec.machine == "pc" else f"pide0.{slot // 2}"
@@ -224,7 +239,19 @@ def _netdev_arg(plan: LaunchPlan, nic: NicSpec, index: int) -> str:
         return netdev
     tap = plan.tap_names[index]
     vhost = ",vhost=on" if plan.vhost else ""
-    return f"tap,id=net{index},ifname={tap},script=no,downscript=no{vhost}"
+    queues = f",queues={nic.queues}" if nic.queues is not None else ""
+    return f"tap,id=net{index},ifname={tap},script=no,downscript=no{vhost}{queues}"
+
+
+def _mq_options(plan: LaunchPlan, nic: NicSpec) -> str:
+    """``mq=on`` and the MSI-X vectors of a multiqueue virtio-net: one per queue of each
+    direction, one for the control queue, one for configuration changes (virtio-mmio on
+    a microvm has no MSI-X, so no vectors)."""
+    if nic.queues is None:
+        return ""
+    if plan.spec.machine == "microvm":
+        return ",mq=on"
+    return f",mq=on,vectors={2 * nic.queues + 2}"
 
 
 def _nics_args(plan: LaunchPlan) -> list[str]:
@@ -234,7 +261,8 @@ def _nics_args(plan: LaunchPlan) -> list[str]:
         if nic.model == "virtio-net":
             device = _virtio(plan, "virtio-net")
         args += ["-netdev", _netdev_arg(plan, nic, index)]
-        args += ["-device", f"{device},netdev=net{index},mac={plan.macs[index]}"]
+        args += ["-device",
+                 f"{device},netdev=net{index},mac={plan.macs[index]}{_mq_options(plan, nic)}"]
     return args
 
 

@@ -29,7 +29,7 @@ Accel = Literal["auto", "kvm", "tcg"]
 #: choice under KVM; ``kernel`` is always the kernel's own choice (a stock guest's:
 #: hpet under TCG, kvm-clock or tsc under KVM). See docs/design.md, "Clocksource".
 Clocksource = Literal["auto", "kernel", "tsc", "hpet", "acpi_pm", "kvm-clock"]
-DiskBus = Literal["virtio-blk", "virtio-scsi", "ide", "ahci", "lsi-scsi"]
+DiskBus = Literal["virtio-blk", "virtio-scsi", "nvme", "ide", "ahci", "lsi-scsi"]
 CacheMode = Literal["none", "writeback", "writethrough", "directsync", "unsafe"]
 AioMode = Literal["threads", "native", "io_uring"]
 ImageFormat = Literal["raw", "qcow2"]
@@ -39,6 +39,7 @@ Allocation = Literal["sparse", "preallocated", "full"]
 #: to each converts (a journalled metadata change), so first writes still pay part of the
 #: growth; ``full`` writes every byte, as the seeds' preallocated image files were.
 PREALLOCATION: dict[str, str] = {"sparse": "off", "preallocated": "falloc", "full": "full"}
+DetectZeroes = Literal["off", "on", "unmap"]
 NicModel = Literal["virtio-net", "e1000", "rtl8139"]
 NetBackend = Literal["user", "tap"]
 
@@ -48,6 +49,9 @@ MICROVM_NIC_MODELS: frozenset[str] = frozenset({"virtio-net"})
 #: Cache modes that open the image with O_DIRECT, which Linux native AIO requires.
 DIRECT_CACHE_MODES: frozenset[str] = frozenset({"none", "directsync"})
 IOTHREAD_BUSES: frozenset[str] = frozenset({"virtio-blk", "virtio-scsi"})
+#: Buses with several request queues: virtio-blk ``num-queues``, virtio-scsi
+#: ``num_queues``, NVMe ``max_ioqpairs`` (I/O submission/completion queue pairs).
+QUEUE_BUSES: frozenset[str] = frozenset({"virtio-blk", "virtio-scsi", "nvme"})
 #: How many disks one controller of each emulated bus takes (IDE: 2 channels x 2 units,
 #: AHCI: 6 ports, LSI 53C895A: 7 targets).
 BUS_CAPACITY: Mapping[str, int] = {"ide": 4, "ahci": 6, "lsi-scsi": 7}
@@ -142,8 +146,21 @@ class DiskSpec(_Frozen):
     size: ByteSize = 1 << 30
     iothread: bool = False
     #: Request queues of a virtio disk (virtio-blk ``num-queues``, virtio-scsi
-    #: ``num_queues``; libvirt ``<driver queues=>``); None: QEMU's default.
+    #: ``num_queues``; libvirt ``<driver queues=>``) or an NVMe controller's I/O queue
+    #: pairs (``max_ioqpairs``); None: QEMU's default.
     queues: int | None = Field(default=None, ge=1, le=16)
+    #: Adaptive polling of the disk's iothread (``-object iothread,poll-max-ns=``): how
+    #: long it busy-waits for new requests before sleeping; 0 turns polling off; None:
+    #: QEMU's default (32 us). Needs ``iothread = true``.
+    poll_max_ns: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    #: Descriptors per virtqueue (virtio-blk ``queue-size``, virtio-scsi
+    #: ``virtqueue_size``): a power of two; None: QEMU's default (256).
+    queue_size: int | None = Field(default=None, ge=4, le=1024)
+    #: Pass the guest's discard (TRIM/UNMAP) requests to the image (``discard=unmap``).
+    discard: bool = False
+    #: QEMU's ``detect-zeroes``: look for all-zero writes and turn them into
+    #: write-zeroes (``on``) or discards (``unmap``, needs ``discard = true``).
+    detect_zeroes: DetectZeroes = "off"
     #: QEMU I/O throttling of this disk (``throttling.bps-total``), bytes/s; None: off.
     bps_limit: ByteSize | None = None
     #: Where the disk's blocks live: None, an image file hvbench creates (``format``,
@@ -174,17 +191,33 @@ class DiskSpec(_Frozen):
                 f"aio=native needs cache=none or cache=directsync (got cache={self.cache}): "
                 "Linux native AIO is only asynchronous on files opened with O_DIRECT"
             )
-        if self.queues is not None and self.bus not in IOTHREAD_BUSES:
+        if self.queues is not None and self.bus not in QUEUE_BUSES:
             raise ValueError(
-                f"queues needs bus virtio-blk or virtio-scsi (got bus={self.bus}): only "
-                "virtio disks have several request queues"
+                f"queues needs bus virtio-blk, virtio-scsi or nvme (got bus={self.bus}): "
+                "only those controllers have several request queues"
             )
         if self.iothread and self.bus not in IOTHREAD_BUSES:
             raise ValueError(
                 f"iothread=true needs bus virtio-blk or virtio-scsi (got bus={self.bus}): "
                 "only virtio devices can be moved to an iothread"
             )
+        self._check_queue_options()
         return self
+
+    def _check_queue_options(self) -> None:
+        if self.poll_max_ns is not None and not self.iothread:
+            raise ValueError("poll_max_ns needs iothread = true: adaptive polling is done "
+                             "by the disk's iothread")
+        if self.queue_size is not None:
+            if self.bus not in IOTHREAD_BUSES:
+                raise ValueError(f"queue_size needs bus virtio-blk or virtio-scsi (got "
+                                 f"bus={self.bus}): only virtio disks have virtqueues")
+            if self.queue_size & (self.queue_size - 1):
+                raise ValueError(f"queue_size {self.queue_size}: expected a power of two "
+                                 "between 4 and 1024")
+        if self.detect_zeroes == "unmap" and not self.discard:
+            raise ValueError("detect_zeroes = \"unmap\" needs discard = true: QEMU turns "
+                             "zero writes into discards only where discards reach the image")
 
     def label(self) -> str:
         """A short name derived from the values, e.g. ``virtio-blk-none-raw-sparse``,
@@ -205,13 +238,23 @@ class DiskSpec(_Frozen):
             parts.append(f"aio-{self.aio}")
         if self.iothread:
             parts.append("iothread")
-        if self.queues is not None:
-            parts.append(f"q{self.queues}")
+        parts += self._queue_label()
         if self.bps_limit is not None:
             parts.append(f"bps-{format_size(self.bps_limit)}")
         if self.initiator == "guest":
             parts.append("guest-initiator")
         return "-".join(parts)
+
+    def _queue_label(self) -> list[str]:
+        """The label words of the queue, polling and discard settings that are set."""
+        words = {
+            f"q{self.queues}": self.queues is not None,
+            f"poll{self.poll_max_ns}": self.poll_max_ns is not None,
+            f"qs{self.queue_size}": self.queue_size is not None,
+            "discard": self.discard,
+            f"dz-{self.detect_zeroes}": self.detect_zeroes != "off",
+        }
+        return [word for word, present in words.items() if present]
 
     @property
     def guest_attached(self) -> bool:
@@ -238,6 +281,9 @@ class NicSpec(_Frozen):
     #: The host address the forwards listen on: loopback unless a net lab's hosts must
     #: reach the guest's servers (then the lab's own address on its bridge).
     forward_address: str = Field(default="127.0.0.1", pattern=r"^\d+\.\d+\.\d+\.\d+$")
+    #: Queue pairs of a multiqueue virtio-net NIC on a tap (``queues=`` on the tap,
+    #: ``mq=on`` on the device); the guest needs as many vCPUs. None: one queue.
+    queues: int | None = Field(default=None, ge=1, le=16)
 
     @field_validator("forwards")
     @classmethod
@@ -261,7 +307,16 @@ class NicSpec(_Frozen):
             raise ValueError("bridge is only valid with backend=tap")
         if self.forwards and self.backend != "user":
             raise ValueError("forwards are only valid with backend=user")
+        if self.queues is not None and (self.model != "virtio-net" or self.backend != "tap"):
+            raise ValueError(f"queues needs model virtio-net on backend tap (got "
+                             f"{self.model} on {self.backend}): only a tap opened with "
+                             "several queues feeds a multiqueue virtio-net")
         return self
+
+    def label(self) -> str:
+        """``MODEL-BACKEND``, with ``-qN`` for a multiqueue NIC."""
+        queues = f"-q{self.queues}" if self.queues is not None else ""
+        return f"{self.model}-{self.backend}{queues}"
 
 
 class VmSpec(_Frozen):
@@ -305,6 +360,11 @@ class VmSpec(_Frozen):
         if any(d.initiator == "guest" for d in self.disks) and not self.nics:
             raise ValueError("initiator = \"guest\" needs a NIC for the guest's nbd-client "
                              "(e.g. nic = { model = \"virtio-net\", backend = \"tap\" })")
+        for nic in self.nics:
+            if nic.queues is not None and nic.queues > self.vcpus:
+                raise ValueError(f"nic queues = {nic.queues} needs vcpus >= {nic.queues} "
+                                 f"(got vcpus = {self.vcpus}): the guest spreads one queue "
+                                 "pair per vCPU")
         for bus, capacity in BUS_CAPACITY.items():
             count = sum(1 for d in self.disks if d.bus == bus)
             if count > capacity:
@@ -315,7 +375,7 @@ class VmSpec(_Frozen):
         """A short, stable name derived from the values (used to name cells and runs)."""
         parts = [self.machine, f"{self.vcpus}cpu", f"{self.memory_mib}M"]
         parts += [d.label() for d in self.disks]
-        parts += [f"{n.model}-{n.backend}" for n in self.nics]
+        parts += [n.label() for n in self.nics]
         if not self.mitigations:
             parts.append("mitigations-off")
         if self.clocksource != "auto":

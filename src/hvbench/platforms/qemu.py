@@ -590,11 +590,12 @@ def existing_source(disk: DiskSpec, what: str) -> str | None:
 def devices_with_serial(guest: Platform, serial: str) -> list[str]:
     """The guest's device nodes whose disk serial ends with ``serial`` (a 30 s guest
     command; raises what :meth:`Platform.exec` raises)."""
-    # virtio-blk shows the serial in /sys/block/X/serial; SCSI and ATA disks in VPD
-    # page 0x80 after a binary header (ATA pads it with spaces): match the suffix.
+    # virtio-blk shows the serial in /sys/block/X/serial; NVMe in the controller's
+    # device/serial (padded with blanks to 20 bytes); SCSI and ATA disks in VPD page 0x80
+    # after a binary header (ATA pads it with spaces): strip all that, match the suffix.
     script = (
         "for b in /sys/block/*; do "
-        "s=$(cat $b/serial 2>/dev/null; cat $b/device/vpd_pg80 2>/dev/null | tr -dc "
+        "s=$(cat $b/serial $b/device/serial $b/device/vpd_pg80 2>/dev/null | tr -dc "
         "'a-zA-Z0-9-'); case \"$s\" in *" + serial + ") echo /dev/${b##*/};; esac; done"
     )
     return guest.exec(["sh", "-c", script], timeout=30).text().split()
