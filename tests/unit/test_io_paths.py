@@ -21,7 +21,9 @@ def _argv(data: dict[str, object]) -> list[str]:
         qmp_socket="/s/q", agent_socket="/s/a", console_log="/r/c",
         disk_images=tuple(f"/r/d{i}" for i in range(len(spec.disks))),
         tap_names=tuple("hvb-t0" if n.backend == "tap" else None for n in spec.nics),
-        macs=tuple(f"52:54:00:00:00:0{i}" for i in range(len(spec.nics)))))
+        macs=tuple(f"52:54:00:00:00:0{i}" for i in range(len(spec.nics))),
+        vhost_user_sockets=tuple(f"/s/vhu{i}.sock" if d.backend == "vhost-user" else None
+                                 for i, d in enumerate(spec.disks))))
 
 
 def _options(argv: list[str], flag: str) -> list[str]:
@@ -122,3 +124,64 @@ def test_spec_round_trip_keeps_the_new_fields() -> None:
     spec = VmSpec.model_validate({"vcpus": 2, "disks": [{"bus": "nvme", "queues": 2}],
                                   "nics": [{"backend": "tap", "queues": 2}]})
     assert VmSpec.model_validate(spec.model_dump()) == spec
+
+
+def test_vhost_user_disk_shares_memory_and_connects_to_the_daemon() -> None:
+    argv = _argv({"memory_mib": 256, "disks": [
+        {"bus": "virtio-blk"}, {"backend": "vhost-user", "queues": 2, "queue_size": 128}]})
+    assert "memory-backend-memfd,id=mem0,size=256M,share=on" in _options(argv, "-object")
+    assert _options(argv, "-machine") == ["q35,memory-backend=mem0"]
+    assert "socket,id=vhu1,path=/s/vhu1.sock" in _options(argv, "-chardev")
+    assert "vhost-user-blk-pci,id=vhu-blk1,chardev=vhu1,addr=0x19,num-queues=2," \
+           "queue-size=128" in _options(argv, "-device")
+    # Only the QEMU-served disk has a -drive (besides the root disk).
+    assert [d for d in _options(argv, "-drive") if "id=drive" in d] == [
+        d for d in _options(argv, "-drive") if "id=drive0" in d]
+    plain = _argv({"disks": [{"bus": "virtio-blk"}]})
+    assert not any("memory-backend" in a for a in plain)
+
+
+def test_storage_daemon_argv_carries_aio_cache_polling_and_queues() -> None:
+    from hvbench.model.storage_daemon import DaemonPlan, guest_pci_address, storage_daemon_argv
+    disk = vm_spec_from_mapping({"disks": [{
+        "backend": "vhost-user", "cache": "directsync", "aio": "native", "poll_max_ns": 0,
+        "queues": 2, "format": "qcow2", "discard": True, "detect_zeroes": "unmap"}]}).disks[0]
+    argv = storage_daemon_argv(DaemonPlan(disk=disk, index=1, image="/r/d1.qcow2",
+                                          socket="/s/vhu1.sock", monitor="/s/qsd1.sock"))
+    assert argv[0] == "qemu-storage-daemon"
+    assert "iothread,id=iothread1,poll-max-ns=0" in _options(argv, "--object")
+    assert _options(argv, "--blockdev") == [
+        "driver=file,node-name=file1,filename=/r/d1.qcow2,aio=native,cache.direct=on,"
+        "cache.no-flush=off,discard=unmap",
+        "driver=qcow2,node-name=disk1,file=file1,discard=unmap,detect-zeroes=unmap"]
+    assert _options(argv, "--export") == [
+        "type=vhost-user-blk,id=export1,node-name=disk1,addr.type=unix,"
+        "addr.path=/s/vhu1.sock,writable=on,iothread=iothread1,writethrough=on,num-queues=2"]
+    assert "socket,id=monitor1,path=/s/qsd1.sock,server=on,wait=off" in _options(
+        argv, "--chardev")
+    assert guest_pci_address(1) == "0000:00:19.0"
+
+
+@pytest.mark.parametrize(("disk", "expected"), [
+    ({"backend": "vhost-user", "bus": "virtio-scsi"}, "backend = \"vhost-user\" needs bus"),
+    ({"backend": "vhost-user", "iothread": True}, "storage daemon's own iothread"),
+    ({"backend": "vhost-user", "bps_limit": "10M"}, "bps_limit is QEMU's throttling"),
+    ({"backend": "vhost-user", "source": "nbd:store"}, "not an NBD source"),
+])
+def test_impossible_vhost_user_disks(disk: dict[str, object], expected: str) -> None:
+    with pytest.raises(SpecError, match=expected):
+        vm_spec_from_mapping({"disks": [disk]}, "s.toml")
+
+
+def test_vhost_user_is_refused_on_microvm_and_libvirt() -> None:
+    with pytest.raises(SpecError, match="microvm cannot carry a vhost-user disk"):
+        vm_spec_from_mapping({"machine": "microvm", "disks": [{"backend": "vhost-user"}]})
+    with pytest.raises(SpecError, match="backend vhost-user: hvbench starts"):
+        _xml({"disks": [{"backend": "vhost-user"}]})
+
+
+def test_daemon_iothread_is_classified_by_its_thread_id() -> None:
+    from hvbench.monitors.cpu import classify
+    assert classify(11, 10, "qemu-storage-da", iothread_tids={11}) == "iothread"
+    assert classify(10, 10, "qemu-storage-da", iothread_tids={11}) == "main"
+    assert classify(12, 10, "qemu-storage-da", iothread_tids={11}) == "other"

@@ -52,15 +52,22 @@ def _owner(directory: Path) -> int | None:
         return int(match.group(1)) if match else None
 
 
-def remove_orphaned_dirs(parent: Path) -> list[Path]:
-    """Remove the directories under ``parent`` whose recorded owner process is gone.
-    Directories with neither an owner file nor an owner suffix are never touched."""
-    removed = []
+def orphaned_dirs(parent: Path) -> list[Path]:
+    """The directories under ``parent`` whose recorded owner process is gone (those with
+    neither an owner file nor an owner suffix are never listed)."""
+    found = []
     for directory in sorted(parent.iterdir()) if parent.is_dir() else []:
         if not directory.is_dir() or directory.is_symlink():
             continue
         pid = _owner(directory)
         if pid is not None and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(directory, ignore_errors=True)
-            removed.append(directory)
+            found.append(directory)
+    return found
+
+
+def remove_orphaned_dirs(parent: Path) -> list[Path]:
+    """Remove the directories :func:`orphaned_dirs` lists; returns them."""
+    removed = orphaned_dirs(parent)
+    for directory in removed:
+        shutil.rmtree(directory, ignore_errors=True)
     return removed

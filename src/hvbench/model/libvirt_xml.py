@@ -77,6 +77,9 @@ def check_libvirt_spec(spec: VmSpec) -> None:
             raise SpecError(f"disk {index}: bus nvme: libvirt 9 has no emulated NVMe disk "
                             "bus (its <disk type='nvme'> is a host controller); use "
                             "kind = \"qemu\"")
+        if disk.backend == "vhost-user":
+            raise SpecError(f"disk {index}: backend vhost-user: hvbench starts the "
+                            "storage daemon for kind = \"qemu\" guests only")
         if disk.poll_max_ns is not None:
             raise SpecError(f"disk {index}: poll_max_ns: libvirt 9 sets iothread polling "
                             "only on a running domain (virsh iothreadset); use kind = "

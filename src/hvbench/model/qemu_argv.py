@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_uri_parts, source_kind
+from hvbench.model.storage_daemon import vhost_user_slot
 
 AGENT_PORT_NAME = "org.qemu.guest_agent.0"
 ResolvedAccel = Literal["kvm", "tcg"]
@@ -72,6 +73,9 @@ class LaunchPlan:
     root_format: str = "raw"
     #: The host's TSC rate (kHz), handed to a TCG ``microvm`` guest; see :func:`tsc_cmdline`.
     host_tsc_khz: int | None = None
+    #: Per benchmark disk, the storage daemon's vhost-user socket (``backend =
+    #: "vhost-user"``) or None.
+    vhost_user_sockets: tuple[str | None, ...] = ()
 
 
 def disk_serial(index: int) -> str:
@@ -99,8 +103,13 @@ def _machine_args(plan: LaunchPlan) -> list[str]:
         machine = spec.machine
     accel = ["-accel", "kvm"] if plan.accel == "kvm" else ["-accel", "tcg,thread=multi"]
     cpu = plan.spec.cpu if plan.spec.cpu != "auto" else DEFAULT_CPU[plan.accel]
+    memory: list[str] = []
+    if spec.shares_memory:
+        # A vhost-user backend maps the guest's RAM: it must be a shareable file (memfd).
+        memory = ["-object", f"memory-backend-memfd,id=mem0,size={spec.memory_mib}M,share=on"]
+        machine += ",memory-backend=mem0"
     return [
-        "-machine", machine, *accel, "-cpu", cpu,
+        *memory, "-machine", machine, *accel, "-cpu", cpu,
         "-smp", str(spec.vcpus), "-m", f"{spec.memory_mib}M",
     ]
 
@@ -210,12 +219,31 @@ def _controller_args(spec: VmSpec) -> list[str]:
     return args
 
 
+def _vhost_user_args(plan: LaunchPlan, disk: DiskSpec, index: int) -> list[str]:
+    """The chardev to the storage daemon's socket and the vhost-user-blk device, at a
+    fixed PCI slot (the guest finds it there: the daemon, not QEMU, answers its serial
+    request)."""
+    sockets = plan.vhost_user_sockets
+    socket = sockets[index] if index < len(sockets) else None
+    if socket is None:
+        raise ValueError(f"disk {index}: backend vhost-user: no storage daemon socket "
+                         "was planned")
+    options = f",num-queues={disk.queues}" if disk.queues is not None else ""
+    options += f",queue-size={disk.queue_size}" if disk.queue_size is not None else ""
+    return ["-chardev", f"socket,id=vhu{index},path={_opt_escape(socket)}",
+            "-device", f"vhost-user-blk-pci,id=vhu-blk{index},chardev=vhu{index},"
+                       f"addr={vhost_user_slot(index):#x}{options}"]
+
+
 def _disks_args(plan: LaunchPlan) -> list[str]:
     args = _controller_args(plan.spec)
     per_bus: dict[str, int] = {}
     for index, (disk, image) in enumerate(zip(plan.spec.disks, plan.disk_images, strict=True)):
         if disk.guest_attached:
             continue  # the guest's nbd-client attaches it over the NIC
+        if disk.backend == "vhost-user":
+            args += _vhost_user_args(plan, disk, index)
+            continue
         slot = per_bus.get(disk.bus, 0)
         per_bus[disk.bus] = slot + 1
         args += _drive_args(disk, index, image)

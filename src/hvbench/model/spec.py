@@ -40,6 +40,9 @@ Allocation = Literal["sparse", "preallocated", "full"]
 #: growth; ``full`` writes every byte, as the seeds' preallocated image files were.
 PREALLOCATION: dict[str, str] = {"sparse": "off", "preallocated": "falloc", "full": "full"}
 DetectZeroes = Literal["off", "on", "unmap"]
+#: Who serves a disk's blocks: QEMU itself, or a ``qemu-storage-daemon`` per disk that
+#: exports it over a vhost-user socket (``vhost-user-blk-pci`` in the guest).
+DiskBackend = Literal["qemu", "vhost-user"]
 NicModel = Literal["virtio-net", "e1000", "rtl8139"]
 NetBackend = Literal["user", "tap"]
 
@@ -161,6 +164,11 @@ class DiskSpec(_Frozen):
     #: QEMU's ``detect-zeroes``: look for all-zero writes and turn them into
     #: write-zeroes (``on``) or discards (``unmap``, needs ``discard = true``).
     detect_zeroes: DetectZeroes = "off"
+    #: ``qemu``: QEMU's own block layer serves the disk; ``vhost-user``: a
+    #: ``qemu-storage-daemon`` of its own does (its own iothread, ``aio``/``cache`` as
+    #: declared) and QEMU only forwards the guest's virtqueues to it (bus virtio-blk;
+    #: the guest's memory is then shared with the daemon).
+    backend: DiskBackend = "qemu"
     #: QEMU I/O throttling of this disk (``throttling.bps-total``), bytes/s; None: off.
     bps_limit: ByteSize | None = None
     #: Where the disk's blocks live: None, an image file hvbench creates (``format``,
@@ -202,12 +210,29 @@ class DiskSpec(_Frozen):
                 "only virtio devices can be moved to an iothread"
             )
         self._check_queue_options()
+        if self.backend == "vhost-user":
+            self._check_vhost_user()
         return self
 
+    def _check_vhost_user(self) -> None:
+        if self.bus != "virtio-blk":
+            raise ValueError(f"backend = \"vhost-user\" needs bus virtio-blk (got "
+                             f"bus={self.bus}): the guest sees a vhost-user-blk device")
+        if source_kind(self.source).startswith("nbd"):
+            raise ValueError("backend = \"vhost-user\" serves an image file or a host "
+                             "block device, not an NBD source")
+        if self.iothread:
+            raise ValueError("backend = \"vhost-user\" runs the disk in the storage "
+                             "daemon's own iothread: iothread = true is QEMU's (leave it "
+                             "out; poll_max_ns applies to the daemon's iothread)")
+        if self.bps_limit is not None:
+            raise ValueError("bps_limit is QEMU's throttling: a vhost-user disk's blocks "
+                             "never pass through QEMU")
+
     def _check_queue_options(self) -> None:
-        if self.poll_max_ns is not None and not self.iothread:
-            raise ValueError("poll_max_ns needs iothread = true: adaptive polling is done "
-                             "by the disk's iothread")
+        if self.poll_max_ns is not None and not (self.iothread or self.backend == "vhost-user"):
+            raise ValueError("poll_max_ns needs iothread = true (or backend = "
+                             "\"vhost-user\"): adaptive polling is done by an iothread")
         if self.queue_size is not None:
             if self.bus not in IOTHREAD_BUSES:
                 raise ValueError(f"queue_size needs bus virtio-blk or virtio-scsi (got "
@@ -243,6 +268,8 @@ class DiskSpec(_Frozen):
             parts.append(f"bps-{format_size(self.bps_limit)}")
         if self.initiator == "guest":
             parts.append("guest-initiator")
+        if self.backend != "qemu":
+            parts.append(self.backend)
         return "-".join(parts)
 
     def _queue_label(self) -> list[str]:
@@ -383,6 +410,12 @@ class VmSpec(_Frozen):
         parts += self.kernel_args
         return "_".join(parts)
 
+    @property
+    def shares_memory(self) -> bool:
+        """The guest's RAM must be shared with another process (a vhost-user backend
+        maps it to reach the virtqueues and buffers)."""
+        return any(d.backend == "vhost-user" for d in self.disks)
+
     def kernel_cmdline(self) -> str:
         """The guest kernel words this spec adds to the image's command line (a leading
         blank, or empty)."""
@@ -405,6 +438,9 @@ def _check_clocksource(spec: VmSpec) -> None:
 
 def _check_microvm(spec: VmSpec) -> None:
     for disk in spec.disks:
+        if disk.backend == "vhost-user":
+            raise ValueError("machine=microvm cannot carry a vhost-user disk: hvbench "
+                             "finds it by its PCI address (use q35 or pc)")
         if disk.bus not in MICROVM_DISK_BUSES:
             raise ValueError(
                 f"machine=microvm cannot carry bus={disk.bus}: microvm has no PCI or ISA "
