@@ -147,7 +147,7 @@ def test_storage_daemon_argv_carries_aio_cache_polling_and_queues() -> None:
         "backend": "vhost-user", "cache": "directsync", "aio": "native", "poll_max_ns": 0,
         "queues": 2, "format": "qcow2", "discard": True, "detect_zeroes": "unmap"}]}).disks[0]
     argv = storage_daemon_argv(DaemonPlan(disk=disk, index=1, image="/r/d1.qcow2",
-                                          socket="/s/vhu1.sock", monitor="/s/qsd1.sock"))
+                                          socket="/s/vhu1.sock"))
     assert argv[0] == "qemu-storage-daemon"
     assert "iothread,id=iothread1,poll-max-ns=0" in _options(argv, "--object")
     assert _options(argv, "--blockdev") == [
@@ -157,8 +157,6 @@ def test_storage_daemon_argv_carries_aio_cache_polling_and_queues() -> None:
     assert _options(argv, "--export") == [
         "type=vhost-user-blk,id=export1,node-name=disk1,addr.type=unix,"
         "addr.path=/s/vhu1.sock,writable=on,iothread=iothread1,writethrough=on,num-queues=2"]
-    assert "socket,id=monitor1,path=/s/qsd1.sock,server=on,wait=off" in _options(
-        argv, "--chardev")
     assert guest_pci_address(1) == "0000:00:19.0"
 
 
@@ -185,3 +183,8 @@ def test_daemon_iothread_is_classified_by_its_thread_id() -> None:
     assert classify(11, 10, "qemu-storage-da", iothread_tids={11}) == "iothread"
     assert classify(10, 10, "qemu-storage-da", iothread_tids={11}) == "main"
     assert classify(12, 10, "qemu-storage-da", iothread_tids={11}) == "other"
+    from hvbench.platforms.storage_daemon import iothread_of
+    assert iothread_of(10, [10, 12, 13]) == {13}
+    # Worker threads already there (or a missing one): no guess.
+    assert iothread_of(10, [10, 12, 13, 14]) == frozenset()
+    assert iothread_of(10, [10, 12]) == frozenset()

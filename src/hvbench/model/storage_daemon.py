@@ -3,8 +3,7 @@
 A disk with ``backend = "vhost-user"`` is served by a daemon of its own: one iothread
 (``poll-max-ns`` as declared), the image opened with the declared ``aio`` and ``cache``,
 exported as ``vhost-user-blk`` on a unix socket that QEMU's ``vhost-user-blk-pci``
-connects to, and a QMP monitor on a second socket (its iothread's thread id, for the
-thread sampler). No process is started here.
+connects to. No process is started here.
 """
 
 from __future__ import annotations
@@ -39,7 +38,6 @@ class DaemonPlan:
     index: int
     image: str
     socket: str
-    monitor: str
     binary: str = STORAGE_DAEMON
 
 
@@ -81,11 +79,11 @@ def storage_daemon_argv(plan: DaemonPlan) -> list[str]:
     export = (f"type=vhost-user-blk,id=export{plan.index},node-name=disk{plan.index},"
               f"addr.type=unix,addr.path={plan.socket.replace(',', ',,')},writable=on,"
               f"iothread=iothread{plan.index},writethrough={_on(writethrough)}{queues}")
-    monitor = plan.monitor.replace(",", ",,")
+    # The iothread comes before the export: once the export's socket exists, the
+    # daemon's threads are its main thread, call_rcu (started before main()) and the
+    # iothread (see hvbench.platforms.storage_daemon.iothread_of).
     return [
         plan.binary,
-        "--chardev", f"socket,id=monitor{plan.index},path={monitor},server=on,wait=off",
-        "--monitor", f"chardev=monitor{plan.index}",
         "--object", f"iothread,id=iothread{plan.index}{poll}",
         *_blockdev_args(plan),
         "--export", export,

@@ -3,10 +3,10 @@
 ``__init__`` only stores; ``start()`` spawns the daemon (through
 :class:`~hvbench.platforms.process.BackgroundProcess`: its own session,
 ``PR_SET_PDEATHSIG=SIGKILL`` so even ``kill -9`` of hvbench takes it down, tracked in
-the process registry), waits until its vhost-user socket exists and asks its QMP
-monitor for its iothread's thread id (the thread sampler's ``iothread`` class);
-``stop()`` goes soft to hard (SIGTERM to its process group, then SIGKILL) and removes
-both sockets. Safe twice; a context manager.
+the process registry), waits until its vhost-user socket exists and notes its
+iothread's thread id (the thread sampler's ``iothread`` class; see
+:func:`iothread_of`); ``stop()`` goes soft to hard (SIGTERM to its process group,
+then SIGKILL) and removes the socket. Safe twice; a context manager.
 """
 
 from __future__ import annotations
@@ -18,10 +18,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from qemu.qmp import QMPError
-from qemu.qmp.legacy import QEMUMonitorProtocol
-
-from hvbench.errors import CommandError, HostError
+from hvbench.errors import HostError
 from hvbench.host.started import StartStop
 from hvbench.model.spec import DiskSpec
 from hvbench.model.storage_daemon import STORAGE_DAEMON, DaemonPlan, storage_daemon_argv
@@ -30,8 +27,6 @@ from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
 #: How long start() waits for the daemon's export socket, seconds.
 START_TIMEOUT_S = 15.0
-#: Timeout of the one QMP question start() asks, seconds.
-QMP_TIMEOUT_S = 5.0
 
 
 def _is_socket(path: Path) -> bool:
@@ -45,7 +40,7 @@ class StorageDaemon(StartStop):
     """The storage daemon of benchmark disk ``index`` (``backend = "vhost-user"``):
     ``image`` is the file or host block device it opens, ``socket_dir`` a private
     directory (short path: unix socket names are limited to 108 bytes) for its
-    vhost-user socket ``vhu<index>.sock`` and QMP socket ``qsd<index>.sock``."""
+    vhost-user socket ``vhu<index>.sock``."""
 
     def __init__(self, disk: DiskSpec, index: int, image: str, socket_dir: Path, *,
                  name: str, registry: ProcessRegistry = REGISTRY) -> None:
@@ -53,12 +48,10 @@ class StorageDaemon(StartStop):
         self.index = index
         self.name = name
         self.socket = socket_dir / f"vhu{index}.sock"
-        self.monitor = socket_dir / f"qsd{index}.sock"
-        self._plan = DaemonPlan(disk=disk, index=index, image=image, socket=str(self.socket),
-                                monitor=str(self.monitor))
+        self._plan = DaemonPlan(disk=disk, index=index, image=image, socket=str(self.socket))
         self._registry = registry
         self._process: BackgroundProcess | None = None
-        #: Host thread ids of the daemon's iothread (from QMP ``query-iothreads``).
+        #: Host thread id of the daemon's iothread (empty when it could not be told).
         self.iothread_tids: frozenset[int] = frozenset()
 
     @property
@@ -83,25 +76,11 @@ class StorageDaemon(StartStop):
         self._process = BackgroundProcess(self.argv, name=self.name, registry=self._registry)
         try:
             self._process.start(ready=lambda: _is_socket(self.socket), timeout=START_TIMEOUT_S)
-            self.iothread_tids = self._query_iothreads()
+            pid = self._process.pid
+            self.iothread_tids = iothread_of(pid, _task_ids(pid)) if pid else frozenset()
         except BaseException:
             self.stop()
             raise
-
-    def _query_iothreads(self) -> frozenset[int]:
-        qmp = QEMUMonitorProtocol(str(self.monitor))
-        qmp.settimeout(QMP_TIMEOUT_S)
-        try:
-            qmp.connect()
-            found = qmp.cmd("query-iothreads")
-        except (QMPError, OSError) as exc:
-            raise CommandError(self.argv, None, self._log(), f"asking {self.name} for its "
-                               f"iothread over QMP: {exc}") from exc
-        finally:
-            with contextlib.suppress(Exception):
-                qmp.close()
-        threads = found.get("return", []) if isinstance(found, dict) else []
-        return frozenset(int(t["thread-id"]) for t in threads if "thread-id" in t)
 
     def _log(self) -> str:
         return self._process.log_tail() if self._process is not None else ""
@@ -111,16 +90,34 @@ class StorageDaemon(StartStop):
         return self._log()
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL (see :meth:`BackgroundProcess.stop`); remove both
-        sockets. Safe twice; never raises for a daemon that is already gone."""
+        """SIGTERM, then SIGKILL (see :meth:`BackgroundProcess.stop`); remove the
+        socket. Safe twice; never raises for a daemon that is already gone."""
         process, self._process = self._process, None
         try:
             if process is not None:
                 process.stop()
         finally:
-            for path in (self.socket, self.monitor):
-                with contextlib.suppress(FileNotFoundError):
-                    path.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                self.socket.unlink()
+
+
+def _task_ids(pid: int) -> list[int]:
+    try:
+        return [int(p.name) for p in Path(f"/proc/{pid}/task").iterdir()]
+    except OSError:
+        return []
+
+
+def iothread_of(pid: int, tids: Iterable[int]) -> frozenset[int]:
+    """The daemon's iothread among its threads ``tids`` right after its export socket
+    appeared (pure). qemu-storage-daemon names no thread and has no QMP command that
+    gives an iothread's thread id (QEMU's query-iothreads is not in it); but before any
+    I/O it has exactly three: its main thread (``pid``), call_rcu (started before
+    main()) and the iothread (created by ``--object``, before the export): the newest,
+    i.e. the higher thread id (ids grow until they wrap at pid_max). Any other count:
+    empty (its threads are then sampled as ``other``)."""
+    others = sorted(t for t in tids if t != pid)
+    return frozenset(others[1:]) if len(others) == 2 else frozenset()
 
 
 def _argv_of(pid: str) -> list[str]:
