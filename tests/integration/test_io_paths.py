@@ -49,7 +49,8 @@ DRIVERS = {0: DISK_DRIVERS["nvme"], 1: "virtio_blk", 2: "virtio_scsi", 3: "virti
 
 @pytest.fixture(scope="module")
 def guest(image: GuestImage) -> Iterator[QemuPlatform]:
-    with QemuPlatform(SPEC, image=image) as booted, shared(booted):
+    with QemuPlatform(SPEC, image=image) as booted, \
+            shared(booted, *booted.storage_daemons):
         yield booted
 
 

@@ -232,6 +232,11 @@ class QemuPlatform(StartStop):
             self._daemons.append(daemon)
             daemon.start()
 
+    @property
+    def storage_daemons(self) -> tuple[StorageDaemon, ...]:
+        """The running storage daemons of the vhost-user disks, in disk order."""
+        return tuple(self._daemons)
+
     def helper_processes(self) -> dict[str, tuple[int, frozenset[int]]]:
         """Host processes besides QEMU that serve this guest's I/O: ``qsd<N>`` (the
         storage daemon of disk N) -> (pid, its iothread's thread ids)."""

@@ -73,7 +73,11 @@ class StorageDaemon(StartStop):
         :class:`HostError` when already started. Nothing is left behind on error."""
         if self._process is not None:
             raise HostError(f"{self.name} is already running")
-        self._process = BackgroundProcess(self.argv, name=self.name, registry=self._registry)
+        # The daemon, not its BackgroundProcess, is what the registry tracks (its stop
+        # also removes the socket): the process gets a registry of its own.
+        self._process = BackgroundProcess(self.argv, name=self.name,
+                                          registry=ProcessRegistry())
+        self._registry.add(self)
         try:
             self._process.start(ready=lambda: _is_socket(self.socket), timeout=START_TIMEOUT_S)
             pid = self._process.pid
@@ -97,6 +101,7 @@ class StorageDaemon(StartStop):
             if process is not None:
                 process.stop()
         finally:
+            self._registry.discard(self)
             with contextlib.suppress(FileNotFoundError):
                 self.socket.unlink()
 
