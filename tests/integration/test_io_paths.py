@@ -1,9 +1,11 @@
 """The I/O paths of issue 28 in real TCG guests: an NVMe controller, a virtio-blk disk
 with a polling iothread, queue sizes, discard and zero detection, a multiqueue
 virtio-scsi disk, a vhost-user-blk disk served by its own qemu-storage-daemon, and a
-multiqueue virtio-net on a tap, all in ONE guest (one boot for every path); each disk
+multiqueue virtio-net on a tap and a host directory shared over virtio-fs, all in ONE
+guest (one boot for every path); each disk
 measured by a 1 s fio job. Then kill -9 of an hvbench holding a vhost-user guest, and
-``hvbench cleanup``: no daemon, socket or memfd outlives it."""
+``hvbench cleanup``: no daemon (storage daemon, virtiofsd), socket or memfd outlives
+it."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.model.qemu_argv import DISK_DRIVERS
 from hvbench.model.spec import VmSpec, vm_spec_from_mapping
 from hvbench.monitors.session import monitors_for
+from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads.fio import FioJob, run_fio
 from tests.integration.conftest import shared
@@ -42,6 +45,7 @@ SPEC: VmSpec = vm_spec_from_mapping({
         {"backend": "vhost-user", "queues": 2, "poll_max_ns": 0, "size": "32M"},
     ],
     "nics": [{"backend": "tap", "queues": 2}],
+    "filesystems": [{"cache": "auto"}],
 }, "test_io_paths")
 #: The guest driver each disk index binds (vhost-user-blk is virtio-blk to the guest).
 DRIVERS = {0: DISK_DRIVERS["nvme"], 1: "virtio_blk", 2: "virtio_scsi", 3: "virtio_blk"}
@@ -112,6 +116,31 @@ def test_storage_daemon_threads_are_sampled_beside_qemus(guest: QemuPlatform) ->
           f"QEMU vCPUs {result.summary['qemu.vcpu.cpu_pct']:.1f} %")
 
 
+def test_virtio_fs_share_is_mounted_and_measured_beside_native(guest: QemuPlatform) -> None:
+    host_dir = guest.host_share(0)
+    (host_dir / "hello").write_text("from the host\n")
+    seen = guest.exec(["cat", f"{guest.guest_share(0)}/hello"], timeout=30)
+    assert seen.ok and seen.text() == "from the host\n"
+    mounts = guest.exec(["cat", "/proc/mounts"], timeout=30).text()
+    assert f"hvbfs0 {guest.guest_share(0)} virtiofs" in mounts
+    # The same fio job in the guest on the share and natively on the same directory
+    # (buffered: virtio-fs with cache=auto takes no O_DIRECT).
+    rates = {}
+    with NativePlatform() as native:
+        for name, platform, where in (("guest", guest, guest.guest_share(0)),
+                                      ("native", native, str(host_dir))):
+            job = FioJob(name=f"fs-{name}", rw="write", filename=f"{where}/fio-{name}",
+                         size=8 << 20, bs=128 << 10, direct=False, runtime_s=1)
+            (result,), _ = run_fio(platform, job)
+            rates[name] = result.mb_per_s
+    assert rates["guest"] > 0 and rates["native"] > 0
+    assert (host_dir / "fio-guest").stat().st_size > 0  # the guest wrote the host's files
+    for path in host_dir.iterdir():
+        path.unlink()
+    print(f"io-paths: virtio-fs 128k buffered write {rates['guest']:.1f} MB/s in the guest, "
+          f"{rates['native']:.1f} MB/s natively on the same directory")
+
+
 #: A child hvbench holding a vhost-user guest until killed: it prints its socket
 #: directory once QEMU answers QMP (the boot itself is not needed for the leftovers).
 CHILD = """
@@ -119,10 +148,11 @@ import sys
 from hvbench.model.spec import vm_spec_from_mapping
 from hvbench.platforms.qemu import QemuPlatform
 spec = vm_spec_from_mapping({"accel": "tcg", "memory_mib": 256,
-                             "disks": [{"backend": "vhost-user", "size": "16M"}]})
+                             "disks": [{"backend": "vhost-user", "size": "16M"}],
+                             "filesystems": [{}]})
 guest = QemuPlatform(spec, await_agent=False)
 guest.start()
-print(guest.helper_processes()["qsd0"][0], guest.pid, flush=True)
+print(*(d.pid for d in guest.storage_daemons), guest.pid, flush=True)
 sys.stdin.read()
 """
 
@@ -153,10 +183,10 @@ def test_kill_9_then_cleanup_leaves_no_daemon_socket_or_memfd() -> None:
                              stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
-        daemon, qemu = (int(w) for w in child.stdout.readline().split())
+        daemon, virtiofsd, qemu = (int(w) for w in child.stdout.readline().split())
         assert _memfd_holders({qemu}), "QEMU should hold the shared guest memory (memfd)"
-        sockets = list(tmp.glob(f"hvb-*.hvb{child.pid}/vhu0.sock"))
-        assert len(sockets) == 1
+        for socket in ("vhu0.sock", "vfs0.sock"):
+            assert len(list(tmp.glob(f"hvb-*.hvb{child.pid}/{socket}"))) == 1, socket
         child.send_signal(signal.SIGKILL)
         child.wait(timeout=10)
     finally:
@@ -187,6 +217,9 @@ def test_kill_9_then_cleanup_leaves_no_daemon_socket_or_memfd() -> None:
             stray.wait()
     assert f"removed storage daemon {stray.pid}" in done.stdout, done.stdout
     assert stray.returncode == -signal.SIGKILL
-    assert not _alive(daemon) and not _alive(qemu)
+    assert not _alive(daemon) and not _alive(virtiofsd) and not _alive(qemu)
+    leftover = subprocess.run(["pgrep", "-f", f".hvb{child.pid}/"], capture_output=True,
+                              text=True, check=False).stdout.split()
+    assert leftover == [], f"processes of the killed hvbench still run: {leftover}"
     assert not list(tmp.glob(f"hvb-*.hvb{child.pid}")), "socket directories left"
     assert _memfd_holders({daemon, qemu, stray.pid}) == []

@@ -188,3 +188,36 @@ def test_daemon_iothread_is_classified_by_its_thread_id() -> None:
     # Worker threads already there (or a missing one): no guess.
     assert iothread_of(10, [10, 12, 13, 14]) == frozenset()
     assert iothread_of(10, [10, 12]) == frozenset()
+
+
+def test_virtio_fs_share_argv_modules_and_refusals() -> None:
+    from hvbench.model.qemu_argv import LaunchPlan as Plan
+    spec = vm_spec_from_mapping({"memory_mib": 256, "filesystems": [{"cache": "none"}]})
+    argv = build_qemu_argv(Plan(
+        spec=spec, accel="tcg", name="g", kernel="/k", initrd="/i", kernel_cmdline="",
+        qmp_socket="/s/q", agent_socket="/s/a", console_log="/r/c", disk_images=(),
+        tap_names=(), macs=(), virtiofs_sockets=("/s/vfs0.sock",)))
+    assert "socket,id=vfs0,path=/s/vfs0.sock" in _options(argv, "-chardev")
+    assert "vhost-user-fs-pci,chardev=vfs0,tag=hvbfs0" in _options(argv, "-device")
+    assert "memory-backend-memfd,id=mem0,size=256M,share=on" in _options(argv, "-object")
+    assert driver_cmdline(spec) == " hvbench.drivers=virtiofs"
+    assert spec.label().endswith("fs-none")
+    with pytest.raises(SpecError, match="virtio-fs shares"):
+        _xml({"filesystems": [{}]})
+    with pytest.raises(SpecError, match=r"filesystems\[0\]\.source"):
+        vm_spec_from_mapping({"filesystems": [{"source": "relative/dir"}]})
+
+
+def test_virtiofsd_argv_and_orphan_sockets() -> None:
+    from hvbench.model.spec import SharedDirSpec
+    from hvbench.platforms.socket_daemon import _socket_in
+    from hvbench.platforms.virtiofsd import virtiofsd_argv
+    argv = virtiofsd_argv(SharedDirSpec(cache="always"), "/srv/x", "/tmp/h.hvb1/vfs0.sock")
+    assert argv == ["/usr/lib/qemu/virtiofsd", "--socket-path=/tmp/h.hvb1/vfs0.sock", "-o",
+                    "source=/srv/x", "-o", "cache=always", "-o", "log_level=warn"]
+    dead = [Path("/tmp/h.hvb1")]
+    assert _socket_in(argv, "--socket-path=", dead) == "/tmp/h.hvb1/vfs0.sock"
+    assert _socket_in(argv, "--socket-path=", [Path("/tmp/h.hvb")]) is None
+    qsd = ["qemu-storage-daemon", "--export",
+           "type=vhost-user-blk,id=e,addr.type=unix,addr.path=/tmp/h.hvb1/vhu0.sock"]
+    assert _socket_in(qsd, "addr.path=", dead) == "/tmp/h.hvb1/vhu0.sock"

@@ -69,6 +69,9 @@ def check_libvirt_spec(spec: VmSpec) -> None:
     :class:`SpecError` naming the axis."""
     if spec.machine == "microvm":
         raise SpecError("machine microvm: libvirt has no microvm machine type; use q35 or pc")
+    if spec.filesystems:
+        raise SpecError("filesystems: virtio-fs shares (hvbench's own virtiofsd) are "
+                        "offered on kind = \"qemu\" only")
     for index, disk in enumerate(spec.disks):
         if disk.guest_attached:
             raise SpecError(f"disk {index}: initiator guest: a guest that attaches its own "

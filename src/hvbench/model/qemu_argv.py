@@ -76,6 +76,8 @@ class LaunchPlan:
     #: Per benchmark disk, the storage daemon's vhost-user socket (``backend =
     #: "vhost-user"``) or None.
     vhost_user_sockets: tuple[str | None, ...] = ()
+    #: Per shared directory (``spec.filesystems``), its virtiofsd's socket.
+    virtiofs_sockets: tuple[str, ...] = ()
 
 
 def disk_serial(index: int) -> str:
@@ -251,6 +253,28 @@ def _disks_args(plan: LaunchPlan) -> list[str]:
     return args
 
 
+def fs_tag(index: int) -> str:
+    """The virtio-fs tag of shared directory ``index`` (what the guest mounts)."""
+    return f"hvbfs{index}"
+
+
+def guest_share_mount(index: int) -> str:
+    """Where the guest mounts shared directory ``index``."""
+    return f"/mnt/{fs_tag(index)}"
+
+
+def _filesystems_args(plan: LaunchPlan) -> list[str]:
+    """A chardev to each virtiofsd's socket and its vhost-user-fs device."""
+    if len(plan.virtiofs_sockets) != len(plan.spec.filesystems):
+        raise ValueError("a shared directory has no planned virtiofsd socket")
+    args: list[str] = []
+    for index, socket in enumerate(plan.virtiofs_sockets):
+        args += ["-chardev", f"socket,id=vfs{index},path={_opt_escape(socket)}",
+                 "-device", f"{_virtio(plan, 'vhost-user-fs')},chardev=vfs{index},"
+                            f"tag={fs_tag(index)}"]
+    return args
+
+
 def user_subnet(index: int) -> str:
     """The slirp subnet of user-mode NIC ``index``: 10.0.2.0/24, 10.0.3.0/24, ..."""
     return f"10.0.{2 + index}"
@@ -375,9 +399,10 @@ def driver_cmdline(spec: VmSpec) -> str:
     """``hvbench.drivers=a,b``: the modules for the declared disks and NICs, in order."""
     modules: list[str] = []
     disk_modules = [m for d in spec.disks if not d.guest_attached for m in BUS_MODULES[d.bus]]
+    fs_modules = ["virtiofs"] if spec.filesystems else []
     for name in disk_modules + [
         m for n in spec.nics for m in NIC_MODULES[n.model]
-    ]:
+    ] + fs_modules:
         if name not in modules:
             modules.append(name)
     return f" hvbench.drivers={','.join(modules)}" if modules else " hvbench.drivers="
@@ -394,10 +419,11 @@ def _root_disk_args(plan: LaunchPlan) -> list[str]:
 
 def build_qemu_argv(plan: LaunchPlan) -> list[str]:
     """The complete QEMU argv for ``plan`` (pure; raises nothing for a validated spec)."""
-    return [*_base_args(plan), *_root_disk_args(plan), *_disks_args(plan), *_nics_args(plan)]
+    return [*_base_args(plan), *_root_disk_args(plan), *_disks_args(plan), *_nics_args(plan),
+            *_filesystems_args(plan)]
 
 
 def io_args(plan: LaunchPlan) -> list[str]:
     """The benchmark disks' and NICs' part of the argv (controllers, -drive, -object
     iothread, -device, -netdev): the I/O configuration as a command-line fragment."""
-    return [*_disks_args(plan), *_nics_args(plan)]
+    return [*_disks_args(plan), *_nics_args(plan), *_filesystems_args(plan)]

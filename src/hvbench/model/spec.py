@@ -290,6 +290,25 @@ class DiskSpec(_Frozen):
         return self.initiator == "guest" and source_kind(self.source).startswith("nbd")
 
 
+FsCache = Literal["auto", "always", "none"]
+
+
+class SharedDirSpec(_Frozen):
+    """A host directory shared with the guest over virtio-fs (virtiofsd +
+    ``vhost-user-fs-pci``), mounted in the guest at ``/mnt/hvbfs<N>``."""
+
+    #: The host directory (absolute); None: hvbench makes an empty one in the guest's
+    #: run directory.
+    source: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9/_.:+-]*$")
+    #: virtiofsd's ``-o cache=``: ``none`` (every access goes to the host), ``auto``
+    #: (attributes cached for a second), ``always`` (the guest caches freely).
+    cache: FsCache = "auto"
+
+    def label(self) -> str:
+        """``fs-<cache>``."""
+        return f"fs-{self.cache}"
+
+
 class NicSpec(_Frozen):
     """One NIC: the emulated model and the host backend it is connected to."""
 
@@ -357,6 +376,8 @@ class VmSpec(_Frozen):
     cpu: str = Field(default="auto", pattern=r"^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+=-]+)*$")
     disks: tuple[DiskSpec, ...] = ()
     nics: tuple[NicSpec, ...] = ()
+    #: Host directories shared over virtio-fs (the guest's memory is then shared).
+    filesystems: tuple[SharedDirSpec, ...] = ()
     #: The guest kernel's speculative-execution mitigations. ``true`` is the
     #: distribution's default, what a cloud guest runs; ``false`` boots with
     #: ``mitigations=off``, which removes their cost from every system call and
@@ -403,6 +424,7 @@ class VmSpec(_Frozen):
         parts = [self.machine, f"{self.vcpus}cpu", f"{self.memory_mib}M"]
         parts += [d.label() for d in self.disks]
         parts += [n.label() for n in self.nics]
+        parts += [f.label() for f in self.filesystems]
         if not self.mitigations:
             parts.append("mitigations-off")
         if self.clocksource != "auto":
@@ -413,8 +435,9 @@ class VmSpec(_Frozen):
     @property
     def shares_memory(self) -> bool:
         """The guest's RAM must be shared with another process (a vhost-user backend
-        maps it to reach the virtqueues and buffers)."""
-        return any(d.backend == "vhost-user" for d in self.disks)
+        maps it to reach the virtqueues and buffers: a vhost-user disk's storage
+        daemon, a shared directory's virtiofsd)."""
+        return bool(self.filesystems) or any(d.backend == "vhost-user" for d in self.disks)
 
     def kernel_cmdline(self) -> str:
         """The guest kernel words this spec adds to the image's command line (a leading

@@ -47,6 +47,8 @@ from hvbench.model.qemu_argv import (
     ResolvedAccel,
     build_qemu_argv,
     disk_serial,
+    fs_tag,
+    guest_share_mount,
     wants_host_tsc,
 )
 from hvbench.model.spec import (
@@ -62,7 +64,9 @@ from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.process import die_with_parent as _die_with_parent
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
+from hvbench.platforms.socket_daemon import SocketDaemon
 from hvbench.platforms.storage_daemon import StorageDaemon
+from hvbench.platforms.virtiofsd import Virtiofsd
 
 QEMU_BINARY = "qemu-system-x86_64"
 #: The guest's NBD client (Debian's nbd-client in the bundled image), and how long
@@ -161,6 +165,8 @@ class QemuPlatform(StartStop):
         self._devices: dict[int, str] = {}
         #: The storage daemons of the vhost-user disks, in disk order.
         self._daemons: list[StorageDaemon] = []
+        #: The virtiofsd of each shared directory, in order.
+        self._virtiofsds: list[Virtiofsd] = []
         self.accel: ResolvedAccel | None = None
         self.accel_reason = ""
         self.timings: dict[str, float] = {}
@@ -195,6 +201,8 @@ class QemuPlatform(StartStop):
         self.timings["boot_s"] = time.monotonic() - started
         try:
             self._attach_guest_disks()
+            if self._await_agent:
+                self._mount_shares()
         except BaseException:
             self.stop()
             raise
@@ -231,11 +239,49 @@ class QemuPlatform(StartStop):
                                    name=f"{self.name}-qsd{index}", registry=self._registry)
             self._daemons.append(daemon)
             daemon.start()
+        for index, share in enumerate(self.spec.filesystems):
+            fs = Virtiofsd(share, index, self._share_dir(index), self._sock_dir,
+                           name=f"{self.name}-virtiofsd{index}", registry=self._registry)
+            self._virtiofsds.append(fs)
+            fs.start()
+
+    def _share_dir(self, index: int) -> Path:
+        """The host directory of shared directory ``index``: its ``source``, or one made
+        in the run directory (removed with it)."""
+        source = self.spec.filesystems[index].source
+        if source is not None:
+            return Path(source)
+        if self._run_dir is None:
+            raise GuestError("internal: run directory missing")
+        path = self._run_dir / f"share{index}"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def host_share(self, index: int) -> Path:
+        """The host directory shared as ``spec.filesystems[index]`` (while running)."""
+        return self._virtiofsds[index].directory
+
+    def guest_share(self, index: int) -> str:
+        """Where the guest has shared directory ``index`` mounted."""
+        return guest_share_mount(index)
+
+    def _mount_shares(self) -> None:
+        """Mount each shared directory in the guest (``mount -t virtiofs TAG DIR``);
+        raises :class:`GuestError` with mount's own words when it fails."""
+        for index in range(len(self.spec.filesystems)):
+            point = guest_share_mount(index)
+            done = self.exec(["sh", "-c", 'mkdir -p "$2" && mount -t virtiofs "$1" "$2"',
+                              "mount", fs_tag(index), point], timeout=GUEST_ATTACH_TIMEOUT)
+            if not done.ok:
+                said = stderr_tail(done.stderr.decode(errors="replace")) or done.text()
+                raise self._boot_error(f"guest {self.name}: could not mount shared "
+                                       f"directory {index} at {point}: {said}")
 
     @property
-    def storage_daemons(self) -> tuple[StorageDaemon, ...]:
-        """The running storage daemons of the vhost-user disks, in disk order."""
-        return tuple(self._daemons)
+    def storage_daemons(self) -> tuple[SocketDaemon, ...]:
+        """The running daemons that serve this guest's I/O: the vhost-user disks'
+        storage daemons (in disk order), then the shared directories' virtiofsd."""
+        return (*self._daemons, *self._virtiofsds)
 
     def helper_processes(self) -> dict[str, tuple[int, frozenset[int]]]:
         """Host processes besides QEMU that serve this guest's I/O: ``qsd<N>`` (the
@@ -289,6 +335,8 @@ class QemuPlatform(StartStop):
             console_log=str(self._run_dir / "console.log"),
             disk_images=images, tap_names=taps, macs=macs,
             vhost=facts.vhost_net_available(), qemu_binary=QEMU_BINARY,
+            virtiofs_sockets=tuple(str(self._sock_dir / f"vfs{i}.sock")
+                                   for i in range(len(self.spec.filesystems))),
             vhost_user_sockets=tuple(
                 str(self._sock_dir / f"vhu{i}.sock") if d.backend == "vhost-user" else None
                 for i, d in enumerate(self.spec.disks)),
@@ -440,6 +488,8 @@ class QemuPlatform(StartStop):
             "qemu_argv": self.argv, "timings": dict(self.timings), "vhost": self.vhost,
             **({"storage_daemon_argv": [d.argv for d in self._daemons]} if self._daemons
                else {}),
+            **({"virtiofsd_argv": [d.argv for d in self._virtiofsds]} if self._virtiofsds
+               else {}),
         }
 
     # -- commands in the guest -------------------------------------------------------
@@ -577,9 +627,11 @@ class QemuPlatform(StartStop):
                 self._registry.discard(self)
             self._proc = None
             # After QEMU: it holds the daemons' sockets until it exits.
-            for daemon in reversed(self._daemons):
+            daemons: list[SocketDaemon] = [*self._daemons, *self._virtiofsds]
+            for daemon in reversed(daemons):
                 daemon.stop()
             self._daemons.clear()
+            self._virtiofsds.clear()
             for directory in (self._run_dir, self._sock_dir):
                 if directory is not None:
                     shutil.rmtree(directory, ignore_errors=True)

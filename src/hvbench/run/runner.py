@@ -57,7 +57,7 @@ from hvbench.platforms.base import Platform
 from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.kvm_probe import kvm_status
 from hvbench.platforms.libvirt import cleanup_orphaned_domains
-from hvbench.platforms.storage_daemon import kill_orphaned_daemons
+from hvbench.platforms.socket_daemon import kill_orphaned_daemons
 from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
 from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, server_ports
 from hvbench.run.lab_session import LabSession
@@ -738,7 +738,7 @@ def remove_orphans() -> list[str]:
     not remove)."""
     removed = cleanup_orphaned_labs()
     others = cleanup_orphaned_cgroups() + cleanup_orphaned_domains()
-    # Before their socket directories go: a storage daemon that outlived its hvbench.
+    # Before their socket directories go: a daemon that outlived its hvbench.
     others += kill_orphaned_daemons(orphaned_dirs(Path(tempfile.gettempdir())))
     for parent in (work_dir(), Path(tempfile.gettempdir())):
         others += [str(path) for path in remove_orphaned_dirs(parent)]
