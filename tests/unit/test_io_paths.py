@@ -137,6 +137,10 @@ def test_vhost_user_disk_shares_memory_and_connects_to_the_daemon() -> None:
     # Only the QEMU-served disk has a -drive (besides the root disk).
     assert [d for d in _options(argv, "-drive") if "id=drive" in d] == [
         d for d in _options(argv, "-drive") if "id=drive0" in d]
+    # Without queues: as many as vCPUs, on the device as on the daemon's export.
+    default = _argv({"vcpus": 2, "disks": [{"backend": "vhost-user"}]})
+    assert any(d.startswith("vhost-user-blk-pci,") and d.endswith(",num-queues=2")
+               for d in _options(default, "-device"))
     plain = _argv({"disks": [{"bus": "virtio-blk"}]})
     assert not any("memory-backend" in a for a in plain)
 
@@ -147,7 +151,7 @@ def test_storage_daemon_argv_carries_aio_cache_polling_and_queues() -> None:
         "backend": "vhost-user", "cache": "directsync", "aio": "native", "poll_max_ns": 0,
         "queues": 2, "format": "qcow2", "discard": True, "detect_zeroes": "unmap"}]}).disks[0]
     argv = storage_daemon_argv(DaemonPlan(disk=disk, index=1, image="/r/d1.qcow2",
-                                          socket="/s/vhu1.sock"))
+                                          socket="/s/vhu1.sock", queues=2))
     assert argv[0] == "qemu-storage-daemon"
     assert "iothread,id=iothread1,poll-max-ns=0" in _options(argv, "--object")
     assert _options(argv, "--blockdev") == [

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_uri_parts, source_kind
-from hvbench.model.storage_daemon import vhost_user_slot
+from hvbench.model.storage_daemon import vhost_user_queues, vhost_user_slot
 
 AGENT_PORT_NAME = "org.qemu.guest_agent.0"
 ResolvedAccel = Literal["kvm", "tcg"]
@@ -230,7 +230,9 @@ def _vhost_user_args(plan: LaunchPlan, disk: DiskSpec, index: int) -> list[str]:
     if socket is None:
         raise ValueError(f"disk {index}: backend vhost-user: no storage daemon socket "
                          "was planned")
-    options = f",num-queues={disk.queues}" if disk.queues is not None else ""
+    # Both sides the same count: QEMU refuses a device with more queues than the
+    # daemon's export serves.
+    options = f",num-queues={vhost_user_queues(disk, plan.spec.vcpus)}"
     options += f",queue-size={disk.queue_size}" if disk.queue_size is not None else ""
     return ["-chardev", f"socket,id=vhu{index},path={_opt_escape(socket)}",
             "-device", f"vhost-user-blk-pci,id=vhu-blk{index},chardev=vhu{index},"

@@ -38,7 +38,16 @@ class DaemonPlan:
     index: int
     image: str
     socket: str
+    #: The export's queue count: the disk's ``queues``, else the guest's vCPU count
+    #: (what QEMU's own virtio-blk and vhost-user-blk-pci default to); QEMU's device
+    #: must ask for no more than the export has (see :func:`vhost_user_queues`).
+    queues: int = 1
     binary: str = STORAGE_DAEMON
+
+
+def vhost_user_queues(disk: DiskSpec, vcpus: int) -> int:
+    """The request queues of a vhost-user disk, on both sides of the socket."""
+    return disk.queues if disk.queues is not None else vcpus
 
 
 def vhost_user_slot(index: int) -> int:
@@ -75,7 +84,7 @@ def storage_daemon_argv(plan: DaemonPlan) -> list[str]:
     disk = plan.disk
     poll = f",poll-max-ns={disk.poll_max_ns}" if disk.poll_max_ns is not None else ""
     writethrough = _CACHE_SWITCHES[disk.cache][2]
-    queues = f",num-queues={disk.queues}" if disk.queues is not None else ""
+    queues = f",num-queues={plan.queues}"
     export = (f"type=vhost-user-blk,id=export{plan.index},node-name=disk{plan.index},"
               f"addr.type=unix,addr.path={plan.socket.replace(',', ',,')},writable=on,"
               f"iothread=iothread{plan.index},writethrough={_on(writethrough)}{queues}")

@@ -59,7 +59,7 @@ from hvbench.model.spec import (
     nbd_uri_parts,
     source_kind,
 )
-from hvbench.model.storage_daemon import guest_pci_address
+from hvbench.model.storage_daemon import guest_pci_address, vhost_user_queues
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.process import die_with_parent as _die_with_parent
@@ -236,7 +236,9 @@ class QemuPlatform(StartStop):
             if disk.backend != "vhost-user":
                 continue
             daemon = StorageDaemon(disk, index, plan.disk_images[index], self._sock_dir,
-                                   name=f"{self.name}-qsd{index}", registry=self._registry)
+                                   name=f"{self.name}-qsd{index}",
+                                   queues=vhost_user_queues(disk, self.spec.vcpus),
+                                   registry=self._registry)
             self._daemons.append(daemon)
             daemon.start()
         for index, share in enumerate(self.spec.filesystems):

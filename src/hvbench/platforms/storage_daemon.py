@@ -18,14 +18,16 @@ class StorageDaemon(SocketDaemon):
     """The storage daemon of benchmark disk ``index`` (``backend = "vhost-user"``):
     ``image`` is the file or host block device it opens, ``socket_dir`` a private
     directory (short path: unix socket names are limited to 108 bytes) for its
-    vhost-user socket ``vhu<index>.sock``."""
+    vhost-user socket ``vhu<index>.sock``; ``queues`` the export's queue count (see
+    :func:`~hvbench.model.storage_daemon.vhost_user_queues`)."""
 
     def __init__(self, disk: DiskSpec, index: int, image: str, socket_dir: Path, *,
-                 name: str, registry: ProcessRegistry = REGISTRY) -> None:
+                 name: str, queues: int, registry: ProcessRegistry = REGISTRY) -> None:
         super().__init__(socket_dir / f"vhu{index}.sock", name=name, registry=registry)
         self.disk = disk
         self.index = index
-        self._plan = DaemonPlan(disk=disk, index=index, image=image, socket=str(self.socket))
+        self._plan = DaemonPlan(disk=disk, index=index, image=image, socket=str(self.socket),
+                                queues=queues)
         #: Host thread id of the daemon's iothread (empty when it could not be told).
         self.iothread_tids: frozenset[int] = frozenset()
 
