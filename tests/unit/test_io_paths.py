@@ -225,3 +225,13 @@ def test_virtiofsd_argv_and_orphan_sockets() -> None:
     qsd = ["qemu-storage-daemon", "--export",
            "type=vhost-user-blk,id=e,addr.type=unix,addr.path=/tmp/h.hvb1/vhu0.sock"]
     assert _socket_in(qsd, "addr.path=", dead) == "/tmp/h.hvb1/vhu0.sock"
+
+
+def test_every_disk_bus_makes_the_guest_load_ext4() -> None:
+    # The guest's init loads ext4 with a disk driver (the host mounts without -t): a
+    # bus whose first module is missing from that list cannot be formatted and mounted.
+    from hvbench.image.builder import init_script
+    from hvbench.model.qemu_argv import BUS_MODULES
+    case = next(line for line in init_script().decode().splitlines() if "fs=ext4 ;;" in line)
+    listed = {word.strip() for word in case.split(")")[0].split("|")}
+    assert {modules[0] for modules in BUS_MODULES.values()} <= listed
