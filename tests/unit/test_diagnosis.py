@@ -264,3 +264,15 @@ def test_io_limit_is_not_named_when_the_vcpu_waits_for_a_core() -> None:
     starved = {**DISK, "mb_s": 10.0, "host.disk.vda.util_pct": 10.0,
                "qemu.vcpu.cpu_pct": 5.0, "qemu.vcpu.wait_pct": 60.0}
     assert dominant(model(starved)) == "host-cpu-contention"
+
+
+def test_a_saturated_storage_daemon_is_named_with_its_evidence() -> None:
+    busy = {**DISK, "qsd0.iothread.cpu_pct": 96.0, "qsd0.iothread.exec_per_s": 4200.0,
+            "qsd0.total.cpu_pct": 99.0}
+    assert dominant(model(busy)) == "storage-daemon-saturated"
+    verdict = diagnose(model(busy))
+    assert verdict.dominant is not None
+    assert "storage daemon iothread 96 % of one core" in " ".join(verdict.dominant.evidence)
+    # An idle daemon is no finding.
+    assert dominant(model({**DISK, "qsd0.iothread.cpu_pct": 20.0})) != \
+        "storage-daemon-saturated"

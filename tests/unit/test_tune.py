@@ -392,5 +392,24 @@ def test_disk_queues_reach_the_argv_and_the_libvirt_driver() -> None:
 
 
 def test_queues_need_a_virtio_disk() -> None:
-    with pytest.raises(SpecError, match="queues needs bus virtio-blk or virtio-scsi"):
+    with pytest.raises(SpecError, match="queues needs bus virtio-blk, virtio-scsi or nvme"):
         tune(base=BASE.replace('bus = "virtio-blk",', 'bus = "ide", queues = 2,'))
+
+
+def test_polling_and_nvme_are_axes_and_invalid_pairs_leave_the_space() -> None:
+    spec = tune(TUNE.replace('axes.disk.bus = ["virtio-blk", "virtio-scsi", "ide"]',
+                             'axes.disk.bus = ["virtio-blk", "nvme"]')
+                + 'axes.disk.poll_max_ns = [0, 32768]\n')
+    space = [dict(p) for p in spec.space]
+    # Polling is the iothread's: never without one, and never on NVMe (no iothread).
+    assert all(p["disk.iothread"] and p["disk.bus"] == "virtio-blk"
+               for p in space if p["disk.poll_max_ns"] is not None)
+    polled = next(p for p in spec.space if dict(p)["disk.poll_max_ns"] == 0)
+    assert "iothread,id=iothread0,poll-max-ns=0" in qemu_fragment(
+        spec.trial_variant(polled).spec.vm)
+    # A polling axis leaves NVMe no valid value; without one it is searched.
+    assert not any(p["disk.bus"] == "nvme" for p in space)
+    plain = tune(TUNE.replace('axes.disk.bus = ["virtio-blk", "virtio-scsi", "ide"]',
+                              'axes.disk.bus = ["virtio-blk", "nvme"]'))
+    nvme = next(p for p in plain.space if dict(p)["disk.bus"] == "nvme")
+    assert any(a.startswith("nvme,") for a in qemu_fragment(plain.trial_variant(nvme).spec.vm))

@@ -853,6 +853,18 @@ def _main_loop(cell: CellModel) -> Hit | None:
                (f"{label} {_n(util)} % of one core",))
 
 
+def _daemon_saturated(cell: CellModel) -> Hit | None:
+    util = cell.get("res.daemon.util_pct")
+    if util is None or util < SATURATED_PCT:
+        return None
+    evidence = [f"storage daemon iothread {_n(util)} % of one core"]
+    execs = [v for name, v in cell.values.items()
+             if name.startswith("qsd") and name.endswith(".iothread.exec_per_s")]
+    if execs:
+        evidence.append(f"{_n(max(execs))} executions/s")
+    return Hit(SCORE_SPECIFIC + (util - SATURATED_PCT) / 50.0, tuple(evidence))
+
+
 def _host_contention(cell: CellModel) -> Hit | None:
     wait = cell.get("res.vcpu.wait_pct")
     if wait is None or wait < WAIT_PCT:
@@ -1105,6 +1117,11 @@ RULES: tuple[Rule, ...] = (
          "move device I/O off the main loop: an iothread for the disk (libvirt "
          "<iothreads>, <driver iothread='1'/>), vhost=on for tap NICs", True,
          "disk.iothread", (True,), changes=_changes_to(("disk.iothread", True))),
+    Rule("storage-daemon-saturated", "the vhost-user storage daemon's iothread saturated",
+         _DISK, ("res.daemon.util_pct",), _daemon_saturated,
+         "more queues on the export (disk.queues) or fewer disks per daemon; "
+         "poll_max_ns = 0 if the busy time is polling (its CPU then buys no I/O)", True,
+         "disk.queues"),
     Rule("host-cpu-contention", "host CPU contention (run-queue wait, neighbours, "
          "weights)", _ALL, ("res.vcpu.wait_pct",), _host_contention,
          "give the guest its own core (pin: libvirt <vcpupin>, taskset) or a larger CPU "

@@ -535,6 +535,8 @@ _RESOURCE_METRICS = (
     ("res.main.util_pct", "%", "QEMU main loop utilisation %"),
     ("res.iothread.util_pct", "%", "iothread utilisation %"),
     ("res.worker.util_pct", "%", "QEMU worker utilisation % (per thread)"),
+    ("res.daemon.util_pct", "%", "storage daemon iothread utilisation % (busiest)"),
+    ("res.daemon.cpu_pct", "%", "storage daemons' CPU % (of one core, all threads)"),
     ("res.host.cpu_busy_pct", "%", "host CPU busy %"),
     ("res.host.others_cpu_pct", "%", "host CPU of other processes than the guest's QEMU "
      "(% of one core)"),

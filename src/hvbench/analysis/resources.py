@@ -187,6 +187,7 @@ def _thread_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
             count = values.get(f"qemu.{cls}.threads") or 1.0
             # The main loop is one thread; iothreads and workers: the busiest share.
             out[f"res.{cls}.util_pct"] = cpu if cls == "main" else cpu / max(count, 1.0)
+    _daemon_derived(values, out)
     wait = values.get("qemu.vcpu.wait_pct")
     if wait is not None:
         out["res.vcpu.wait_pct"] = wait
@@ -198,7 +199,26 @@ def _thread_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
     if busy is not None and qemu is not None and cores:
         # Host CPU (in % of one core) not spent by this guest's QEMU: other processes
         # (the workload's peer, neighbours, other users of the machine).
-        out["res.host.others_cpu_pct"] = max(busy * cores - qemu, 0.0)
+        # The guest's storage daemons serve it too: not "others".
+        daemons = sum(v for m, v in values.items() if _is_daemon(m, "total.cpu_pct"))
+        out["res.host.others_cpu_pct"] = max(busy * cores - qemu - daemons, 0.0)
+
+
+def _is_daemon(metric: str, suffix: str) -> bool:
+    """Whether ``metric`` is a storage daemon's (``qsd<N>.<suffix>``)."""
+    head, _, rest = metric.partition(".")
+    return head.startswith("qsd") and head[3:].isdigit() and rest == suffix
+
+
+def _daemon_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
+    """``res.daemon.util_pct``: the busiest storage daemon iothread (% of one core);
+    ``res.daemon.cpu_pct``: all the guest's storage daemons together."""
+    busiest = [v for m, v in values.items() if _is_daemon(m, "iothread.cpu_pct")]
+    if busiest:
+        out["res.daemon.util_pct"] = max(busiest)
+    totals = [v for m, v in values.items() if _is_daemon(m, "total.cpu_pct")]
+    if totals:
+        out["res.daemon.cpu_pct"] = sum(totals)
 
 
 def _cpu_pct(values: Mapping[str, float], native: bool) -> float | None:
@@ -206,7 +226,10 @@ def _cpu_pct(values: Mapping[str, float], native: bool) -> float | None:
     platform; on the bare host, the host CPU busy % times the core count is not
     attributable to the workload, so the workload's own CPU (fio, iperf3)."""
     if not native:
-        return values.get("qemu.total.cpu_pct")
+        qemu = values.get("qemu.total.cpu_pct")
+        # A vhost-user disk's blocks are moved by its storage daemon, not QEMU.
+        daemons = sum(v for m, v in values.items() if _is_daemon(m, "total.cpu_pct"))
+        return qemu + daemons if qemu is not None else None
     return values.get("cpu_pct", values.get("cpu_platform_pct"))
 
 

@@ -13,7 +13,7 @@ from hvbench.model.spec import VmSpec, parse_size, vm_spec_from_mapping
 
 _BOOLS = {"on": True, "true": True, "yes": True, "1": True,
           "off": False, "false": False, "no": False, "0": False}
-_BOOL_FIELDS = {"iothread"}
+_BOOL_FIELDS = {"iothread", "discard"}
 
 
 def add_vm_options(parser: argparse.ArgumentParser) -> None:
@@ -28,15 +28,17 @@ def add_vm_options(parser: argparse.ArgumentParser) -> None:
                        "kernel's own under KVM), kernel, tsc, hpet, acpi_pm, kvm-clock")
     group.add_argument(
         "--disk", action="append", default=[], metavar="KEY=VAL,...",
-        help="a benchmark disk: bus=virtio-blk|virtio-scsi|ide|ahci|lsi-scsi, "
+        help="a benchmark disk: bus=virtio-blk|virtio-scsi|nvme|ide|ahci|lsi-scsi, "
         "cache=none|writeback|writethrough|directsync|unsafe, aio=threads|native|io_uring, "
         "format=raw|qcow2, allocation=sparse|preallocated|full, size=1G, iothread=on, "
-        "queues=N (virtio) (repeatable)",
+        "queues=N (virtio, nvme), poll-max-ns=NS, queue-size=N, discard=on, "
+        "detect-zeroes=off|on|unmap, backend=qemu|vhost-user (repeatable)",
     )
     group.add_argument(
         "--nic", action="append", default=[], metavar="KEY=VAL,...",
         help="a NIC: model=virtio-net|e1000|rtl8139, backend=user|tap, bridge=BR, "
-        "address=IP/PREFIX, gateway=IP, forwards=tcp:HOSTPORT:GUESTPORT (repeatable)",
+        "address=IP/PREFIX, gateway=IP, forwards=tcp:HOSTPORT:GUESTPORT, queues=N "
+        "(virtio-net on tap) (repeatable)",
     )
 
 

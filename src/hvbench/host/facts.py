@@ -31,6 +31,10 @@ TOOL_VERSION_PROBES: dict[str, tuple[list[str], str]] = {
     # "wrk debian/4.1.0-3+b2 [epoll] ..." (it prints its usage too and exits 1).
     "wrk": (["wrk", "--version"], r"^wrk (?:\S+/)?(\S+)"),
     "stress-ng": (["stress-ng", "--version"], r"version\s+(\S+)"),
+    # The storage daemon behind a vhost-user-blk disk, and Debian 12's virtiofsd (not on
+    # PATH: QEMU's package keeps it beside its firmware).
+    "qemu-storage-daemon": (["qemu-storage-daemon", "--version"], r"version\s+(\S+)"),
+    "virtiofsd": (["/usr/lib/qemu/virtiofsd", "--version"], r"version\s+(\S+)"),
 }
 
 #: What is unavailable when hvbench does not run as root.

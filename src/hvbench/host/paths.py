@@ -52,17 +52,24 @@ def _owner(directory: Path) -> int | None:
         return int(match.group(1)) if match else None
 
 
-def remove_orphaned_dirs(parent: Path, *, dry_run: bool = False) -> list[Path]:
-    """Remove the directories under ``parent`` whose recorded owner process is gone
-    (``dry_run``: only list them). Directories with neither an owner file nor an owner
-    suffix are never touched."""
-    removed = []
+def orphaned_dirs(parent: Path) -> list[Path]:
+    """The directories under ``parent`` whose recorded owner process is gone (those with
+    neither an owner file nor an owner suffix are never listed)."""
+    found = []
     for directory in sorted(parent.iterdir()) if parent.is_dir() else []:
         if not directory.is_dir() or directory.is_symlink():
             continue
         pid = _owner(directory)
         if pid is not None and not Path(f"/proc/{pid}").exists():
-            if not dry_run:
-                shutil.rmtree(directory, ignore_errors=True)
-            removed.append(directory)
+            found.append(directory)
+    return found
+
+
+def remove_orphaned_dirs(parent: Path, *, dry_run: bool = False) -> list[Path]:
+    """Remove the directories :func:`orphaned_dirs` lists (``dry_run``: only list
+    them); returns them."""
+    removed = orphaned_dirs(parent)
+    if not dry_run:
+        for directory in removed:
+            shutil.rmtree(directory, ignore_errors=True)
     return removed

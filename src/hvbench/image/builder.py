@@ -32,7 +32,8 @@ from hvbench.image.cpio import write_newc
 from hvbench.image.vmlinux import extract_vmlinux
 
 #: Bump whenever the image layout or the way it is built changes: it is part of the key.
-FORMAT_VERSION = 5
+#: 6: the nvme and virtiofs modules.
+FORMAT_VERSION = 6
 
 #: Kernel command line to boot the image with. ``panic=-1`` turns a broken /init into an
 #: immediate reboot, which QEMU's ``-no-reboot`` turns into an exit. The rest trims boot

@@ -71,7 +71,7 @@ load_named_drivers() {
     fs=
     for m in $1; do
         case "$m" in
-        virtio_blk | virtio_scsi | sd_mod | ahci | ata_piix | sym53c8xx) fs=ext4 ;;
+        virtio_blk | virtio_scsi | sd_mod | ahci | ata_piix | sym53c8xx | nvme) fs=ext4 ;;
         esac
     done
     [ -d /sys/module/virtio_console ] || set -- "virtio_console $1"

@@ -28,6 +28,9 @@ WANTED_MODULES: tuple[str, ...] = (
     "ata_piix",
     "ata_generic",
     "sym53c8xx",
+    "nvme",
+    # shared host directories (virtio-fs)
+    "virtiofs",
     # network block devices of a guest-initiator disk (nbd-client)
     "nbd",
     # network

@@ -69,10 +69,27 @@ def check_libvirt_spec(spec: VmSpec) -> None:
     :class:`SpecError` naming the axis."""
     if spec.machine == "microvm":
         raise SpecError("machine microvm: libvirt has no microvm machine type; use q35 or pc")
+    if spec.filesystems:
+        raise SpecError("filesystems: virtio-fs shares (hvbench's own virtiofsd) are "
+                        "offered on kind = \"qemu\" only")
     for index, disk in enumerate(spec.disks):
         if disk.guest_attached:
             raise SpecError(f"disk {index}: initiator guest: a guest that attaches its own "
                             "NBD disk is offered on kind = \"qemu\" only")
+        if disk.bus == "nvme":
+            raise SpecError(f"disk {index}: bus nvme: libvirt 9 has no emulated NVMe disk "
+                            "bus (its <disk type='nvme'> is a host controller); use "
+                            "kind = \"qemu\"")
+        if disk.backend == "vhost-user":
+            raise SpecError(f"disk {index}: backend vhost-user: hvbench starts the "
+                            "storage daemon for kind = \"qemu\" guests only")
+        if disk.poll_max_ns is not None:
+            raise SpecError(f"disk {index}: poll_max_ns: libvirt 9 sets iothread polling "
+                            "only on a running domain (virsh iothreadset); use kind = "
+                            "\"qemu\"")
+        if disk.queue_size is not None and disk.bus == "virtio-scsi":
+            raise SpecError(f"disk {index}: queue_size: libvirt 9 has no virtio-scsi "
+                            "virtqueue size; use kind = \"qemu\"")
         if disk.bus == "ide" and spec.machine != "pc":
             raise SpecError(f"disk {index}: bus ide: libvirt offers IDE on machine pc only")
     for index, nic in enumerate(spec.nics):
@@ -134,6 +151,12 @@ def _disk(devices: ET.Element, disk: DiskSpec, index: int, *, image: str, target
         driver["iothread"] = str(iothread)
     if disk.queues is not None and disk.bus == "virtio-blk":
         driver["queues"] = str(disk.queues)
+    if disk.queue_size is not None:
+        driver["queue_size"] = str(disk.queue_size)
+    if disk.discard:
+        driver["discard"] = "unmap"
+    if disk.detect_zeroes != "off":
+        driver["detect_zeroes"] = disk.detect_zeroes
     _sub(element, "driver", **driver)
     if kind == "device":
         _sub(element, "source", dev=image)
@@ -191,6 +214,9 @@ def _nic(devices: ET.Element, nic: NicSpec, index: int, mac: str, tap: str | Non
         if tap is not None:
             _sub(element, "target", dev=tap)
     _sub(element, "model", type=_NIC_MODEL[nic.model])
+    if nic.queues is not None:
+        # name="qemu": QEMU's own virtio-net backend (this host has no vhost-net).
+        _sub(element, "driver", name="qemu", queues=str(nic.queues))
 
 
 def _devices(root: ET.Element, plan: DomainPlan, iothreads: dict[int, int]) -> None:

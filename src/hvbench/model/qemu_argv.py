@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_uri_parts, source_kind
+from hvbench.model.storage_daemon import vhost_user_queues, vhost_user_slot
 
 AGENT_PORT_NAME = "org.qemu.guest_agent.0"
 ResolvedAccel = Literal["kvm", "tcg"]
@@ -28,6 +29,7 @@ ROOT_SERIAL = "hvb-root"
 BUS_MODULES = {
     "virtio-blk": ("virtio_blk",),
     "virtio-scsi": ("virtio_scsi", "sd_mod"),
+    "nvme": ("nvme",),
     "ide": ("ata_piix", "sd_mod"),
     "ahci": ("ahci", "sd_mod"),
     "lsi-scsi": ("sym53c8xx", "sd_mod"),
@@ -37,6 +39,7 @@ NIC_MODULES = {"virtio-net": ("virtio_net",), "e1000": ("e1000",), "rtl8139": ("
 DISK_DRIVERS = {
     "virtio-blk": "virtio_blk",
     "virtio-scsi": "virtio_scsi",
+    "nvme": "nvme",
     "ide": "ata_piix",
     "ahci": "ahci",
     "lsi-scsi": "sym53c8xx",
@@ -70,6 +73,11 @@ class LaunchPlan:
     root_format: str = "raw"
     #: The host's TSC rate (kHz), handed to a TCG ``microvm`` guest; see :func:`tsc_cmdline`.
     host_tsc_khz: int | None = None
+    #: Per benchmark disk, the storage daemon's vhost-user socket (``backend =
+    #: "vhost-user"``) or None.
+    vhost_user_sockets: tuple[str | None, ...] = ()
+    #: Per shared directory (``spec.filesystems``), its virtiofsd's socket.
+    virtiofs_sockets: tuple[str, ...] = ()
 
 
 def disk_serial(index: int) -> str:
@@ -97,8 +105,13 @@ def _machine_args(plan: LaunchPlan) -> list[str]:
         machine = spec.machine
     accel = ["-accel", "kvm"] if plan.accel == "kvm" else ["-accel", "tcg,thread=multi"]
     cpu = plan.spec.cpu if plan.spec.cpu != "auto" else DEFAULT_CPU[plan.accel]
+    memory: list[str] = []
+    if spec.shares_memory:
+        # A vhost-user backend maps the guest's RAM: it must be a shareable file (memfd).
+        memory = ["-object", f"memory-backend-memfd,id=mem0,size={spec.memory_mib}M,share=on"]
+        machine += ",memory-backend=mem0"
     return [
-        "-machine", machine, *accel, "-cpu", cpu,
+        *memory, "-machine", machine, *accel, "-cpu", cpu,
         "-smp", str(spec.vcpus), "-m", f"{spec.memory_mib}M",
     ]
 
@@ -151,11 +164,16 @@ def _drive_args(disk: DiskSpec, index: int, image: str) -> list[str]:
         f"{drive_source(disk, image)},if=none,id=drive{index},{fmt}"
         f"cache={disk.cache},aio={disk.aio}"
     )
+    if disk.discard:
+        drive += ",discard=unmap"
+    if disk.detect_zeroes != "off":
+        drive += f",detect-zeroes={disk.detect_zeroes}"
     if disk.bps_limit is not None:
         drive += f",throttling.bps-total={disk.bps_limit}"
     args = ["-drive", drive]
     if disk.iothread:
-        args += ["-object", f"iothread,id=iothread{index}"]
+        poll = f",poll-max-ns={disk.poll_max_ns}" if disk.poll_max_ns is not None else ""
+        args += ["-object", f"iothread,id=iothread{index}{poll}"]
     return args
 
 
@@ -165,14 +183,22 @@ def _disk_device_args(plan: LaunchPlan, disk: DiskSpec, index: int, slot: int) -
     iothread = f",iothread=iothread{index}" if disk.iothread else ""
     if disk.bus == "virtio-blk":
         queues = f",num-queues={disk.queues}" if disk.queues is not None else ""
+        queues += f",queue-size={disk.queue_size}" if disk.queue_size is not None else ""
         return ["-device", f"{_virtio(plan, 'virtio-blk')},{common}{iothread}{queues}"]
     if disk.bus == "virtio-scsi":
         queues = f",num_queues={disk.queues}" if disk.queues is not None else ""
+        if disk.queue_size is not None:
+            queues += f",virtqueue_size={disk.queue_size}"
         # One controller per disk, so each disk can have its own iothread.
         return [
             "-device", f"{_virtio(plan, 'virtio-scsi')},id=vscsi{index}{iothread}{queues}",
             "-device", f"scsi-hd,bus=vscsi{index}.0,{common}",
         ]
+    if disk.bus == "nvme":
+        # One controller per disk; with drive= on the controller QEMU 7.2 gives it
+        # namespace 1 (the guest's /dev/nvmeXn1), and the serial is the controller's.
+        queues = f",max_ioqpairs={disk.queues}" if disk.queues is not None else ""
+        return ["-device", f"nvme,id=nvme{index},{common}{queues}"]
     if disk.bus == "ide":
         # pc has PIIX IDE built in (buses ide.0/ide.1); q35 gets a PIIX3 IDE controller.
         bus = f"ide.{slot // 2}" if plan.spec.machine == "pc" else f"pide0.{slot // 2}"
@@ -195,16 +221,59 @@ def _controller_args(spec: VmSpec) -> list[str]:
     return args
 
 
+def _vhost_user_args(plan: LaunchPlan, disk: DiskSpec, index: int) -> list[str]:
+    """The chardev to the storage daemon's socket and the vhost-user-blk device, at a
+    fixed PCI slot (the guest finds it there: the daemon, not QEMU, answers its serial
+    request)."""
+    sockets = plan.vhost_user_sockets
+    socket = sockets[index] if index < len(sockets) else None
+    if socket is None:
+        raise ValueError(f"disk {index}: backend vhost-user: no storage daemon socket "
+                         "was planned")
+    # Both sides the same count: QEMU refuses a device with more queues than the
+    # daemon's export serves.
+    options = f",num-queues={vhost_user_queues(disk, plan.spec.vcpus)}"
+    options += f",queue-size={disk.queue_size}" if disk.queue_size is not None else ""
+    return ["-chardev", f"socket,id=vhu{index},path={_opt_escape(socket)}",
+            "-device", f"vhost-user-blk-pci,id=vhu-blk{index},chardev=vhu{index},"
+                       f"addr={vhost_user_slot(index):#x}{options}"]
+
+
 def _disks_args(plan: LaunchPlan) -> list[str]:
     args = _controller_args(plan.spec)
     per_bus: dict[str, int] = {}
     for index, (disk, image) in enumerate(zip(plan.spec.disks, plan.disk_images, strict=True)):
         if disk.guest_attached:
             continue  # the guest's nbd-client attaches it over the NIC
+        if disk.backend == "vhost-user":
+            args += _vhost_user_args(plan, disk, index)
+            continue
         slot = per_bus.get(disk.bus, 0)
         per_bus[disk.bus] = slot + 1
         args += _drive_args(disk, index, image)
         args += _disk_device_args(plan, disk, index, slot)
+    return args
+
+
+def fs_tag(index: int) -> str:
+    """The virtio-fs tag of shared directory ``index`` (what the guest mounts)."""
+    return f"hvbfs{index}"
+
+
+def guest_share_mount(index: int) -> str:
+    """Where the guest mounts shared directory ``index``."""
+    return f"/mnt/{fs_tag(index)}"
+
+
+def _filesystems_args(plan: LaunchPlan) -> list[str]:
+    """A chardev to each virtiofsd's socket and its vhost-user-fs device."""
+    if len(plan.virtiofs_sockets) != len(plan.spec.filesystems):
+        raise ValueError("a shared directory has no planned virtiofsd socket")
+    args: list[str] = []
+    for index, socket in enumerate(plan.virtiofs_sockets):
+        args += ["-chardev", f"socket,id=vfs{index},path={_opt_escape(socket)}",
+                 "-device", f"{_virtio(plan, 'vhost-user-fs')},chardev=vfs{index},"
+                            f"tag={fs_tag(index)}"]
     return args
 
 
@@ -224,7 +293,19 @@ def _netdev_arg(plan: LaunchPlan, nic: NicSpec, index: int) -> str:
         return netdev
     tap = plan.tap_names[index]
     vhost = ",vhost=on" if plan.vhost else ""
-    return f"tap,id=net{index},ifname={tap},script=no,downscript=no{vhost}"
+    queues = f",queues={nic.queues}" if nic.queues is not None else ""
+    return f"tap,id=net{index},ifname={tap},script=no,downscript=no{vhost}{queues}"
+
+
+def _mq_options(plan: LaunchPlan, nic: NicSpec) -> str:
+    """``mq=on`` and the MSI-X vectors of a multiqueue virtio-net: one per queue of each
+    direction, one for the control queue, one for configuration changes (virtio-mmio on
+    a microvm has no MSI-X, so no vectors)."""
+    if nic.queues is None:
+        return ""
+    if plan.spec.machine == "microvm":
+        return ",mq=on"
+    return f",mq=on,vectors={2 * nic.queues + 2}"
 
 
 def _nics_args(plan: LaunchPlan) -> list[str]:
@@ -234,7 +315,8 @@ def _nics_args(plan: LaunchPlan) -> list[str]:
         if nic.model == "virtio-net":
             device = _virtio(plan, "virtio-net")
         args += ["-netdev", _netdev_arg(plan, nic, index)]
-        args += ["-device", f"{device},netdev=net{index},mac={plan.macs[index]}"]
+        args += ["-device",
+                 f"{device},netdev=net{index},mac={plan.macs[index]}{_mq_options(plan, nic)}"]
     return args
 
 
@@ -319,9 +401,10 @@ def driver_cmdline(spec: VmSpec) -> str:
     """``hvbench.drivers=a,b``: the modules for the declared disks and NICs, in order."""
     modules: list[str] = []
     disk_modules = [m for d in spec.disks if not d.guest_attached for m in BUS_MODULES[d.bus]]
+    fs_modules = ["virtiofs"] if spec.filesystems else []
     for name in disk_modules + [
         m for n in spec.nics for m in NIC_MODULES[n.model]
-    ]:
+    ] + fs_modules:
         if name not in modules:
             modules.append(name)
     return f" hvbench.drivers={','.join(modules)}" if modules else " hvbench.drivers="
@@ -338,10 +421,11 @@ def _root_disk_args(plan: LaunchPlan) -> list[str]:
 
 def build_qemu_argv(plan: LaunchPlan) -> list[str]:
     """The complete QEMU argv for ``plan`` (pure; raises nothing for a validated spec)."""
-    return [*_base_args(plan), *_root_disk_args(plan), *_disks_args(plan), *_nics_args(plan)]
+    return [*_base_args(plan), *_root_disk_args(plan), *_disks_args(plan), *_nics_args(plan),
+            *_filesystems_args(plan)]
 
 
 def io_args(plan: LaunchPlan) -> list[str]:
     """The benchmark disks' and NICs' part of the argv (controllers, -drive, -object
     iothread, -device, -netdev): the I/O configuration as a command-line fragment."""
-    return [*_disks_args(plan), *_nics_args(plan)]
+    return [*_disks_args(plan), *_nics_args(plan), *_filesystems_args(plan)]

@@ -30,7 +30,7 @@ Accel = Literal["auto", "kvm", "tcg"]
 #: choice under KVM; ``kernel`` is always the kernel's own choice (a stock guest's:
 #: hpet under TCG, kvm-clock or tsc under KVM). See docs/design.md, "Clocksource".
 Clocksource = Literal["auto", "kernel", "tsc", "hpet", "acpi_pm", "kvm-clock"]
-DiskBus = Literal["virtio-blk", "virtio-scsi", "ide", "ahci", "lsi-scsi"]
+DiskBus = Literal["virtio-blk", "virtio-scsi", "nvme", "ide", "ahci", "lsi-scsi"]
 CacheMode = Literal["none", "writeback", "writethrough", "directsync", "unsafe"]
 AioMode = Literal["threads", "native", "io_uring"]
 ImageFormat = Literal["raw", "qcow2"]
@@ -40,6 +40,10 @@ Allocation = Literal["sparse", "preallocated", "full"]
 #: to each converts (a journalled metadata change), so first writes still pay part of the
 #: growth; ``full`` writes every byte, as the seeds' preallocated image files were.
 PREALLOCATION: dict[str, str] = {"sparse": "off", "preallocated": "falloc", "full": "full"}
+DetectZeroes = Literal["off", "on", "unmap"]
+#: Who serves a disk's blocks: QEMU itself, or a ``qemu-storage-daemon`` per disk that
+#: exports it over a vhost-user socket (``vhost-user-blk-pci`` in the guest).
+DiskBackend = Literal["qemu", "vhost-user"]
 NicModel = Literal["virtio-net", "e1000", "rtl8139"]
 NetBackend = Literal["user", "tap"]
 
@@ -49,6 +53,9 @@ MICROVM_NIC_MODELS: frozenset[str] = frozenset({"virtio-net"})
 #: Cache modes that open the image with O_DIRECT, which Linux native AIO requires.
 DIRECT_CACHE_MODES: frozenset[str] = frozenset({"none", "directsync"})
 IOTHREAD_BUSES: frozenset[str] = frozenset({"virtio-blk", "virtio-scsi"})
+#: Buses with several request queues: virtio-blk ``num-queues``, virtio-scsi
+#: ``num_queues``, NVMe ``max_ioqpairs`` (I/O submission/completion queue pairs).
+QUEUE_BUSES: frozenset[str] = frozenset({"virtio-blk", "virtio-scsi", "nvme"})
 #: How many disks one controller of each emulated bus takes (IDE: 2 channels x 2 units,
 #: AHCI: 6 ports, LSI 53C895A: 7 targets).
 BUS_CAPACITY: Mapping[str, int] = {"ide": 4, "ahci": 6, "lsi-scsi": 7}
@@ -143,8 +150,26 @@ class DiskSpec(_Frozen):
     size: ByteSize = 1 << 30
     iothread: bool = False
     #: Request queues of a virtio disk (virtio-blk ``num-queues``, virtio-scsi
-    #: ``num_queues``; libvirt ``<driver queues=>``); None: QEMU's default.
+    #: ``num_queues``; libvirt ``<driver queues=>``) or an NVMe controller's I/O queue
+    #: pairs (``max_ioqpairs``); None: QEMU's default.
     queues: int | None = Field(default=None, ge=1, le=16)
+    #: Adaptive polling of the disk's iothread (``-object iothread,poll-max-ns=``): how
+    #: long it busy-waits for new requests before sleeping; 0 turns polling off; None:
+    #: QEMU's default (32 us). Needs ``iothread = true``.
+    poll_max_ns: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    #: Descriptors per virtqueue (virtio-blk ``queue-size``, virtio-scsi
+    #: ``virtqueue_size``): a power of two; None: QEMU's default (256).
+    queue_size: int | None = Field(default=None, ge=4, le=1024)
+    #: Pass the guest's discard (TRIM/UNMAP) requests to the image (``discard=unmap``).
+    discard: bool = False
+    #: QEMU's ``detect-zeroes``: look for all-zero writes and turn them into
+    #: write-zeroes (``on``) or discards (``unmap``, needs ``discard = true``).
+    detect_zeroes: DetectZeroes = "off"
+    #: ``qemu``: QEMU's own block layer serves the disk; ``vhost-user``: a
+    #: ``qemu-storage-daemon`` of its own does (its own iothread, ``aio``/``cache`` as
+    #: declared) and QEMU only forwards the guest's virtqueues to it (bus virtio-blk;
+    #: the guest's memory is then shared with the daemon).
+    backend: DiskBackend = "qemu"
     #: QEMU I/O throttling of this disk (``throttling.bps-total``), bytes/s; None: off.
     bps_limit: ByteSize | None = None
     #: Where the disk's blocks live: None, an image file hvbench creates (``format``,
@@ -175,17 +200,50 @@ class DiskSpec(_Frozen):
                 f"aio=native needs cache=none or cache=directsync (got cache={self.cache}): "
                 "Linux native AIO is only asynchronous on files opened with O_DIRECT"
             )
-        if self.queues is not None and self.bus not in IOTHREAD_BUSES:
+        if self.queues is not None and self.bus not in QUEUE_BUSES:
             raise ValueError(
-                f"queues needs bus virtio-blk or virtio-scsi (got bus={self.bus}): only "
-                "virtio disks have several request queues"
+                f"queues needs bus virtio-blk, virtio-scsi or nvme (got bus={self.bus}): "
+                "only those controllers have several request queues"
             )
         if self.iothread and self.bus not in IOTHREAD_BUSES:
             raise ValueError(
                 f"iothread=true needs bus virtio-blk or virtio-scsi (got bus={self.bus}): "
                 "only virtio devices can be moved to an iothread"
             )
+        self._check_queue_options()
+        if self.backend == "vhost-user":
+            self._check_vhost_user()
         return self
+
+    def _check_vhost_user(self) -> None:
+        if self.bus != "virtio-blk":
+            raise ValueError(f"backend = \"vhost-user\" needs bus virtio-blk (got "
+                             f"bus={self.bus}): the guest sees a vhost-user-blk device")
+        if source_kind(self.source).startswith("nbd"):
+            raise ValueError("backend = \"vhost-user\" serves an image file or a host "
+                             "block device, not an NBD source")
+        if self.iothread:
+            raise ValueError("backend = \"vhost-user\" runs the disk in the storage "
+                             "daemon's own iothread: iothread = true is QEMU's (leave it "
+                             "out; poll_max_ns applies to the daemon's iothread)")
+        if self.bps_limit is not None:
+            raise ValueError("bps_limit is QEMU's throttling: a vhost-user disk's blocks "
+                             "never pass through QEMU")
+
+    def _check_queue_options(self) -> None:
+        if self.poll_max_ns is not None and not (self.iothread or self.backend == "vhost-user"):
+            raise ValueError("poll_max_ns needs iothread = true (or backend = "
+                             "\"vhost-user\"): adaptive polling is done by an iothread")
+        if self.queue_size is not None:
+            if self.bus not in IOTHREAD_BUSES:
+                raise ValueError(f"queue_size needs bus virtio-blk or virtio-scsi (got "
+                                 f"bus={self.bus}): only virtio disks have virtqueues")
+            if self.queue_size & (self.queue_size - 1):
+                raise ValueError(f"queue_size {self.queue_size}: expected a power of two "
+                                 "between 4 and 1024")
+        if self.detect_zeroes == "unmap" and not self.discard:
+            raise ValueError("detect_zeroes = \"unmap\" needs discard = true: QEMU turns "
+                             "zero writes into discards only where discards reach the image")
 
     def label(self) -> str:
         """A short name derived from the values, e.g. ``virtio-blk-none-raw-sparse``,
@@ -206,19 +264,50 @@ class DiskSpec(_Frozen):
             parts.append(f"aio-{self.aio}")
         if self.iothread:
             parts.append("iothread")
-        if self.queues is not None:
-            parts.append(f"q{self.queues}")
+        parts += self._queue_label()
         if self.bps_limit is not None:
             parts.append(f"bps-{format_size(self.bps_limit)}")
         if self.initiator == "guest":
             parts.append("guest-initiator")
+        if self.backend != "qemu":
+            parts.append(self.backend)
         return "-".join(parts)
+
+    def _queue_label(self) -> list[str]:
+        """The label words of the queue, polling and discard settings that are set."""
+        words = {
+            f"q{self.queues}": self.queues is not None,
+            f"poll{self.poll_max_ns}": self.poll_max_ns is not None,
+            f"qs{self.queue_size}": self.queue_size is not None,
+            "discard": self.discard,
+            f"dz-{self.detect_zeroes}": self.detect_zeroes != "off",
+        }
+        return [word for word, present in words.items() if present]
 
     @property
     def guest_attached(self) -> bool:
         """The guest attaches this disk itself (an NBD export, ``initiator = "guest"``):
         QEMU gets no drive for it."""
         return self.initiator == "guest" and source_kind(self.source).startswith("nbd")
+
+
+FsCache = Literal["auto", "always", "none"]
+
+
+class SharedDirSpec(_Frozen):
+    """A host directory shared with the guest over virtio-fs (virtiofsd +
+    ``vhost-user-fs-pci``), mounted in the guest at ``/mnt/hvbfs<N>``."""
+
+    #: The host directory (absolute); None: hvbench makes an empty one in the guest's
+    #: run directory.
+    source: str | None = Field(default=None, pattern=r"^/[A-Za-z0-9/_.:+-]*$")
+    #: virtiofsd's ``-o cache=``: ``none`` (every access goes to the host), ``auto``
+    #: (attributes cached for a second), ``always`` (the guest caches freely).
+    cache: FsCache = "auto"
+
+    def label(self) -> str:
+        """``fs-<cache>``."""
+        return f"fs-{self.cache}"
 
 
 class NicSpec(_Frozen):
@@ -239,6 +328,9 @@ class NicSpec(_Frozen):
     #: The host address the forwards listen on: loopback unless a net lab's hosts must
     #: reach the guest's servers (then the lab's own address on its bridge).
     forward_address: str = Field(default="127.0.0.1", pattern=r"^\d+\.\d+\.\d+\.\d+$")
+    #: Queue pairs of a multiqueue virtio-net NIC on a tap (``queues=`` on the tap,
+    #: ``mq=on`` on the device); the guest needs as many vCPUs. None: one queue.
+    queues: int | None = Field(default=None, ge=1, le=16)
 
     @field_validator("forwards")
     @classmethod
@@ -262,7 +354,16 @@ class NicSpec(_Frozen):
             raise ValueError("bridge is only valid with backend=tap")
         if self.forwards and self.backend != "user":
             raise ValueError("forwards are only valid with backend=user")
+        if self.queues is not None and (self.model != "virtio-net" or self.backend != "tap"):
+            raise ValueError(f"queues needs model virtio-net on backend tap (got "
+                             f"{self.model} on {self.backend}): only a tap opened with "
+                             "several queues feeds a multiqueue virtio-net")
         return self
+
+    def label(self) -> str:
+        """``MODEL-BACKEND``, with ``-qN`` for a multiqueue NIC."""
+        queues = f"-q{self.queues}" if self.queues is not None else ""
+        return f"{self.model}-{self.backend}{queues}"
 
 
 class VmSpec(_Frozen):
@@ -276,6 +377,8 @@ class VmSpec(_Frozen):
     cpu: str = Field(default="auto", pattern=r"^[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+=-]+)*$")
     disks: tuple[DiskSpec, ...] = ()
     nics: tuple[NicSpec, ...] = ()
+    #: Host directories shared over virtio-fs (the guest's memory is then shared).
+    filesystems: tuple[SharedDirSpec, ...] = ()
     #: The guest kernel's speculative-execution mitigations. ``true`` is the
     #: distribution's default, what a cloud guest runs; ``false`` boots with
     #: ``mitigations=off``, which removes their cost from every system call and
@@ -306,6 +409,11 @@ class VmSpec(_Frozen):
         if any(d.initiator == "guest" for d in self.disks) and not self.nics:
             raise ValueError("initiator = \"guest\" needs a NIC for the guest's nbd-client "
                              "(e.g. nic = { model = \"virtio-net\", backend = \"tap\" })")
+        for nic in self.nics:
+            if nic.queues is not None and nic.queues > self.vcpus:
+                raise ValueError(f"nic queues = {nic.queues} needs vcpus >= {nic.queues} "
+                                 f"(got vcpus = {self.vcpus}): the guest spreads one queue "
+                                 "pair per vCPU")
         for bus, capacity in BUS_CAPACITY.items():
             count = sum(1 for d in self.disks if d.bus == bus)
             if count > capacity:
@@ -316,13 +424,21 @@ class VmSpec(_Frozen):
         """A short, stable name derived from the values (used to name cells and runs)."""
         parts = [self.machine, f"{self.vcpus}cpu", f"{self.memory_mib}M"]
         parts += [d.label() for d in self.disks]
-        parts += [f"{n.model}-{n.backend}" for n in self.nics]
+        parts += [n.label() for n in self.nics]
+        parts += [f.label() for f in self.filesystems]
         if not self.mitigations:
             parts.append("mitigations-off")
         if self.clocksource != "auto":
             parts.append(f"clock-{self.clocksource}")
         parts += self.kernel_args
         return "_".join(parts)
+
+    @property
+    def shares_memory(self) -> bool:
+        """The guest's RAM must be shared with another process (a vhost-user backend
+        maps it to reach the virtqueues and buffers: a vhost-user disk's storage
+        daemon, a shared directory's virtiofsd)."""
+        return bool(self.filesystems) or any(d.backend == "vhost-user" for d in self.disks)
 
     def kernel_cmdline(self) -> str:
         """The guest kernel words this spec adds to the image's command line (a leading
@@ -346,6 +462,9 @@ def _check_clocksource(spec: VmSpec) -> None:
 
 def _check_microvm(spec: VmSpec) -> None:
     for disk in spec.disks:
+        if disk.backend == "vhost-user":
+            raise ValueError("machine=microvm cannot carry a vhost-user disk: hvbench "
+                             "finds it by its PCI address (use q35 or pc)")
         if disk.bus not in MICROVM_DISK_BUSES:
             raise ValueError(
                 f"machine=microvm cannot carry bus={disk.bus}: microvm has no PCI or ISA "

@@ -61,8 +61,8 @@ PROFILE_PHASES: Mapping[str, tuple[str, ...]] = {
 }
 _FILTER_KEYS = ("only", "exclude", "name")
 #: List-valued fields that are values, not variant axes.
-_NOT_AXES = ("disks", "nics", "phases", "forwards", "file_kb", "neighbours", "workloads",
-             "host_paths")
+_NOT_AXES = ("disks", "nics", "filesystems", "phases", "forwards", "file_kb", "neighbours",
+             "workloads", "host_paths")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -742,7 +742,7 @@ def _libvirt_spec(concrete: dict[str, Any], where: Where) -> LibvirtPlatformSpec
 
 def _vm_spec(concrete: dict[str, Any], where: Where) -> VmSpec:
     renames: dict[Loc, Loc] = {}
-    for one, many in (("disk", "disks"), ("nic", "nics")):
+    for one, many in (("disk", "disks"), ("nic", "nics"), ("filesystem", "filesystems")):
         if one in concrete:
             if many in concrete:
                 raise where.error(one, f"give either {one} (one) or {many}, not both")

@@ -32,6 +32,7 @@ from hvbench.model.spec import (
     AioMode,
     Allocation,
     CacheMode,
+    DetectZeroes,
     DiskBus,
     ImageFormat,
     NetBackend,
@@ -65,6 +66,14 @@ AXIS_VALUES: Mapping[str, tuple[Any, ...]] = {
     "disk.iothread": (False, True),
     #: Not a default axis: several request queues only help a guest with several vCPUs.
     "disk.queues": (1, 2, 4),
+    #: Not default axes either (each needs an iothread, a virtio disk or a tap NIC with
+    #: several vCPUs; invalid combinations are dropped from the space): adaptive polling
+    #: off, QEMU's default, and 8x it; virtqueue sizes; discard and zero detection.
+    "disk.poll_max_ns": (0, 32768, 262144),
+    "disk.queue_size": (128, 256, 1024),
+    "disk.discard": (False, True),
+    "disk.detect_zeroes": get_args(DetectZeroes),
+    "nic.queues": (1, 2, 4),
     "nic.model": get_args(NicModel),
     "nic.backend": get_args(NetBackend),
     "machine": ("q35", "pc", "microvm"),

@@ -15,7 +15,9 @@ Classes (:func:`classify`), for QEMU started with ``-name NAME,debug-threads=on`
   the packets of tap and user-mode NICs when vhost-net is not used: it is the host-side
   network thread of such a guest)
 - ``iothread``: comm ``IO <id>`` for an ``-object iothread,id=<id>`` (except
-  ``IO mon_iothread``, the monitor's own thread, which is ``other``)
+  ``IO mon_iothread``, the monitor's own thread, which is ``other``), or a thread id
+  QMP ``query-iothreads`` reported (``qemu-storage-daemon`` does not name its threads;
+  its other threads are ``main`` and ``other``)
 - ``worker``: comm ``worker``, the thread pool that runs ``aio=threads`` requests
 - ``vhost``: comm ``vhost-<pid>``, the vhost-net workers that move a virtio-net NIC's
   packets in the kernel (Linux >= 6.4 runs them as threads of the QEMU process; older
@@ -188,13 +190,14 @@ def parse_task(tid: int, stat_text: str, schedstat_text: str, status_text: str =
                       parse_task_sched(sched_text))
 
 
-def classify(tid: int, pid: int, comm: str, vcpu_tids: Collection[int] = ()) -> str:
-    """The class of one QEMU thread (see the module docstring)."""
+def classify(tid: int, pid: int, comm: str, vcpu_tids: Collection[int] = (),
+             iothread_tids: Collection[int] = ()) -> str:
+    """The class of one QEMU (or storage daemon) thread (see the module docstring)."""
     if tid in vcpu_tids or is_vcpu_name(comm):
         return "vcpu"
     if tid == pid:
         return "main"
-    if comm.startswith("IO ") and comm != "IO mon_iothread":
+    if tid in iothread_tids or (comm.startswith("IO ") and comm != "IO mon_iothread"):
         return "iothread"
     if comm == "worker":
         return "worker"
@@ -231,7 +234,8 @@ def _baseline(first: TaskSnapshot, task: TaskSample,
 
 
 def thread_deltas(first: TaskSnapshot, ends: Iterable[tuple[TaskSample, float]], pid: int,
-                  vcpu_tids: Collection[int] = (), clk_tck: int = CLK_TCK) -> list[ThreadDelta]:
+                  vcpu_tids: Collection[int] = (), clk_tck: int = CLK_TCK, *,
+                  iothread_tids: Collection[int] = ()) -> list[ThreadDelta]:
     """Per-thread deltas from ``first`` to each thread's end observation ``(sample,
     boot_s)`` (a later snapshot's tasks, or :func:`latest_per_thread`). Threads that
     existed unseen at ``first``, or were not seen after it, are left out."""
@@ -244,7 +248,8 @@ def thread_deltas(first: TaskSnapshot, ends: Iterable[tuple[TaskSample, float]],
             continue
         base, born_s = found
         out.append(ThreadDelta(
-            tid=task.tid, comm=task.comm, cls=classify(task.tid, pid, task.comm, vcpu_tids),
+            tid=task.tid, comm=task.comm, cls=classify(task.tid, pid, task.comm, vcpu_tids,
+                                                      iothread_tids),
             cpu_s=max(0, task.cpu_ticks - base.cpu_ticks) / clk_tck,
             run_s=max(0, task.run_ns - base.run_ns) / 1e9,
             wait_s=max(0, task.wait_ns - base.wait_ns) / 1e9,

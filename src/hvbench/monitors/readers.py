@@ -251,15 +251,18 @@ class ThreadCpuSampler:
     the summary's ``total.wakeups_known`` (1 or 0) says whether wake-ups were read.
 
     ``vcpu_tids`` are the vCPU thread ids from QMP ``query-cpus-fast`` (the comm
-    ``CPU n/...`` is the fallback). Each thread's files stay open; the task list is
-    re-read every ``relist_every`` samples and whenever a thread's read fails, so pool
-    threads born in between are found within ``relist_every`` samples.
+    ``CPU n/...`` is the fallback); ``iothread_tids`` those of ``query-iothreads``
+    (needed for a process that does not name its threads: a storage daemon). Each
+    thread's files stay open; the task list is re-read every ``relist_every`` samples
+    and whenever a thread's read fails, so pool threads born in between are found
+    within ``relist_every`` samples.
     """
 
     def __init__(self, pid: int, vcpu_tids: Collection[int] = (), name: str = "qemu",
-                 relist_every: int = 5) -> None:
+                 relist_every: int = 5, iothread_tids: Collection[int] = ()) -> None:
         self.pid = pid
         self.vcpu_tids = frozenset(vcpu_tids)
+        self.iothread_tids = frozenset(iothread_tids)
         self.name = name
         self.relist_every = max(1, relist_every)
         self._files: dict[int, tuple[_ProcFile, ...]] = {}
@@ -369,7 +372,8 @@ class ThreadCpuSampler:
         for i, (a, b) in enumerate(pairwise(snaps), start=1):
             seconds = b.boot_s - a.boot_s
             if seconds > 0:
-                deltas = thread_deltas(a, snapshot_ends(b), self.pid, self.vcpu_tids)
+                deltas = thread_deltas(a, snapshot_ends(b), self.pid, self.vcpu_tids,
+                                       iothread_tids=self.iothread_tids)
                 rows.append((samples[i][0] - t0, class_metrics(deltas, seconds)))
         return rows
 
@@ -381,7 +385,8 @@ class ThreadCpuSampler:
         if len(snaps) < 2 or snaps[-1].boot_s <= snaps[0].boot_s:
             return out
         seconds = snaps[-1].boot_s - snaps[0].boot_s
-        deltas = thread_deltas(snaps[0], latest_per_thread(snaps), self.pid, self.vcpu_tids)
+        deltas = thread_deltas(snaps[0], latest_per_thread(snaps), self.pid, self.vcpu_tids,
+                               iothread_tids=self.iothread_tids)
         out.summary = class_metrics(deltas, seconds)
         # The stored note on wake-ups: 0 means "not measured", not "none happened".
         out.summary["total.wakeups_known"] = float("total.wakeups_per_s" in out.summary)

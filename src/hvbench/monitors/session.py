@@ -34,7 +34,7 @@ from hvbench.monitors.sampler import (
     ThreadCpuSampler,
     backing_device,
 )
-from hvbench.platforms.base import Platform
+from hvbench.platforms.base import HelperProcesses, Platform
 
 #: Makes the guest sampler of one window (a fresh one per phase).
 GuestSamplerFactory = Callable[[], GuestSampler]
@@ -146,6 +146,12 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
     if pid is not None:
         vcpus = set(platform.vcpu_threads().values())
         monitors.append(ThreadCpuSampler(pid, vcpus))
+        if isinstance(platform, HelperProcesses):
+            # Each storage daemon's threads as their own monitor (``qsd0.iothread.*``),
+            # beside QEMU's.
+            monitors += [ThreadCpuSampler(helper_pid, name=name, iothread_tids=iothreads)
+                         for name, (helper_pid, iothreads)
+                         in platform.helper_processes().items()]
         if not interfaces and device is not None:
             # QEMU's own share of the device's bytes (hvbench explain's attribution).
             monitors.append(ProcessIoSampler(pid))

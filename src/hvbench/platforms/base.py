@@ -130,3 +130,13 @@ class BenchDisk(Protocol):
         workloads run in a directory instead (an existing domain's ``path``). Raises
         :class:`GuestError` when the guest does not show the disk."""
         ...
+
+
+@runtime_checkable
+class HelperProcesses(Protocol):
+    """A guest whose I/O is also served by host processes besides its hypervisor (the
+    storage daemons of vhost-user disks), sampled as thread classes of their own."""
+
+    def helper_processes(self) -> dict[str, tuple[int, frozenset[int]]]:
+        """Monitor name (``qsd0``) -> (host pid, its iothreads' thread ids)."""
+        ...

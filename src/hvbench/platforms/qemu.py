@@ -47,6 +47,8 @@ from hvbench.model.qemu_argv import (
     ResolvedAccel,
     build_qemu_argv,
     disk_serial,
+    fs_tag,
+    guest_share_mount,
     wants_host_tsc,
 )
 from hvbench.model.spec import (
@@ -57,10 +59,14 @@ from hvbench.model.spec import (
     nbd_uri_parts,
     source_kind,
 )
+from hvbench.model.storage_daemon import guest_pci_address, vhost_user_queues
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
 from hvbench.platforms.process import die_with_parent as _die_with_parent
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
+from hvbench.platforms.socket_daemon import SocketDaemon
+from hvbench.platforms.storage_daemon import StorageDaemon
+from hvbench.platforms.virtiofsd import Virtiofsd
 
 QEMU_BINARY = "qemu-system-x86_64"
 #: The guest's NBD client (Debian's nbd-client in the bundled image), and how long
@@ -157,6 +163,10 @@ class QemuPlatform(StartStop):
         self._plan: LaunchPlan | None = None
         self._argv: list[str] = []
         self._devices: dict[int, str] = {}
+        #: The storage daemons of the vhost-user disks, in disk order.
+        self._daemons: list[StorageDaemon] = []
+        #: The virtiofsd of each shared directory, in order.
+        self._virtiofsds: list[Virtiofsd] = []
         self.accel: ResolvedAccel | None = None
         self.accel_reason = ""
         self.timings: dict[str, float] = {}
@@ -181,6 +191,7 @@ class QemuPlatform(StartStop):
             self._prepare()
             # Offsets from the start of launch(): what the lifecycle workload splits.
             self.timings["prepared_s"] = time.monotonic() - started
+            self._start_daemons()
             self._spawn()
             self.timings["spawned_s"] = time.monotonic() - started
             self._wait_ready(started + self.boot_timeout)
@@ -190,6 +201,8 @@ class QemuPlatform(StartStop):
         self.timings["boot_s"] = time.monotonic() - started
         try:
             self._attach_guest_disks()
+            if self._await_agent:
+                self._mount_shares()
         except BaseException:
             self.stop()
             raise
@@ -212,6 +225,71 @@ class QemuPlatform(StartStop):
         images = tuple(self._create_disk(i) for i in range(len(self.spec.disks)))
         self._plan = self._make_plan(image, images)
         self._argv = build_qemu_argv(self._plan)
+
+    def _start_daemons(self) -> None:
+        """Start the storage daemon of each vhost-user disk (before QEMU, which connects
+        to their sockets at start). Raises what :meth:`StorageDaemon.start` raises."""
+        plan = self._plan
+        if plan is None or self._sock_dir is None:
+            raise GuestError("internal: launch state missing")
+        for index, disk in enumerate(self.spec.disks):
+            if disk.backend != "vhost-user":
+                continue
+            daemon = StorageDaemon(disk, index, plan.disk_images[index], self._sock_dir,
+                                   name=f"{self.name}-qsd{index}",
+                                   queues=vhost_user_queues(disk, self.spec.vcpus),
+                                   registry=self._registry)
+            self._daemons.append(daemon)
+            daemon.start()
+        for index, share in enumerate(self.spec.filesystems):
+            fs = Virtiofsd(share, index, self._share_dir(index), self._sock_dir,
+                           name=f"{self.name}-virtiofsd{index}", registry=self._registry)
+            self._virtiofsds.append(fs)
+            fs.start()
+
+    def _share_dir(self, index: int) -> Path:
+        """The host directory of shared directory ``index``: its ``source``, or one made
+        in the run directory (removed with it)."""
+        source = self.spec.filesystems[index].source
+        if source is not None:
+            return Path(source)
+        if self._run_dir is None:
+            raise GuestError("internal: run directory missing")
+        path = self._run_dir / f"share{index}"
+        path.mkdir(exist_ok=True)
+        return path
+
+    def host_share(self, index: int) -> Path:
+        """The host directory shared as ``spec.filesystems[index]`` (while running)."""
+        return self._virtiofsds[index].directory
+
+    def guest_share(self, index: int) -> str:
+        """Where the guest has shared directory ``index`` mounted."""
+        return guest_share_mount(index)
+
+    def _mount_shares(self) -> None:
+        """Mount each shared directory in the guest (``mount -t virtiofs TAG DIR``);
+        raises :class:`GuestError` with mount's own words when it fails."""
+        for index in range(len(self.spec.filesystems)):
+            point = guest_share_mount(index)
+            done = self.exec(["sh", "-c", 'mkdir -p "$2" && mount -t virtiofs "$1" "$2"',
+                              "mount", fs_tag(index), point], timeout=GUEST_ATTACH_TIMEOUT)
+            if not done.ok:
+                said = stderr_tail(done.stderr.decode(errors="replace")) or done.text()
+                raise self._boot_error(f"guest {self.name}: could not mount shared "
+                                       f"directory {index} at {point}: {said}")
+
+    @property
+    def storage_daemons(self) -> tuple[SocketDaemon, ...]:
+        """The running daemons that serve this guest's I/O: the vhost-user disks'
+        storage daemons (in disk order), then the shared directories' virtiofsd."""
+        return (*self._daemons, *self._virtiofsds)
+
+    def helper_processes(self) -> dict[str, tuple[int, frozenset[int]]]:
+        """Host processes besides QEMU that serve this guest's I/O: ``qsd<N>`` (the
+        storage daemon of disk N) -> (pid, its iothread's thread ids)."""
+        return {f"qsd{d.index}": (d.pid, d.iothread_tids) for d in self._daemons
+                if d.pid is not None}
 
     def _check_host(self) -> None:
         needs_tap = any(n.backend == "tap" for n in self.spec.nics)
@@ -259,6 +337,11 @@ class QemuPlatform(StartStop):
             console_log=str(self._run_dir / "console.log"),
             disk_images=images, tap_names=taps, macs=macs,
             vhost=facts.vhost_net_available(), qemu_binary=QEMU_BINARY,
+            virtiofs_sockets=tuple(str(self._sock_dir / f"vfs{i}.sock")
+                                   for i in range(len(self.spec.filesystems))),
+            vhost_user_sockets=tuple(
+                str(self._sock_dir / f"vhu{i}.sock") if d.backend == "vhost-user" else None
+                for i, d in enumerate(self.spec.disks)),
             root_disk=self._root_disk_path(image), root_format=self._root_format,
             host_tsc_khz=tsc_khz() if wants_host_tsc(self.spec, self.accel) else None,
         )
@@ -405,6 +488,10 @@ class QemuPlatform(StartStop):
             "kind": self.kind, "name": self.name, "spec": self.spec.model_dump(mode="json"),
             "label": self.spec.label(), "accel": self.accel, "accel_reason": self.accel_reason,
             "qemu_argv": self.argv, "timings": dict(self.timings), "vhost": self.vhost,
+            **({"storage_daemon_argv": [d.argv for d in self._daemons]} if self._daemons
+               else {}),
+            **({"virtiofsd_argv": [d.argv for d in self._virtiofsds]} if self._virtiofsds
+               else {}),
         }
 
     # -- commands in the guest -------------------------------------------------------
@@ -453,10 +540,14 @@ class QemuPlatform(StartStop):
         """
         if index in self._devices:
             return self._devices[index]
-        serial = disk_serial(index)
-        found = devices_with_serial(self, serial)
+        if self.spec.disks[index].backend == "vhost-user":
+            where = f"at PCI address {guest_pci_address(index)}"
+            found = devices_at_pci(self, guest_pci_address(index))
+        else:
+            where = f"with serial {disk_serial(index)}"
+            found = devices_with_serial(self, disk_serial(index))
         if not found:
-            raise self._boot_error(f"guest {self.name} shows no disk with serial {serial}")
+            raise self._boot_error(f"guest {self.name} shows no disk {where}")
         self._devices[index] = found[0]
         return found[0]
 
@@ -537,6 +628,12 @@ class QemuPlatform(StartStop):
             if self._proc is not None:
                 self._registry.discard(self)
             self._proc = None
+            # After QEMU: it holds the daemons' sockets until it exits.
+            daemons: list[SocketDaemon] = [*self._daemons, *self._virtiofsds]
+            for daemon in reversed(daemons):
+                daemon.stop()
+            self._daemons.clear()
+            self._virtiofsds.clear()
             for directory in (self._run_dir, self._sock_dir):
                 if directory is not None:
                     shutil.rmtree(directory, ignore_errors=True)
@@ -590,13 +687,22 @@ def existing_source(disk: DiskSpec, what: str) -> str | None:
 def devices_with_serial(guest: Platform, serial: str) -> list[str]:
     """The guest's device nodes whose disk serial ends with ``serial`` (a 30 s guest
     command; raises what :meth:`Platform.exec` raises)."""
-    # virtio-blk shows the serial in /sys/block/X/serial; SCSI and ATA disks in VPD
-    # page 0x80 after a binary header (ATA pads it with spaces): match the suffix.
+    # virtio-blk shows the serial in /sys/block/X/serial; NVMe in the controller's
+    # device/serial (padded with blanks to 20 bytes); SCSI and ATA disks in VPD page 0x80
+    # after a binary header (ATA pads it with spaces): strip all that, match the suffix.
     script = (
         "for b in /sys/block/*; do "
-        "s=$(cat $b/serial 2>/dev/null; cat $b/device/vpd_pg80 2>/dev/null | tr -dc "
+        "s=$(cat $b/serial $b/device/serial $b/device/vpd_pg80 2>/dev/null | tr -dc "
         "'a-zA-Z0-9-'); case \"$s\" in *" + serial + ") echo /dev/${b##*/};; esac; done"
     )
+    return guest.exec(["sh", "-c", script], timeout=30).text().split()
+
+
+def devices_at_pci(guest: Platform, address: str) -> list[str]:
+    """The guest's block devices whose device sits under PCI function ``address``
+    (``0000:00:18.0``; a 30 s guest command; raises what :meth:`Platform.exec` raises)."""
+    script = ("for b in /sys/block/*; do case $(readlink -f $b/device) in */" + address
+              + "/*) echo /dev/${b##*/};; esac; done")
     return guest.exec(["sh", "-c", script], timeout=30).text().split()
 
 

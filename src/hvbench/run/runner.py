@@ -35,7 +35,7 @@ from hvbench.host.cgroups import cleanup_orphaned_cgroups
 from hvbench.host.hostconfig import RAW_KIND as HOST_CONFIG_KIND
 from hvbench.host.hostconfig import read_host_config
 from hvbench.host.inputs import read_text_input
-from hvbench.host.paths import remove_orphaned_dirs, work_dir
+from hvbench.host.paths import orphaned_dirs, remove_orphaned_dirs, work_dir
 from hvbench.model.libvirt_xml import DOMAIN_XML_KIND, MISSING_METRICS_KIND
 from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE, GUEST_CLOCKSOURCE_KIND
@@ -57,6 +57,7 @@ from hvbench.platforms.base import Platform
 from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.kvm_probe import kvm_status
 from hvbench.platforms.libvirt import cleanup_orphaned_domains
+from hvbench.platforms.socket_daemon import kill_orphaned_daemons
 from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
 from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, server_ports
 from hvbench.run.lab_session import LabSession
@@ -751,6 +752,9 @@ def remove_orphans(*, dry_run: bool = False) -> list[str]:
     removed = cleanup_orphaned_labs(dry_run=dry_run)
     others = (cleanup_orphaned_cgroups(dry_run=dry_run)
               + cleanup_orphaned_domains(dry_run=dry_run))
+    if not dry_run:
+        # Before their socket directories go: a daemon that outlived its hvbench.
+        others += kill_orphaned_daemons(orphaned_dirs(Path(tempfile.gettempdir())))
     for parent in (work_dir(), Path(tempfile.gettempdir())):
         others += [str(path) for path in remove_orphaned_dirs(parent, dry_run=dry_run)]
     lock = RunLock(work_dir())

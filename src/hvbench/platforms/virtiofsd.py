@@ -1,0 +1,43 @@
+"""Virtiofsd: the ``virtiofsd`` that shares one host directory with a guest (virtio-fs),
+a :class:`~hvbench.platforms.socket_daemon.SocketDaemon`. SIGTERM to its process group
+also ends the child it sandboxes itself in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hvbench.errors import HostError
+from hvbench.model.spec import SharedDirSpec
+from hvbench.platforms.registry import REGISTRY, ProcessRegistry
+from hvbench.platforms.socket_daemon import SocketDaemon
+
+#: Debian 12 keeps QEMU's C virtiofsd beside QEMU's firmware, not on PATH.
+VIRTIOFSD = "/usr/lib/qemu/virtiofsd"
+
+
+def virtiofsd_argv(share: SharedDirSpec, directory: str, socket: str,
+                   binary: str = VIRTIOFSD) -> list[str]:
+    """The daemon's argv (pure): the share's cache mode, the directory as its root
+    (sandboxed in namespaces of its own, virtiofsd's default)."""
+    return [binary, f"--socket-path={socket}", "-o", f"source={directory}",
+            "-o", f"cache={share.cache}", "-o", "log_level=warn"]
+
+
+class Virtiofsd(SocketDaemon):
+    """The virtiofsd of shared directory ``index``: ``directory`` on the host, its
+    socket ``vfs<index>.sock`` in ``socket_dir``."""
+
+    def __init__(self, share: SharedDirSpec, index: int, directory: Path, socket_dir: Path,
+                 *, name: str, registry: ProcessRegistry = REGISTRY) -> None:
+        super().__init__(socket_dir / f"vfs{index}.sock", name=name, registry=registry)
+        self.share = share
+        self.index = index
+        self.directory = directory
+
+    @property
+    def argv(self) -> list[str]:
+        return virtiofsd_argv(self.share, str(self.directory), str(self.socket))
+
+    def _check(self) -> None:
+        if not self.directory.is_dir():
+            raise HostError(f"{self.name}: shared directory {self.directory} does not exist")

@@ -1,0 +1,225 @@
+"""The I/O paths of issue 28 in real TCG guests: an NVMe controller, a virtio-blk disk
+with a polling iothread, queue sizes, discard and zero detection, a multiqueue
+virtio-scsi disk, a vhost-user-blk disk served by its own qemu-storage-daemon, and a
+multiqueue virtio-net on a tap and a host directory shared over virtio-fs, all in ONE
+guest (one boot for every path); each disk
+measured by a 1 s fio job. Then kill -9 of an hvbench holding a vhost-user guest, and
+``hvbench cleanup``: no daemon (storage daemon, virtiofsd), socket or memfd outlives
+it."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hvbench.image.builder import GuestImage
+from hvbench.model.qemu_argv import DISK_DRIVERS
+from hvbench.model.spec import VmSpec, vm_spec_from_mapping
+from hvbench.monitors.session import monitors_for
+from hvbench.platforms.native import NativePlatform
+from hvbench.platforms.qemu import QemuPlatform
+from hvbench.workloads.fio import FioJob, run_fio
+from tests.integration.conftest import shared
+from tests.integration.test_guest_devices import guest_drivers
+
+pytestmark = pytest.mark.integration
+HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
+
+#: Every path in one guest: disk index -> what it is.
+SPEC: VmSpec = vm_spec_from_mapping({
+    "accel": "tcg", "vcpus": 2, "memory_mib": 384,
+    "disks": [
+        {"bus": "nvme", "queues": 2, "size": "32M"},
+        {"bus": "virtio-blk", "iothread": True, "poll_max_ns": 0, "queue_size": 128,
+         "queues": 2, "discard": True, "detect_zeroes": "unmap", "size": "32M"},
+        {"bus": "virtio-scsi", "queues": 2, "queue_size": 128, "iothread": True,
+         "poll_max_ns": 65536, "size": "32M"},
+        {"backend": "vhost-user", "queues": 2, "poll_max_ns": 0, "size": "32M"},
+    ],
+    "nics": [{"backend": "tap", "queues": 2}],
+    "filesystems": [{"cache": "auto"}],
+}, "test_io_paths")
+#: The guest driver each disk index binds (vhost-user-blk is virtio-blk to the guest).
+DRIVERS = {0: DISK_DRIVERS["nvme"], 1: "virtio_blk", 2: "virtio_scsi", 3: "virtio_blk"}
+
+
+@pytest.fixture(scope="module")
+def guest(image: GuestImage) -> Iterator[QemuPlatform]:
+    with QemuPlatform(SPEC, image=image) as booted, \
+            shared(booted, *booted.storage_daemons):
+        yield booted
+
+
+def _fio(guest: QemuPlatform, index: int) -> float:
+    job = FioJob(name=f"d{index}", rw="randread", filename=guest.disk_device(index),
+                 size=16 << 20, bs=4096, iodepth=8, ioengine="libaio", runtime_s=1)
+    (result,), _ = run_fio(guest, job)
+    return result.iops
+
+
+@pytest.mark.parametrize("index", sorted(DRIVERS))
+def test_each_disk_path_is_found_bound_and_measured(guest: QemuPlatform, index: int) -> None:
+    device = guest.disk_device(index)
+    name = device.removeprefix("/dev/")
+    assert DRIVERS[index] in guest_drivers(guest, f"/sys/block/{name}"), device
+    if index == 0:
+        assert name.startswith("nvme") and name.endswith("n1"), device
+    iops = _fio(guest, index)
+    assert iops > 0
+    print(f"io-paths: disk {index} {SPEC.disks[index].label()} {device}: "
+          f"{iops:.0f} IOPS (4k randread, iodepth 8, 1 s, TCG)")
+
+
+def test_queue_and_polling_settings_reach_qemu_and_the_guest(guest: QemuPlatform) -> None:
+    # QEMU's own view of the iothreads' polling (QMP, JSON).
+    polls = {t["id"]: t["poll-max-ns"] for t in guest.qmp("query-iothreads")}
+    assert polls == {"iothread1": 0, "iothread2": 65536}
+    # The guest sees several request queues on the NVMe and virtio-blk disks and the
+    # NIC's two queue pairs.
+    for index in (0, 1):
+        name = guest.disk_device(index).removeprefix("/dev/")
+        mq = guest.exec(["ls", f"/sys/block/{name}/mq"], timeout=30).text().split()
+        assert len(mq) >= 2, (index, mq)
+    # The NIC's receive queues (lo has no device link).
+    queues = guest.exec(["sh", "-c", "for n in /sys/class/net/*; do [ -e $n/device ] && "
+                         "ls $n/queues; done | grep -c rx-"], timeout=30).text().strip()
+    assert queues == "2"
+    discard = guest.exec(["cat", "/sys/block/"
+                          + guest.disk_device(1).removeprefix("/dev/")
+                          + "/queue/discard_max_bytes"], timeout=30).text().strip()
+    assert int(discard) > 0
+
+
+def test_storage_daemon_threads_are_sampled_beside_qemus(guest: QemuPlatform) -> None:
+    helpers = guest.helper_processes()
+    assert list(helpers) == ["qsd3"]
+    pid, iothreads = helpers["qsd3"]
+    assert iothreads and all(Path(f"/proc/{pid}/task/{t}").exists() for t in iothreads)
+    monitors = monitors_for(guest, guest=False)
+    monitors.start()
+    try:
+        _fio(guest, 3)
+    finally:
+        result = monitors.stop()
+    assert result.summary["qsd3.iothread.cpu_pct"] > 0, result.summary
+    assert result.summary["qsd3.iothread.exec_per_s"] > 0
+    assert result.summary["qemu.vcpu.cpu_pct"] > 0
+    print(f"io-paths: qsd3 iothread {result.summary['qsd3.iothread.cpu_pct']:.1f} % CPU, "
+          f"QEMU vCPUs {result.summary['qemu.vcpu.cpu_pct']:.1f} %")
+
+
+def test_virtio_fs_share_is_mounted_and_measured_beside_native(guest: QemuPlatform) -> None:
+    host_dir = guest.host_share(0)
+    (host_dir / "hello").write_text("from the host\n")
+    seen = guest.exec(["cat", f"{guest.guest_share(0)}/hello"], timeout=30)
+    assert seen.ok and seen.text() == "from the host\n"
+    mounts = guest.exec(["cat", "/proc/mounts"], timeout=30).text()
+    assert f"hvbfs0 {guest.guest_share(0)} virtiofs" in mounts
+    # The same fio job in the guest on the share and natively on the same directory
+    # (buffered: virtio-fs with cache=auto takes no O_DIRECT).
+    rates = {}
+    with NativePlatform() as native:
+        for name, platform, where in (("guest", guest, guest.guest_share(0)),
+                                      ("native", native, str(host_dir))):
+            job = FioJob(name=f"fs-{name}", rw="write", filename=f"{where}/fio-{name}",
+                         size=8 << 20, bs=128 << 10, direct=False, runtime_s=1)
+            (result,), _ = run_fio(platform, job)
+            rates[name] = result.mb_per_s
+    assert rates["guest"] > 0 and rates["native"] > 0
+    assert (host_dir / "fio-guest").stat().st_size > 0  # the guest wrote the host's files
+    for path in host_dir.iterdir():
+        path.unlink()
+    print(f"io-paths: virtio-fs 128k buffered write {rates['guest']:.1f} MB/s in the guest, "
+          f"{rates['native']:.1f} MB/s natively on the same directory")
+
+
+#: A child hvbench holding a vhost-user guest until killed: it prints its socket
+#: directory once QEMU answers QMP (the boot itself is not needed for the leftovers).
+CHILD = """
+import sys
+from hvbench.model.spec import vm_spec_from_mapping
+from hvbench.platforms.qemu import QemuPlatform
+spec = vm_spec_from_mapping({"accel": "tcg", "memory_mib": 256,
+                             "disks": [{"backend": "vhost-user", "size": "16M"}],
+                             "filesystems": [{}]})
+guest = QemuPlatform(spec, await_agent=False)
+guest.start()
+print(*(d.pid for d in guest.storage_daemons), guest.pid, flush=True)
+sys.stdin.read()
+"""
+
+
+def _memfd_holders(pids: set[int]) -> list[str]:
+    held = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = str(fd.readlink())
+                    if "memfd:" in target:
+                        held.append(f"{pid}: {target}")
+    return held
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_kill_9_then_cleanup_leaves_no_daemon_socket_or_memfd() -> None:
+    tmp = Path(tempfile.gettempdir())
+    child = subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None
+        daemon, virtiofsd, qemu = (int(w) for w in child.stdout.readline().split())
+        assert _memfd_holders({qemu}), "QEMU should hold the shared guest memory (memfd)"
+        for socket in ("vhu0.sock", "vfs0.sock"):
+            assert len(list(tmp.glob(f"hvb-*.hvb{child.pid}/{socket}"))) == 1, socket
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    # A daemon that outlives its hvbench (started by hand here, so PR_SET_PDEATHSIG
+    # does not end it) in a dead hvbench's socket directory: cleanup must end it too.
+    orphan = Path(tempfile.mkdtemp(prefix="hvb-", suffix=f".hvb{child.pid}", dir=tmp))
+    image = orphan / "d.raw"
+    subprocess.run(["qemu-img", "create", "-q", "-f", "raw", str(image), "1M"], check=True)
+    stray = subprocess.Popen(
+        ["qemu-storage-daemon", "--blockdev",
+         f"driver=file,node-name=f,filename={image}", "--export",
+         f"type=vhost-user-blk,id=e,node-name=f,addr.type=unix,addr.path={orphan}/vhu9.sock"],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not (orphan / "vhu9.sock").exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        done = subprocess.run([*HVBENCH, "cleanup"], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        stray.wait(timeout=10)
+    finally:
+        if stray.poll() is None:
+            stray.kill()
+            stray.wait()
+    assert f"removed storage daemon {stray.pid}" in done.stdout, done.stdout
+    assert stray.returncode == -signal.SIGKILL
+    assert not _alive(daemon) and not _alive(virtiofsd) and not _alive(qemu)
+    leftover = subprocess.run(["pgrep", "-f", f".hvb{child.pid}/"], capture_output=True,
+                              text=True, check=False).stdout.split()
+    assert leftover == [], f"processes of the killed hvbench still run: {leftover}"
+    assert not list(tmp.glob(f"hvb-*.hvb{child.pid}")), "socket directories left"
+    assert _memfd_holders({daemon, qemu, stray.pid}) == []
