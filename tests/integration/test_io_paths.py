@@ -223,3 +223,36 @@ def test_kill_9_then_cleanup_leaves_no_daemon_socket_or_memfd() -> None:
     assert leftover == [], f"processes of the killed hvbench still run: {leftover}"
     assert not list(tmp.glob(f"hvb-*.hvb{child.pid}")), "socket directories left"
     assert _memfd_holders({daemon, qemu, stray.pid}) == []
+
+
+def test_the_io_paths_example_runs_and_is_explained(image: GuestImage,
+                                                     tmp_path: Path) -> None:
+    """examples/io-paths.toml reduced (1 repetition, native and vhost-user-blk) through
+    the runner: every planned cell stored, the storage daemon's threads sampled as their
+    own class, and `hvbench explain` gives every guest cell a verdict."""
+    import json
+    import sqlite3
+
+    example = Path(__file__).parents[2] / "examples" / "io-paths.toml"
+    db = tmp_path / "r.db"
+    done = subprocess.run(
+        [*HVBENCH, "run", str(example), "--set", "study.repetitions=1",
+         "--only", "native/*", "--only", "vhost-user-blk/*", "--db", str(db)],
+        capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    with sqlite3.connect(db) as con:
+        metrics = {m for (m,) in con.execute("SELECT DISTINCT metric FROM measurements")}
+        (run_id,) = [r for (r,) in con.execute("SELECT id FROM runs")]
+    assert any(m.startswith("qsd") and m.endswith(".cpu_pct") for m in metrics), \
+        sorted(metrics)[:40]
+    explained = subprocess.run([*HVBENCH, "explain", run_id, "--db", str(db),
+                                "--format", "json"],
+                               capture_output=True, text=True, timeout=300, check=False)
+    assert explained.returncode == 0, explained.stderr
+    verdicts = json.loads(explained.stdout)["verdicts"]
+    guest = {v["phase"] for v in verdicts
+             if v["platform"] == "vhost-user-blk" and v["phase"] != "boot"}
+    assert guest == {"randread-4k-qd32", "seqread-128k"}
+    assert all(v["outcome"] in ("cause", "unexplained", "near-native",
+                                "not-a-device-measurement") for v in verdicts
+               if v["platform"] == "vhost-user-blk")

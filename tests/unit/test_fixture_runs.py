@@ -205,6 +205,8 @@ EXPLAINED_BY_INTEGRATION_TESTS = {
                     "test_the_libvirt_example_runs_and_is_explained",
     "hyperconverged.toml": "tests/integration/test_scenarios.py::"
                            "test_the_hyperconverged_example_runs_and_is_explained",
+    "io-paths.toml": "tests/integration/test_io_paths.py::"
+                     "test_the_io_paths_example_runs_and_is_explained",
     "tune-disk.toml": "tests/integration/test_tune.py::"
                       "test_the_tune_examples_search_and_are_explained",
     "tune-net.toml": "tests/integration/test_tune.py::"
