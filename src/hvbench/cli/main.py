@@ -23,6 +23,7 @@ from hvbench.cli import (
     doctor,
     explain,
     fio_compare,
+    fleet,
     guest,
     image,
     noise,
@@ -43,7 +44,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            noise, check, db, worker, cleanup)
+            noise, check, db, fleet, worker, cleanup)
 
 
 def build_parser() -> argparse.ArgumentParser:
