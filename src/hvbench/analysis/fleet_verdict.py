@@ -33,11 +33,12 @@ from hvbench.store.records import MeasurementRow
 
 __all__ = ["HostVerdict", "MainRow", "host_verdict", "main_rows"]
 
+_MARGIN = f"{100 * MIN_MARGIN:g} %"
 #: How the verdict is reached, as the report's note says it.
 VERDICT_NOTE = (f"Paired by cell: one log ratio of the host means per cell and phase "
                 f"(main metric, turned so that positive is the first host better), a "
                 f"Student t 95 % interval of their mean; better or equivalent only when the "
-                f"interval clears or stays within ±{MIN_MARGIN:.0%}, else inconclusive.")
+                f"interval clears or stays within ±{_MARGIN}, else inconclusive.")
 
 
 @dataclass(frozen=True)
@@ -139,12 +140,12 @@ def host_verdict(rows: Sequence[MainRow], hosts: Sequence[str]) -> HostVerdict |
     low, high = 100 * math.expm1(s.ci95_low), 100 * math.expm1(s.ci95_high)
     d = math.log1p(MIN_MARGIN)
     if s.ci95_low > d:
-        verdict, reason = f"{first} better", f"the interval is above +{MIN_MARGIN:.0%}"
+        verdict, reason = f"{first} better", f"the interval is above +{_MARGIN}"
     elif s.ci95_high < -d:
-        verdict, reason = f"{second} better", f"the interval is below -{MIN_MARGIN:.0%}"
+        verdict, reason = f"{second} better", f"the interval is below -{_MARGIN}"
     elif -d <= s.ci95_low and s.ci95_high <= d:
-        verdict, reason = "equivalent", f"the interval is within ±{MIN_MARGIN:.0%}"
+        verdict, reason = "equivalent", f"the interval is within ±{_MARGIN}"
     else:
-        verdict, reason = "inconclusive", (f"the interval crosses ±{MIN_MARGIN:.0%}; more "
+        verdict, reason = "inconclusive", (f"the interval crosses ±{_MARGIN}; more "
                                            "repetitions or cells would narrow it")
     return HostVerdict(first, second, s.n, pct, low, high, verdict, reason)

@@ -152,9 +152,9 @@ def verdict_table(verdict: HostVerdict) -> TextTable:
         f"[{verdict.low_pct:+.1f}, {verdict.high_pct:+.1f}] %"
     return TextTable(
         f"{verdict.first} vs {verdict.second}",
-        ("cells paired", f"{verdict.first} better by", "95 % interval", "verdict", "why"),
-        ((str(verdict.cells), _pct_text(verdict.pct), interval, verdict.verdict,
-          verdict.reason),), left=0, note=VERDICT_NOTE)
+        ("verdict", "why", "cells paired", f"{verdict.first} better by", "95 % interval"),
+        ((verdict.verdict, verdict.reason, str(verdict.cells), _pct_text(verdict.pct),
+          interval),), left=2, note=VERDICT_NOTE)
 
 
 def fleet_tables(report: FleetReport, *, all_metrics: bool = False) -> list[TextTable]:
