@@ -124,3 +124,47 @@ def test_install_writes_a_new_private_directory(tmp_path: Path) -> None:
     assert stat.S_IMODE((first / "key.pem").stat().st_mode) == 0o600
     with pytest.raises(SpecError, match="the bundle on stdin is not hvbench's"):
         fleet_tls.install('{"ca": "x"}', tmp_path / "work")
+
+
+STUDY = """
+[study]
+name = "refused"
+repetitions = 1
+
+[[platform]]
+kind = "native"
+
+[[workload]]
+name = "dd"
+kind = "disk"
+profile = "dd"
+file_size = "4M"
+"""
+
+
+@pytest.mark.parametrize("command", ["run", "worker"])
+def test_the_cli_refuses_a_plaintext_scheduler_off_loopback_in_one_line(
+        tmp_path: Path, command: str) -> None:
+    from tests.unit.test_fixture_runs import hvbench
+
+    (tmp_path / "s.toml").write_text(STUDY)
+    args = ["run", "s.toml", "--db", "x.db"] if command == "run" else ["worker"]
+    done = hvbench(tmp_path, *args, "--scheduler", "tcp://192.0.2.1:8786")
+    assert done.returncode == 2
+    assert done.stderr.decode().splitlines() == [
+        "hvbench: error: refusing the plaintext scheduler tcp://192.0.2.1:8786: anyone who "
+        "reaches it runs code as root on every worker; use a tls:// scheduler with --certs "
+        "(`hvbench fleet init`), or --insecure on a network only the fleet reaches"]
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_fleet_init_prints_what_it_made(tmp_path: Path) -> None:
+    from tests.unit.test_fixture_runs import hvbench
+
+    done = hvbench(tmp_path, "fleet", "init", "certs", "--hosts", "h1,h2")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().splitlines() == [
+        f"certs/{m}: made" for m in ("scheduler", "coordinator", "h1", "h2")]
+    again = hvbench(tmp_path, "fleet", "init", "certs", "--hosts", "h2")
+    assert again.stdout.decode().splitlines() == [
+        "certs: every bundle exists already; nothing made"]
