@@ -164,7 +164,10 @@ def _first_attempt(bench: Bench, study: Path, victim: str) -> dict[str, Any]:
             pid, status, usage = os.wait4(coordinator.pid, os.WNOHANG)
             if pid:
                 coordinator.returncode = os.waitstatus_to_exitcode(status)
-                raise RuntimeError("the fleet ended before the victim delivered anything")
+                err.seek(0)
+                raise RuntimeError(
+                    f"the fleet ended (exit {coordinator.returncode}) before {victim} "
+                    f"delivered anything: {err.read().decode(errors='replace')[-1500:]}")
             time.sleep(0.2)
         killed_at = time.monotonic() - started
         bench.workers[victim].send_signal(signal.SIGKILL)
