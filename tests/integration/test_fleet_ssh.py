@@ -100,7 +100,8 @@ def test_ssh_errors_name_the_host_in_ssh_words(sshd: SshServer, tmp_path: Path) 
         f"Port {sshd.port}", "Port 1"))
     refused = _hvbench_run(str(study), "--hosts", HOST, "--ssh-config", str(refused_config),
                            "--db", str(tmp_path / "x.db"))
-    # the host answers, but its worker cannot make its work dir: the host's words
+    # the host answers, but its work dir cannot be made (its TLS certificate goes there
+    # first): the host's words
     no_workdir = _hvbench_run(str(study), "--hosts", HOST, "--host-workdir", "/proc/none",
                               *base)
     (sshd.root / "authorized_keys").write_text("")  # the client key no longer gets in
@@ -108,10 +109,10 @@ def test_ssh_errors_name_the_host_in_ssh_words(sshd: SshServer, tmp_path: Path) 
 
     for result, words in ((missing, "/nonexistent/py: No such file or directory"),
                           (refused, "Connect call failed"),
-                          (no_workdir, "its Dask worker did not start: Worker failed to "
-                                       "start; the last line from the hosts: "
-                                       "FileNotFoundError: [Errno 2] No such file or "
-                                       "directory: '/proc/none'"),
+                          (no_workdir, f"installing its TLS certificate: `{sys.executable} "
+                                       "-m hvbench.cli.main fleet install-bundle /proc/none` "
+                                       "exited with 1: FileNotFoundError: [Errno 2] No such "
+                                       "file or directory: '/proc/none'"),
                           (denied, "Permission denied")):
         assert result.returncode == 1, result.stderr
         # one line: after the line saying what starts, the error

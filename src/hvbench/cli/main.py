@@ -26,6 +26,7 @@ from hvbench.cli import (
     doctor,
     explain,
     fio_compare,
+    fleet,
     guest,
     image,
     init,
@@ -50,7 +51,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, init, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            noise, check, show, db, worker, cleanup, parser_docs)
+            noise, check, show, db, fleet, worker, cleanup, parser_docs)
 
 
 def build_parser() -> argparse.ArgumentParser:

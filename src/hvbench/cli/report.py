@@ -48,9 +48,14 @@ def register(sub: Any) -> None:
              "examples/seeds/, shows the measured ones unasked)")
     report.add_argument(
         "--fleet", metavar="FLEET",
-        help="a fleet run's report instead: its hosts, each host's mean per cell, the "
-             "CoV across hosts next to the CoV within hosts, and the outlier hosts "
-             "(--format table, json or html)")
+        help="a fleet run's report instead: its hosts, each workload's main metric per "
+             "host with its % of that host's native, the CoV across hosts next to the "
+             "CoV within hosts, the outlier hosts, and with 2 hosts their verdict paired "
+             "by cell (--format table, json or html)")
+    report.add_argument(
+        "--all-metrics", action="store_true",
+        help="with --fleet: also the host-to-host table of every metric (not only each "
+             "workload's main one)")
     report.add_argument("--brief", action="store_true",
                         help="one screen: the headline and the main table")
     report.add_argument("--verbose", action="store_true",
@@ -71,7 +76,8 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
                         "export each host's run for its measurements")
     with Store(db_of(args), create=False) as store:
         if args.fleet:
-            data = _fleet_document(store, args.fleet, args.format, out)
+            data = _fleet_document(store, args.fleet, args.format, out,
+                                   all_metrics=args.all_metrics)
             if data is None:
                 return 0
         else:
@@ -101,7 +107,8 @@ def terminal_options(args: argparse.Namespace) -> Any:
     return TerminalOptions(stats=args.stats, verbose=args.verbose, brief=args.brief)
 
 
-def _fleet_document(store: Store, fleet_id: str, fmt: str, out: Console) -> bytes | None:
+def _fleet_document(store: Store, fleet_id: str, fmt: str, out: Console, *,
+                    all_metrics: bool = False) -> bytes | None:
     """``--fleet``: the tables printed (None), or the JSON or HTML document."""
     from hvbench.report.fleet import fleet_json_text, fleet_tables, load_fleet_report
     from hvbench.report.html import render_fleet_html
@@ -111,8 +118,9 @@ def _fleet_document(store: Store, fleet_id: str, fmt: str, out: Console) -> byte
     if fmt == "json":
         return fleet_json_text(report).encode()
     if fmt == "html":
-        return render_fleet_html(fleet_id, fleet_tables(report), tcg=report.tcg).encode()
-    for table in fleet_tables(report):
+        return render_fleet_html(fleet_id, fleet_tables(report, all_metrics=all_metrics),
+                                 tcg=report.tcg).encode()
+    for table in fleet_tables(report, all_metrics=all_metrics):
         out.print(rich_table(table))
     return None
 

@@ -65,6 +65,13 @@ def register(sub: Any) -> None:
                      help="run on every host of a fleet: the Dask scheduler whose workers "
                           "`hvbench worker --scheduler ADDR` started (each host runs the "
                           "whole study; --resume takes a fleet id)")
+    run.add_argument("--certs", type=Path, metavar="DIR",
+                     help="with a tls:// --scheduler: the coordinator's TLS bundle "
+                          "(DIR/coordinator of `hvbench fleet init DIR`)")
+    run.add_argument("--insecure", action="store_true",
+                     help="with --scheduler: allow a plaintext tcp:// scheduler that is not "
+                          "on loopback (whoever reaches it runs code as root on every "
+                          "worker)")
     run.add_argument("--hosts", metavar="HOST[=CLASS],...",
                      help="run on these hosts: one hvbench worker each, started over SSH "
                           "(OpenSSH client configuration; each host runs the whole study "
@@ -112,15 +119,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(line, markup=False)
         out.print(plan_table(plan))
         return 0
-    if args.scheduler and args.hosts:
-        raise SpecError("--scheduler and --hosts exclude each other: workers are either "
-                        "started by you (--scheduler) or over SSH (--hosts)")
-    if args.spread and not (args.scheduler or args.hosts):
-        raise SpecError("--spread splits repetitions across hosts: give --hosts or "
-                        "--scheduler")
-    if args.spread and args.resume:
-        raise SpecError("--resume keeps each host's share of a spread fleet run: drop "
-                        "--spread")
+    _check_fleet_options(args)
     # the study is checked before the database is opened or a worker started: a
     # rejected study (exit 2) creates and migrates nothing
     new_study = None if args.resume else _study(args)
@@ -188,21 +187,55 @@ def run_exit_code(ok: int, failed: int) -> int:
     return EXIT_ALL_FAILED if ok == 0 else EXIT_SOME_FAILED
 
 
+def _check_fleet_options(args: argparse.Namespace) -> None:
+    """The fleet options that go together, and the scheduler address allowed.
+
+    Raises:
+        SpecError: options that exclude each other, or a plaintext scheduler that is not
+            on loopback without --insecure.
+    """
+    from hvbench.run.fleet_tls import plaintext_refusal
+
+    if args.scheduler and args.hosts:
+        raise SpecError("--scheduler and --hosts exclude each other: workers are either "
+                        "started by you (--scheduler) or over SSH (--hosts)")
+    if args.spread and not (args.scheduler or args.hosts):
+        raise SpecError("--spread splits repetitions across hosts: give --hosts or "
+                        "--scheduler")
+    if args.spread and args.resume:
+        raise SpecError("--resume keeps each host's share of a spread fleet run: drop "
+                        "--spread")
+    if (args.certs is not None or args.insecure) and not args.scheduler:
+        raise SpecError("--certs and --insecure go with --scheduler (--hosts makes and "
+                        "installs its own certificates)")
+    refusal = args.scheduler and plaintext_refusal(
+        args.scheduler, certs=args.certs is not None, insecure=args.insecure)
+    if refusal:
+        raise SpecError(refusal)
+
+
 def _run_on_scheduler(args: argparse.Namespace, new_study: Study | None, out: Console,
                       err: Console) -> int:
     """``--scheduler``: the fleet on the workers the user started."""
     from distributed import Client
 
-    from hvbench.run import fleet
+    from hvbench.run import fleet, fleet_tls
 
+    again = ["--scheduler", args.scheduler]
+    if args.certs is not None:
+        again += ["--certs", str(args.certs)]
+    if args.insecure:
+        again += ["--insecure"]
     try:
-        client = Client(args.scheduler, timeout=30)
+        client = Client(args.scheduler, timeout=30,
+                        security=None if args.certs is None else
+                        fleet_tls.security(args.certs))
     except OSError as exc:
         raise fleet.FleetError(f"cannot reach the Dask scheduler at {args.scheduler}: "
                                f"{exc}") from exc
     with client:
         return _run_fleet(client, args, new_study, out, err, hosts=None, classes=None,
-                          again=shlex.join(["--scheduler", args.scheduler]))
+                          again=shlex.join(again))
 
 
 def _run_on_hosts(args: argparse.Namespace, new_study: Study | None, out: Console,

@@ -1,6 +1,6 @@
-"""``hvbench worker --scheduler ADDR [--name HOST] [--workdir DIR] [--class CLASS]``: this
-host as a fleet worker (one Dask worker, one thread, the ``host`` resource) for
-``hvbench run --scheduler ADDR``."""
+"""``hvbench worker --scheduler ADDR [--certs DIR] [--name HOST] [--workdir DIR]
+[--class CLASS]``: this host as a fleet worker (one Dask worker, one thread, the
+``host`` resource) for ``hvbench run --scheduler ADDR``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+
+from hvbench.errors import SpecError
 
 
 def register(sub: Any) -> None:
@@ -28,14 +30,26 @@ def register(sub: Any) -> None:
     worker.add_argument("--connect-timeout", type=float, default=30.0, metavar="S",
                         help="give up with an error when the scheduler has not accepted "
                              "this worker after S seconds (default: %(default)g)")
+    worker.add_argument("--certs", type=Path, metavar="DIR",
+                        help="this host's TLS bundle (DIR/HOST of `hvbench fleet init DIR`) "
+                             "for a tls:// scheduler")
+    worker.add_argument("--insecure", action="store_true",
+                        help="allow a plaintext tcp:// scheduler that is not on loopback "
+                             "(whoever reaches it runs code as root here)")
     worker.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.run.fleet import serve_worker
+    from hvbench.run.fleet_tls import plaintext_refusal
 
+    refusal = plaintext_refusal(args.scheduler, certs=args.certs is not None,
+                                insecure=args.insecure)
+    if refusal:
+        raise SpecError(refusal)
     err.print(f"hvbench worker {args.name}: serving {args.scheduler}", markup=False)
     serve_worker(args.scheduler, args.name,
                  None if args.workdir is None else args.workdir.resolve(), args.host_class,
-                 args.connect_timeout)
+                 timeout=args.connect_timeout,
+                 certs=None if args.certs is None else args.certs.resolve())
     return 0

@@ -7,17 +7,26 @@ tables from it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from hvbench.analysis.fleet import (
+    NO_VERDICT,
+    OUTLIER_NOTE,
     SPREAD_KEY,
     HostSpread,
     host_spread,
     spread_json,
     spread_table,
 )
-from hvbench.analysis.summaries import TextTable
+from hvbench.analysis.fleet_verdict import (
+    VERDICT_NOTE,
+    HostVerdict,
+    MainRow,
+    host_verdict,
+    main_rows,
+)
+from hvbench.analysis.summaries import TextTable, fmt_value
 from hvbench.errors import SpecError
 from hvbench.store.database import Store
 
@@ -43,11 +52,15 @@ class FleetHost:
 
 @dataclass(frozen=True)
 class FleetReport:
-    """A fleet run: its hosts (by name) and the spread of every cell across them."""
+    """A fleet run: its hosts (by name), the spread of every cell across them, the main
+    metric of every cell per host with its % of native, and with 2 hosts their
+    verdict."""
 
     fleet_id: str
     hosts: tuple[FleetHost, ...]
     spreads: tuple[HostSpread, ...]
+    main: tuple[MainRow, ...] = ()
+    verdict: HostVerdict | None = None
 
     @property
     def tcg(self) -> bool:
@@ -66,8 +79,12 @@ def load_fleet_report(store: Store, fleet_id: str) -> FleetReport:
         raise SpecError(f"{store.location}: no fleet run {fleet_id!r}")
     hosts = tuple(FleetHost(str(r.host), r.id, r.status, r.env, len(store.done(r.id)),
                             len(store.failures(r.id))) for r in runs)
-    spreads = host_spread({h.host: store.measurements(h.run_id) for h in hosts})
-    return FleetReport(fleet_id, hosts, tuple(spreads))
+    rows = {h.host: store.measurements(h.run_id) for h in hosts}
+    natives = {c.platform_name for h in hosts for c in store.cells(h.run_id)
+               if c.identity.platform_kind == "native"}
+    main = main_rows(rows, natives)
+    return FleetReport(fleet_id, hosts, tuple(host_spread(rows)), tuple(main),
+                       host_verdict(main, [h.host for h in hosts]))
 
 
 def _share(env: dict[str, Any]) -> str:
@@ -92,12 +109,66 @@ def hosts_table(report: FleetReport) -> TextTable:
                      (*headers, "ok", "failed"), rows, left=len(headers))
 
 
-def fleet_tables(report: FleetReport) -> list[TextTable]:
-    """The hosts table, then the host-to-host table of every cell."""
+def _pct_text(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f} %"
+
+
+def _cov(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def main_table(report: FleetReport) -> TextTable:
+    """One row per cell and phase: its main metric's mean on each host with the host's
+    % of its own native, the two hosts' ratio (with 2 hosts), the CoV across and within
+    hosts and the outliers of that metric."""
     hosts = [h.host for h in report.hosts]
-    return [hosts_table(report),
-            spread_table(f"fleet {report.fleet_id}: {len(hosts)} hosts, host to host",
-                         hosts, report.spreads)]
+    spreads = {(s.cell, s.phase, s.metric): s for s in report.spreads}
+    pair = len(hosts) == 2
+    rows = []
+    for r in report.main:
+        spread = spreads.get((r.cell, r.phase, r.metric))
+        cells = [f"{fmt_value(r.means[h])}" + (f" ({r.pct_native[h]:.1f} %)"
+                                               if h in r.pct_native else "")
+                 if h in r.means else "-" for h in hosts]
+        ratio = [f"{r.means[hosts[0]] / r.means[hosts[1]]:.3f}"
+                 if pair and r.means.get(hosts[1]) and hosts[0] in r.means else "-"] \
+            if pair else []
+        rows.append((r.cell, r.phase, f"{r.metric} ({r.unit})", *cells, *ratio,
+                     _cov(spread.across_cov_pct if spread else None),
+                     _cov(spread.within_cov_pct if spread else None),
+                     (", ".join(spread.outliers) or ("-" if spread.p_values else NO_VERDICT))
+                     if spread else "-"))
+    return TextTable(
+        f"fleet {report.fleet_id}: main metric per host (% of that host's native)",
+        ("cell", "phase", "metric", *hosts, *([f"{hosts[0]}/{hosts[1]}"] if pair else []),
+         "CoV across hosts %", "CoV within hosts %", "outliers"), tuple(rows), left=3,
+        note=OUTLIER_NOTE)
+
+
+def verdict_table(verdict: HostVerdict) -> TextTable:
+    """The two hosts' verdict: cells paired, how much better the first is with its
+    95 % interval, the verdict and why."""
+    interval = "-" if verdict.low_pct is None or verdict.high_pct is None else \
+        f"[{verdict.low_pct:+.1f}, {verdict.high_pct:+.1f}] %"
+    return TextTable(
+        f"{verdict.first} vs {verdict.second}",
+        ("verdict", "why", "cells paired", f"{verdict.first} better by", "95 % interval"),
+        ((verdict.verdict, verdict.reason, str(verdict.cells), _pct_text(verdict.pct),
+          interval),), left=2, note=VERDICT_NOTE)
+
+
+def fleet_tables(report: FleetReport, *, all_metrics: bool = False) -> list[TextTable]:
+    """The hosts table, the main metric of every cell per host, the verdict of two
+    hosts, and with ``all_metrics`` the host-to-host table of every metric."""
+    hosts = [h.host for h in report.hosts]
+    tables = [hosts_table(report), main_table(report)]
+    if report.verdict is not None:
+        tables.append(verdict_table(report.verdict))
+    if all_metrics:
+        tables.append(spread_table(
+            f"fleet {report.fleet_id}: {len(hosts)} hosts, every metric, host to host",
+            hosts, report.spreads))
+    return tables
 
 
 def fleet_json(report: FleetReport) -> dict[str, Any]:
@@ -106,6 +177,8 @@ def fleet_json(report: FleetReport) -> dict[str, Any]:
     return {"fleet_id": report.fleet_id,
             "hosts": [{"host": h.host, "run": h.run_id, "status": h.status, "ok": h.ok,
                        "failed": h.failed, "env": h.env} for h in report.hosts],
+            "main": [asdict(r) for r in report.main],
+            "verdict": None if report.verdict is None else asdict(report.verdict),
             "spread": spread_json(report.spreads)}
 
 

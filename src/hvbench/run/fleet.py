@@ -36,6 +36,7 @@ import logging
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -58,6 +59,7 @@ from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.study import Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.platforms.process import die_with_parent
+from hvbench.run import fleet_tls
 from hvbench.run.plan import repetition_order
 from hvbench.run.runner import environment, git_commit
 from hvbench.store.database import Store, new_run_id
@@ -557,14 +559,24 @@ class HostWorker(Worker):
     (:data:`WORKER_CLASS`). ``host_class`` is the host's class for ``--spread`` (``""``:
     none; the coordinator asks it with :func:`worker_classes`). Unless given,
     ``death_timeout`` is :data:`CONNECT_TIMEOUT_S`: a worker that cannot register with
-    its scheduler stops instead of retrying for ever. Other arguments are
-    :class:`distributed.Worker`'s."""
+    its scheduler stops instead of retrying for ever. ``certs``: the directory of this
+    host's TLS bundle (:mod:`hvbench.run.fleet_tls`; encryption is then required),
+    removed when the worker closes if ``remove_certs``. Other arguments are
+    :class:`distributed.Worker`'s.
+
+    Raises:
+        SpecError: ``certs`` lacks a file of a bundle."""
 
     def __init__(self, *args: Any, work: str | None = None, host_class: str = "",
+                 certs: str | None = None, remove_certs: bool = False,
                  **kwargs: Any) -> None:
         if work is not None:
             os.environ["HVBENCH_WORKDIR"] = work
         self.host_class = host_class
+        # --hosts installed a bundle for this worker alone: it goes when the worker does
+        self.certs = Path(certs) if certs is not None and remove_certs else None
+        if certs is not None:
+            kwargs["security"] = fleet_tls.security(Path(certs))
         kwargs.setdefault("death_timeout", CONNECT_TIMEOUT_S)
         # not TMPDIR/dask-scratch-space, which would outlive the worker
         self.scratch = make_owned_dir(work_dir(), "hvbench-dask-")
@@ -580,6 +592,8 @@ class HostWorker(Worker):
             return await super().close(*args, **kwargs)
         finally:
             shutil.rmtree(self.scratch, ignore_errors=True)
+            if self.certs is not None:
+                shutil.rmtree(self.certs, ignore_errors=True)
 
 
 #: :class:`HostWorker` as Dask's ``dask_spec`` imports it on a remote host.
@@ -600,9 +614,26 @@ def worker_classes(client: Any, addresses: Mapping[str, str]) -> dict[str, str]:
     return {host: str(by_address.get(address, "")) for host, address in addresses.items()}
 
 
+def _tls_error(exc: BaseException) -> ssl.SSLError | None:
+    """The TLS error somewhere in ``exc``'s chain (Dask retries a refused handshake
+    until its timeout, and raises the timeout, the handshake's error in its context)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLError):
+            return cause
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def _start_failure(scheduler: str, name: str, exc: BaseException, timeout: float) -> str:
     """One line for a worker that did not join its scheduler, in Dask's words (Dask
     wraps the scheduler's refusal, e.g. a name already taken, in "failed to start")."""
+    refused = _tls_error(exc)
+    if refused is not None:
+        return (f"the TLS handshake with the Dask scheduler at {scheduler} failed: "
+                f"{' '.join(str(refused).split())} (is --certs a bundle of this fleet's CA?)")
     if isinstance(exc, TimeoutError):
         return f"cannot reach the Dask scheduler at {scheduler} within {timeout:g} s"
     cause = exc.__cause__ or exc
@@ -614,7 +645,8 @@ def _start_failure(scheduler: str, name: str, exc: BaseException, timeout: float
 
 
 def serve_worker(scheduler: str, name: str, work: Path | None = None,
-                 host_class: str = "", timeout: float = CONNECT_TIMEOUT_S) -> None:
+                 host_class: str = "", *, timeout: float = CONNECT_TIMEOUT_S,
+                 certs: Path | None = None) -> None:
     """``hvbench worker``: a :class:`HostWorker` for this host until the scheduler goes
     away or SIGINT/SIGTERM. Waits up to ``timeout`` seconds to register.
 
@@ -633,7 +665,8 @@ def serve_worker(scheduler: str, name: str, work: Path | None = None,
         try:
             worker = HostWorker(scheduler, name=name,
                                 work=None if work is None else str(work),
-                                host_class=host_class, death_timeout=timeout)
+                                host_class=host_class, death_timeout=timeout,
+                                certs=None if certs is None else str(certs))
             await worker
         # Dask raises TimeoutError (death_timeout), RuntimeError wrapping the
         # scheduler's refusal, OSError/ValueError for an address it cannot use

@@ -34,6 +34,7 @@ from distributed import Client, Scheduler, SpecCluster
 from distributed.deploy.ssh import Worker as SshWorker
 
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.run import fleet_tls
 from hvbench.run.fleet import WORKER_CLASS, FleetError, hvbench_workers
 
 #: How long one SSH connection may take to be set up, seconds.
@@ -122,6 +123,56 @@ def check_hosts(hosts: Sequence[str], options: dict[str, Any], remote_python: st
         raise FleetError("\n".join(problems))
 
 
+async def _install_bundle(host: str, options: dict[str, Any], remote_python: str,
+                          parent: str | None, bundle: fleet_tls.Bundle) -> str:
+    """Install ``host``'s TLS bundle there through the authenticated SSH channel (the
+    bundle on the remote command's stdin, not in its argv): the directory it went to.
+
+    Raises:
+        FleetError: the connection or the remote command failed, with its own words.
+    """
+    import asyncssh  # noqa: PLC0415 - only fleet runs over SSH need it
+
+    argv = [remote_python, "-m", "hvbench.cli.main", "fleet", "install-bundle",
+            *([parent] if parent else [])]
+    try:
+        async with asyncssh.connect(host, **options) as conn:
+            result = await conn.run(shlex.join(argv), input=fleet_tls.bundle_json(bundle),
+                                    check=False)
+    except (OSError, asyncssh.Error, TimeoutError) as exc:
+        raise FleetError(f"host {host}: ssh: {_one_line(str(exc)) or type(exc).__name__}"
+                         ) from exc
+    lines = str(result.stdout or "").strip().splitlines()
+    if result.exit_status != 0 or not lines:
+        stderr = str(result.stderr or "").strip().splitlines()
+        raise FleetError(f"host {host}: installing its TLS certificate: `{shlex.join(argv)}` "
+                         f"exited with {result.exit_status}: "
+                         f"{_one_line(stderr[-1]) if stderr else 'no output'}")
+    return lines[-1].strip()
+
+
+def install_bundles(bundles: Mapping[str, fleet_tls.Bundle], options: dict[str, Any],
+                    remote_python: str, parents: Mapping[str, str | None]) -> dict[str, str]:
+    """Install each host's bundle on it, in parallel: host -> the directory there.
+
+    Waits up to :data:`CHECK_TIMEOUT_S`.
+
+    Raises:
+        FleetError: a host's install failed (the first such host's line).
+    """
+
+    async def install_all() -> list[str]:
+        return list(await asyncio.wait_for(asyncio.gather(*(
+            _install_bundle(h, options, remote_python, parents.get(h), b)
+            for h, b in bundles.items())), CHECK_TIMEOUT_S))
+
+    try:
+        return dict(zip(bundles, asyncio.run(install_all()), strict=True))
+    except TimeoutError as exc:
+        raise FleetError(f"hosts {', '.join(bundles)}: installing their TLS certificates "
+                         f"took longer than {CHECK_TIMEOUT_S:g} s") from exc
+
+
 class _RemoteLines(logging.Handler):
     """The last lines Dask's SSH workers read from the hosts' stderr (Dask logs each at
     INFO): what a host said when its worker did not start."""
@@ -159,7 +210,9 @@ class HostSshWorker(SshWorker):
 class SshWorkers:
     """A Dask scheduler in this process and one hvbench worker per host over SSH.
 
-    ``start()`` checks every host (:func:`check_hosts`), then starts the scheduler and
+    ``start()`` checks every host (:func:`check_hosts`), makes a CA for this run and
+    installs each host's TLS bundle over SSH (:func:`install_bundles`), then starts the
+    scheduler (``tls://``, encryption and a certificate of the run's CA required) and
     the workers and waits until each registered; ``stop()`` closes the client, retires
     the workers (each closes its Dask worker: a host task still running gets its child
     stopped by ``PR_SET_PDEATHSIG``), kills what is left of their SSH processes, and
@@ -198,10 +251,14 @@ class SshWorkers:
             raise FleetError("the SSH workers are not started")
         return self._client
 
-    def _worker_spec(self, host: str) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"name": host, "host_class": self.classes.get(host, "")}
+    def _workdir(self, host: str) -> str | None:
+        return None if self.host_workdir is None else host_workdir(self.host_workdir, host)
+
+    def _worker_spec(self, host: str, certs: str) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"name": host, "host_class": self.classes.get(host, ""),
+                                  "certs": certs, "remove_certs": True}
         if self.host_workdir is not None:
-            kwargs["work"] = host_workdir(self.host_workdir, host)
+            kwargs["work"] = self._workdir(host)
         return {"cls": HostSshWorker, "options": {
             "address": host, "connect_options": self.options, "kwargs": kwargs,
             "worker_class": WORKER_CLASS, "remote_python": self.remote_python}}
@@ -230,14 +287,24 @@ class SshWorkers:
         # the scheduler's scratch space: owned by this process, not TMPDIR's
         # dask-scratch-space, which would outlive it
         self._scratch = make_owned_dir(work_dir(), "hvbench-dask-")
+        # TLS with a CA of this run only: the coordinator's bundle in its scratch space,
+        # each host's installed over SSH (removed by its worker when it closes)
+        ca_cert, ca_key = fleet_tls.new_ca("hvbench fleet CA (one --hosts run)")
+        fleet_tls.write_bundle(self._scratch / "tls",
+                               fleet_tls.issue(ca_cert, ca_key, fleet_tls.COORDINATOR))
+        security = fleet_tls.security(self._scratch / "tls")
         # no dashboard; the HTTP server Dask starts anyway on a free loopback port, not
         # on 8787, which another scheduler may have
         scheduler = {"cls": Scheduler, "options": {
-            "host": self.listen, "port": 0, "dashboard": False,
+            "host": self.listen, "port": 0, "protocol": fleet_tls.TLS_SCHEME,
+            "security": security, "dashboard": False,
             "dashboard_address": "127.0.0.1:0", "local_directory": str(self._scratch)}}
         try:
-            self.cluster = SpecCluster({h: self._worker_spec(h) for h in self.hosts},
-                                       scheduler, name="hvbench-ssh")
+            certs = install_bundles(
+                {h: fleet_tls.issue(ca_cert, ca_key, h) for h in self.hosts}, self.options,
+                self.remote_python, {h: self._workdir(h) for h in self.hosts})
+            self.cluster = SpecCluster({h: self._worker_spec(h, certs[h]) for h in self.hosts},
+                                       scheduler, security=security, name="hvbench-ssh")
             self._client = Client(self.cluster, timeout=CONNECT_TIMEOUT_S)
             self._client.wait_for_workers(len(self.hosts), timeout=START_TIMEOUT_S)
         # a HostSshWorker's FleetError, or whatever Dask raised (it wraps some in
