@@ -49,7 +49,7 @@ def register(sub: Any) -> None:
     report.add_argument(
         "--fleet", metavar="FLEET",
         help="a fleet run's report instead: its hosts, each workload's main metric per "
-             "host with its % of that host's native, the CoV across hosts next to the "
+             "host with its %% of that host's native, the CoV across hosts next to the "
              "CoV within hosts, the outlier hosts, and with 2 hosts their verdict paired "
              "by cell (--format table, json or html)")
     report.add_argument(
