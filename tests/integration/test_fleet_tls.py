@@ -116,17 +116,43 @@ def test_a_worker_of_another_ca_cannot_join(tls_fleet: TlsFleet, tmp_path: Path)
     assert list((tmp_path / "work-h2").iterdir()) == []
 
 
+#: Connect a Dask client in a fresh interpreter (a refused client's event-loop thread
+#: must not share a process with the rest of the suite) and print how it failed.
+_CLIENT = """
+import json, sys
+from pathlib import Path
+from distributed import Client
+from hvbench.run.fleet_tls import security
+address, certs = sys.argv[1], sys.argv[2]
+try:
+    Client(address, timeout=3, security=security(Path(certs)) if certs else None).close()
+    print(json.dumps({"connected": True}))
+except Exception as exc:
+    print(json.dumps({"connected": False, "type": type(exc).__name__,
+                      "oserror": isinstance(exc, OSError), "text": str(exc)}))
+"""
+
+
+def _client(address: str, certs: Path | None) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-c", _CLIENT, address, str(certs or "")],
+                          capture_output=True, text=True, timeout=120, env=_env(),
+                          check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def test_a_client_without_a_valid_certificate_cannot_submit(tls_fleet: TlsFleet,
                                                             tmp_path: Path) -> None:
-    from distributed import Client
-
     init_fleet(tmp_path / "other", [])
-    with pytest.raises(OSError, match="TLS certificate does not match"):
-        Client(tls_fleet.address, timeout=3,
-               security=security(tmp_path / "other" / "coordinator"))
+    other = _client(tls_fleet.address, tmp_path / "other" / "coordinator")
+    assert other["oserror"] and "TLS certificate does not match" in str(other["text"]), other
     # no certificate at all: Dask will not even try a tls:// address in the clear
-    with pytest.raises((OSError, TypeError, ValueError)):
-        Client(tls_fleet.address, timeout=3)
+    bare = _client(tls_fleet.address, None)
+    assert bare["connected"] is False and bare["type"] in (
+        "OSError", "TypeError", "ValueError", "TimeoutError"), bare
     # plaintext to the TLS port: no scheduler answers
-    with pytest.raises(OSError):
-        Client(tls_fleet.address.replace("tls://", "tcp://"), timeout=3)
+    plain = _client(tls_fleet.address.replace("tls://", "tcp://"), None)
+    assert plain["connected"] is False and plain["oserror"], plain
+    # the fleet's own coordinator bundle does connect (the refusals are the certificate's)
+    assert _client(tls_fleet.address, tls_fleet.certs / "coordinator") == {"connected": True}
