@@ -530,8 +530,9 @@ class QemuPlatform(StartStop):
         return "/tmp"
 
     def bench_disk(self) -> str | None:
-        """The first benchmark disk's device node (see :meth:`disk_device`)."""
-        return self.disk_device(0)
+        """The first benchmark disk's device node (see :meth:`disk_device`); None for a
+        guest without benchmark disks."""
+        return self.disk_device(0) if self.spec.disks else None
 
     def disk_device(self, index: int) -> str:
         """The guest's device node for benchmark disk ``index`` (found by its serial).
@@ -540,6 +541,9 @@ class QemuPlatform(StartStop):
         """
         if index in self._devices:
             return self._devices[index]
+        if not 0 <= index < len(self.spec.disks):
+            raise GuestError(f"guest {self.name} has {len(self.spec.disks)} benchmark "
+                             f"disks: there is no disk {index}")
         if self.spec.disks[index].backend == "vhost-user":
             where = f"at PCI address {guest_pci_address(index)}"
             found = devices_at_pci(self, guest_pci_address(index))
