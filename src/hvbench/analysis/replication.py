@@ -61,6 +61,7 @@ __all__ = [
     "classify",
     "log_ratio_interval",
     "margin",
+    "needed_repetitions",
 ]
 
 #: Every verdict a finding can get (``not measured``: the run lacks a side).
@@ -157,7 +158,8 @@ def margin(floor_pcts: Sequence[float]) -> float:
     return max([MIN_MARGIN, *(f / 100.0 for f in floor_pcts)])
 
 
-def _needed(interval: RatioInterval, x_mean: float, bounds: Sequence[float]) -> int | None:
+def needed_repetitions(interval: RatioInterval, x_mean: float,
+                       bounds: Sequence[float]) -> int | None:
     """The repetitions per side at which an interval of today's spread, around today's
     mean, would clear the nearest decision boundary; None when it cannot be estimated
     (no spread measured, or the mean sits on a boundary) or would exceed
@@ -182,7 +184,7 @@ def _df(test: Test, n: int) -> int:
 
 def _inconclusive(interval: RatioInterval, x_mean: float, bounds: Sequence[float],
                   reason: str) -> Classification:
-    needed = _needed(interval, x_mean, bounds)
+    needed = needed_repetitions(interval, x_mean, bounds)
     more = (f"about {needed} repetitions per side would decide" if needed is not None
             else f"more than {MAX_NEEDED_REPETITIONS} repetitions per side, or a "
                  "quieter measurement, would be needed")

@@ -30,8 +30,12 @@ from typing import Any, Literal
 
 from hvbench.analysis.diagnosis import Change, Finding, Verdict, apply_changes, change_text
 from hvbench.analysis.metrics import direction_of
-from hvbench.analysis.replication import MIN_REPETITIONS, log_ratio_interval, margin
-from hvbench.analysis.stats import t_quantile
+from hvbench.analysis.replication import (
+    MIN_REPETITIONS,
+    log_ratio_interval,
+    margin,
+    needed_repetitions,
+)
 from hvbench.model.tune import toml_value
 
 __all__ = ["DEFAULT_REPETITIONS", "Plan", "Unverifiable", "VerifyOutcome", "VerifyResult",
@@ -190,23 +194,7 @@ def classify(the_plan: Plan, metric: str,
         elif -d <= interval.log_low and interval.log_high <= d:
             outcome = "no effect"
     if outcome == "inconclusive":
-        needed = _needed(interval.log_mean, interval.log_low, interval.log_high, interval.n, d)
+        needed = needed_repetitions(interval, interval.log_mean, (-d, d))
     return VerifyResult(the_plan, metric, interval.ratio, interval.low, interval.high,
                         interval.n, delta, outcome, needed)
 
-
-def _needed(mean: float, low: float, high: float, n: int, d: float) -> int | None:
-    """Pairs for the interval to clear the nearest bound (-d, d, or both for no effect),
-    assuming the mean and spread stay as measured; None without a spread."""
-    if n < 2 or math.isnan(low):
-        return None
-    sd = (high - low) / 2.0 / t_quantile(0.975, n - 1) * math.sqrt(n)
-    if sd <= 0:
-        return None
-    gap = min(abs(mean - d), abs(mean + d))
-    if gap == 0:
-        return None
-    for pairs in range(n + 1, 101):
-        if t_quantile(0.975, pairs - 1) * sd / math.sqrt(pairs) < gap:
-            return pairs
-    return None

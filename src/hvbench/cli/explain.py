@@ -123,7 +123,7 @@ def _verify(args: argparse.Namespace, store: Store, report: RunReport,
         HostError: another study holds the run lock.
     """
     from hvbench.analysis.verify import grouped, study_text
-    from hvbench.cli.run import _run_with_progress
+    from hvbench.cli.run import run_with_progress
     from hvbench.report.verify import verify_json, verify_lines
     from hvbench.run.runner import study_from_text
 
@@ -132,7 +132,8 @@ def _verify(args: argparse.Namespace, store: Store, report: RunReport,
     definitions = report.platform_definitions()
     results: list[tuple[VerifyResult | Unverifiable, str]] = []
     warn_tcg(err, report.run.env.get("accelerator"))
-    for group in grouped(plans):
+    groups = grouped(plans)
+    for group in groups:
         first = group[0]
         text = study_text(first, definitions[first.original], workloads[first.workload],
                           run_id=report.run.id, repetitions=args.repetitions)
@@ -143,14 +144,14 @@ def _verify(args: argparse.Namespace, store: Store, report: RunReport,
             study = study_from_text(text, report.run.study_path)
         except SpecError as exc:
             raise SpecError(f"verification study of {first.cell}: {exc}") from exc
-        run_id = _run_with_progress(study, store, None, err, db_of(args),
+        run_id = run_with_progress(study, store, None, err, db_of(args),
                                     quiet=bool(getattr(args, "quiet", False)))
         rows = [(r.platform, r.repetition, r.phase, r.metric, r.value)
                 for r in store.measurements(run_id)]
         for the_plan in group:
             results.append((_classified(report, the_plan, rows, args.repetitions), run_id))
     if args.dry_run:
-        err.print(f"dry run: {len(grouped(plans))} verification studies, nothing was run")
+        err.print(f"dry run: {len(groups)} verification studies, nothing was run")
         return 0
     if args.format == "json":
         out.print_json(json.dumps({"run": report.run.id, **verify_json(results, skipped)}))

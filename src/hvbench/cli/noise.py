@@ -80,7 +80,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _measure(args: argparse.Namespace, store: Store, err: Console) -> str:
-    from hvbench.cli.run import _run_with_progress, bundled_quick_study
+    from hvbench.cli.run import bundled_quick_study, run_with_progress
     from hvbench.model.study import select_cells, with_repetitions
     from hvbench.run.runner import load_study
 
@@ -88,7 +88,7 @@ def _measure(args: argparse.Namespace, store: Store, err: Console) -> str:
     if args.only or args.exclude:
         study = select_cells(study, args.only, args.exclude)
     study = with_repetitions(study, 2 * args.pairs)
-    return _run_with_progress(study, store, None, err, db_of(args))
+    return run_with_progress(study, store, None, err, db_of(args))
 
 
 def store_floors(store: Store, run_id: str) -> int:

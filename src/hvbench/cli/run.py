@@ -142,7 +142,7 @@ def _run_here(args: argparse.Namespace, new_study: Study | None, out: Console,
             _refuse_tuning_run(store, args.resume)
         study = resume_study(store, args.resume) if new_study is None else new_study
         quiet = getattr(args, "quiet", False)
-        run_id = _run_with_progress(study, store, args.resume, err, db_of(args), quiet=quiet)
+        run_id = run_with_progress(study, store, args.resume, err, db_of(args), quiet=quiet)
         print_report(store, run_id, out, err)
         if not quiet:
             err.print("next:", markup=False)
@@ -467,7 +467,7 @@ def run_progress(console: Console, eta: RunEta, *, quiet: bool = False) -> Progr
                     console=console, transient=False, disable=quiet)
 
 
-def _run_with_progress(study: Study, store: Store, resume: str | None, err: Console,
+def run_with_progress(study: Study, store: Store, resume: str | None, err: Console,
                        db: str, *, quiet: bool = False) -> str:
     """Run (or resume) ``study`` into ``store`` (``db``: its name as the user gave it,
     for the commands printed) under a progress bar on ``err``; returns the run id.
