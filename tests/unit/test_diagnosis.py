@@ -266,13 +266,31 @@ def test_io_limit_is_not_named_when_the_vcpu_waits_for_a_core() -> None:
     assert dominant(model(starved)) == "host-cpu-contention"
 
 
+VHOST_USER: dict[str, Any] = {"kind": "qemu", "vm": {"machine": "pc", "vcpus": 1, "disks": [
+    {"bus": "virtio-blk", "backend": "vhost-user", "cache": "none",
+     "allocation": "preallocated", "format": "raw", "bps_limit": None}], "nics": []}}
+
+
 def test_a_saturated_storage_daemon_is_named_with_its_evidence() -> None:
     busy = {**DISK, "qsd0.iothread.cpu_pct": 96.0, "qsd0.iothread.exec_per_s": 4200.0,
             "qsd0.total.cpu_pct": 99.0}
-    assert dominant(model(busy)) == "storage-daemon-saturated"
-    verdict = diagnose(model(busy))
+    assert dominant(model(busy, platform=VHOST_USER)) == "storage-daemon-saturated"
+    verdict = diagnose(model(busy, platform=VHOST_USER))
     assert verdict.dominant is not None
     assert "storage daemon iothread 96 % of one core" in " ".join(verdict.dominant.evidence)
     # An idle daemon is no finding.
-    assert dominant(model({**DISK, "qsd0.iothread.cpu_pct": 20.0})) != \
+    assert dominant(model({**DISK, "qsd0.iothread.cpu_pct": 20.0}, platform=VHOST_USER)) != \
         "storage-daemon-saturated"
+
+
+def test_a_rule_that_cannot_occur_on_the_platform_is_not_applicable_not_abstaining() -> None:
+    """Without a storage daemon its saturation cannot be the cause: the rule is listed
+    as not applicable (with why), not as lacking evidence; with one, a missing sample
+    is an abstention."""
+    plain = diagnose(model(DISK))
+    assert "storage-daemon-saturated" not in [rule for rule, _ in plain.abstained]
+    assert dict(plain.not_applicable)["storage-daemon-saturated"].startswith(
+        "disk.backend is not set")
+    daemon = diagnose(model(DISK, platform=VHOST_USER))
+    assert "storage-daemon-saturated" in [rule for rule, _ in daemon.abstained]
+    assert not daemon.not_applicable

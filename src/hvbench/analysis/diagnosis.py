@@ -197,6 +197,10 @@ class Rule:
     #: A symptom (requests shrunk, requests lost on the way) that a busy emulated vCPU
     #: causes under TCG: ranked below ``tcg-emulation`` when that fires.
     symptom: bool = False
+    #: Why the cause cannot occur on a cell's platform (None: it can), e.g. a storage
+    #: daemon's saturation on a platform without one. Such a rule is not applicable,
+    #: which differs from abstaining for want of evidence the platform could give.
+    inapplicable: Callable[[CellModel], str | None] | None = None
 
     def missing(self, cell: CellModel) -> list[str]:
         """The evidence the cell lacks."""
@@ -228,6 +232,8 @@ class Verdict:
     validity: tuple[str, ...] = ()
     #: ``unexplained``: the metrics furthest from native, furthest first.
     unusual: tuple[str, ...] = ()
+    #: (rule, why the cause cannot occur on this platform) of the rules not applied.
+    not_applicable: tuple[tuple[str, str], ...] = ()
 
     @property
     def cell(self) -> str:
@@ -865,6 +871,12 @@ def _daemon_saturated(cell: CellModel) -> Hit | None:
     return Hit(SCORE_SPECIFIC + (util - SATURATED_PCT) / 50.0, tuple(evidence))
 
 
+def _no_storage_daemon(cell: CellModel) -> str | None:
+    backend = cell.setting("disk.backend")
+    return None if backend == "vhost-user" else f"disk.backend is {backend or 'not set'}, " \
+        "not vhost-user: no storage daemon"
+
+
 def _host_contention(cell: CellModel) -> Hit | None:
     wait = cell.get("res.vcpu.wait_pct")
     if wait is None or wait < WAIT_PCT:
@@ -1121,7 +1133,7 @@ RULES: tuple[Rule, ...] = (
          _DISK, ("res.daemon.util_pct",), _daemon_saturated,
          "more queues on the export (disk.queues) or fewer disks per daemon; "
          "poll_max_ns = 0 if the busy time is polling (its CPU then buys no I/O)", True,
-         "disk.queues"),
+         "disk.queues", inapplicable=_no_storage_daemon),
     Rule("host-cpu-contention", "host CPU contention (run-queue wait, neighbours, "
          "weights)", _ALL, ("res.vcpu.wait_pct",), _host_contention,
          "give the guest its own core (pin: libvirt <vcpupin>, taskset) or a larger CPU "
@@ -1218,9 +1230,14 @@ def diagnose(cell: CellModel, rules: Iterable[Rule] = RULES) -> Verdict:
                        native=True, outcome="baseline")
     found: list[Finding] = []
     abstained: list[tuple[str, tuple[str, ...]]] = []
+    not_applicable: list[tuple[str, str]] = []
     symptoms = {r.name for r in rules if r.symptom}
     for rule in rules:
         if cell.kind not in rule.kinds:
+            continue
+        why_not = rule.inapplicable(cell) if rule.inapplicable is not None else None
+        if why_not is not None:
+            not_applicable.append((rule.name, why_not))
             continue
         missing = rule.missing(cell)
         if missing:
@@ -1236,7 +1253,7 @@ def diagnose(cell: CellModel, rules: Iterable[Rule] = RULES) -> Verdict:
     outcome, validity, unusual = _outcome(cell, dominant, pct)
     return Verdict(cell.workload, cell.phase, cell.platform, pct, dominant,
                    tuple(found[1:]), tuple(abstained), tcg, outcome=outcome,
-                   validity=validity, unusual=unusual)
+                   validity=validity, unusual=unusual, not_applicable=tuple(not_applicable))
 
 
 def diagnose_all(cells: Iterable[CellModel]) -> list[Verdict]:

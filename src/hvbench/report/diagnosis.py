@@ -60,7 +60,8 @@ def verdict_json(verdict: Verdict) -> dict[str, Any]:
             "unusual": list(verdict.unusual),
             "dominant": None if verdict.dominant is None else _finding_json(verdict.dominant),
             "contributing": [_finding_json(f) for f in verdict.contributing],
-            "abstained": [{"rule": r, "missing": list(m)} for r, m in verdict.abstained]}
+            "abstained": [{"rule": r, "missing": list(m)} for r, m in verdict.abstained],
+            "not_applicable": [{"rule": r, "why": w} for r, w in verdict.not_applicable]}
 
 
 DIAGNOSIS_TITLE = "Diagnosis: the bottleneck of every cell (hvbench explain)"
