@@ -22,6 +22,7 @@ from hvbench.analysis.tuning import (
     TrialRow,
     axis_effects,
     native_means,
+    objective_of,
     scores,
     test_against,
     trial_rows,
@@ -38,7 +39,6 @@ from hvbench.model.tune import (
 )
 from hvbench.report.diagnosis import explain_lines, verdict_json
 from hvbench.report.model import load_run_report
-from hvbench.run.tune import objective_of, resume_tune
 from hvbench.store.database import Store
 from hvbench.store.records import CellRow, MeasurementRow, RunRecord
 
@@ -122,11 +122,11 @@ def _timeline(rows: Sequence[MeasurementRow], per_config: dict[str, list[float]]
     return [(i + 1, name, value) for i, (_, name, value) in enumerate(points)]
 
 
-def load_tune_report(store: Store, run_id: str) -> TuneReport:
-    """Read a tuning run and compute its answer.
+def load_tune_report(store: Store, run_id: str, spec: TuneSpec) -> TuneReport:
+    """Read a tuning run and compute its answer; ``spec`` is the run's own tune spec
+    (:func:`hvbench.run.tune.resume_tune`: the caller parses it, as report sits below run).
 
-    Raises :class:`StoreError` (no such run) and :class:`SpecError` (not a tuning run)."""
-    spec = resume_tune(store, run_id)
+    Raises :class:`StoreError` (no such run)."""
     report = load_run_report(store, run_id, monitors=[])
     objective = objective_of(spec)
     native_name = spec.native.name if spec.native else None
