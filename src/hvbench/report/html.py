@@ -51,11 +51,8 @@ from hvbench.analysis.scenarios import (
     OnDemandSeries,
     SampleLike,
     ScenarioReport,
-    TextTable,
     build_scenario_report,
-    cov_tables,
     ondemand_series,
-    scenario_tables,
 )
 from hvbench.analysis.shares import SHARE_HEADERS, PhaseShare, phase_shares, share_rows
 from hvbench.analysis.stages import StageWindow, stage_rows, stage_tables, stage_windows
@@ -63,6 +60,7 @@ from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
     PhaseStats,
     Row,
+    TextTable,
     compared_to_native,
     cov_text,
     fmt_value,
@@ -109,6 +107,7 @@ from hvbench.report.plots import (
     time_series_grid,
     trend_lines,
 )
+from hvbench.report.scenarios import cov_tables, scenario_tables
 from hvbench.report.tables import (
     MAX_COLUMNS,
     PROPAGATION_SHARE_NOTE,
