@@ -55,7 +55,7 @@ from hvbench.analysis.scenarios import (
     ondemand_series,
 )
 from hvbench.analysis.shares import SHARE_HEADERS, PhaseShare, phase_shares, share_rows
-from hvbench.analysis.stages import StageWindow, stage_rows, stage_tables, stage_windows
+from hvbench.analysis.stages import StageWindow, stage_rows, stage_windows
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
     PhaseStats,
@@ -108,6 +108,7 @@ from hvbench.report.plots import (
     trend_lines,
 )
 from hvbench.report.scenarios import cov_tables, scenario_tables
+from hvbench.report.stages import stage_tables
 from hvbench.report.tables import (
     MAX_COLUMNS,
     PROPAGATION_SHARE_NOTE,

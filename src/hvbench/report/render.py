@@ -20,7 +20,6 @@ from rich.text import Text
 from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.shares import SHARE_HEADERS
-from hvbench.analysis.stages import stage_json, stage_tables
 from hvbench.analysis.stats import Summary
 from hvbench.analysis.summaries import (
     TextTable,
@@ -44,6 +43,7 @@ from hvbench.report.findings import is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.scenarios import scenario_json, scenario_tables
+from hvbench.report.stages import stage_json, stage_tables
 from hvbench.report.tables import (
     LAYER_TITLE,
     PROPAGATION_SHARE_TITLE,
