@@ -17,7 +17,6 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stats import Summary
@@ -39,7 +38,7 @@ from hvbench.report.diagnosis import (
     verdict_json,
 )
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
-from hvbench.report.findings import is_seed_study, run_findings
+from hvbench.report.findings import findings_json, findings_table, is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.scenarios import scenario_json, scenario_tables
