@@ -23,8 +23,9 @@ from hvbench.analysis.findings import (
 from hvbench.analysis.metrics import lookup
 from hvbench.analysis.preconditions import HostFacts, Requirements
 from hvbench.analysis.stats import Summary
-from hvbench.analysis.summaries import TextTable, fmt_value, mean_ci_text
+from hvbench.analysis.summaries import fmt_value
 from hvbench.report.model import RunReport, link_rates
+from hvbench.report.text import TextTable, mean_ci_text
 
 __all__ = ["DOC_BEGIN", "DOC_END", "FINDINGS_FILE", "FINDINGS_HEADERS", "SEED_STUDY_PREFIX",
            "findings_json", "findings_markdown", "findings_table", "host_facts",

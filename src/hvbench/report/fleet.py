@@ -24,8 +24,9 @@ from hvbench.analysis.fleet_verdict import (
     host_verdict,
     main_rows,
 )
-from hvbench.analysis.summaries import TextTable, fmt_value
+from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
+from hvbench.report.text import TextTable
 from hvbench.store.database import Store
 
 __all__ = ["FleetHost", "FleetReport", "fleet_json", "fleet_tables", "load_fleet_report"]

@@ -60,13 +60,8 @@ from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
     PhaseStats,
     Row,
-    TextTable,
     compared_to_native,
-    cov_text,
     fmt_value,
-    grouped_warnings,
-    mean_ci_text,
-    pct_of_native_text,
     phase_key,
     phase_stats,
     warnings_for,
@@ -114,6 +109,13 @@ from hvbench.report.tables import (
     PROPAGATION_SHARE_NOTE,
     PROPAGATION_SHARE_TITLE,
     TCG_BANNER,
+)
+from hvbench.report.text import (
+    TextTable,
+    cov_text,
+    grouped_warnings,
+    mean_ci_text,
+    pct_of_native_text,
 )
 
 __all__ = [

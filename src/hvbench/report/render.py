@@ -20,12 +20,7 @@ from rich.text import Text
 from hvbench.analysis.latency import Histogram, cdf
 from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stats import Summary
-from hvbench.analysis.summaries import (
-    TextTable,
-    compared_to_native,
-    mean_ci_text,
-    pct_of_native_text,
-)
+from hvbench.analysis.summaries import compared_to_native
 from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.diagnosis import (
     DIAGNOSIS_NOTE,
@@ -54,6 +49,7 @@ from hvbench.report.tables import (
     rich_table,
     summary_json,
 )
+from hvbench.report.text import TextTable, mean_ci_text, pct_of_native_text
 
 __all__ = ["DiagnosisView", "TerminalOptions", "brief_table", "export_bytes",
            "findings_choice", "findings_text_table", "html_input", "report_json",

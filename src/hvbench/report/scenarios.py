@@ -32,7 +32,8 @@ from hvbench.analysis.scenarios import (
     is_main_cov,
 )
 from hvbench.analysis.stats import Summary
-from hvbench.analysis.summaries import TextTable, fmt_value, mean_ci_text
+from hvbench.analysis.summaries import fmt_value
+from hvbench.report.text import TextTable, mean_ci_text
 
 
 def _metric_label(metric: str) -> str:

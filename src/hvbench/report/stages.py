@@ -9,7 +9,7 @@ from typing import Any
 
 from hvbench.analysis.stages import StageRow, column_key
 from hvbench.analysis.stats import Summary
-from hvbench.analysis.summaries import TextTable, mean_ci_text
+from hvbench.report.text import TextTable, mean_ci_text
 
 __all__ = ["stage_json", "stage_tables"]
 

@@ -24,15 +24,13 @@ from hvbench.analysis.stats import Summary, percent_of_summary
 from hvbench.analysis.summaries import (
     PhaseStats,
     Row,
-    TextTable,
     fmt_value,
-    mean_ci_text,
     phase_key,
-    phase_rows,
     phase_stats,
     warnings_for,
 )
 from hvbench.analysis.trends import propagation_fit_rows
+from hvbench.report.text import TextTable, mean_ci_text, phase_rows
 
 # Re-exported: the summaries moved to hvbench.analysis.summaries.
 __all__ = [
@@ -194,7 +192,7 @@ def _summary_dict(summary: Summary, per: Mapping[str, Summary], native: str | No
 
 
 def rich_table(table: TextTable) -> Table:
-    """A :class:`~hvbench.analysis.summaries.TextTable` for the terminal."""
+    """A :class:`~hvbench.report.text.TextTable` for the terminal."""
     out = Table(title=table.title, title_justify="left", caption=table.note or None,
                 caption_justify="left")
     for index, header in enumerate(table.headers):

@@ -16,7 +16,7 @@ from typing import Any
 from hvbench.analysis.compare import Comparison
 from hvbench.analysis.diagnosis import Verdict
 from hvbench.analysis.stats import Summary, summarize
-from hvbench.analysis.summaries import TextTable, fmt_value
+from hvbench.analysis.summaries import fmt_value
 from hvbench.analysis.tuning import (
     AxisEffect,
     TrialRow,
@@ -39,6 +39,7 @@ from hvbench.model.tune import (
 )
 from hvbench.report.diagnosis import explain_lines, verdict_json
 from hvbench.report.model import load_run_report
+from hvbench.report.text import TextTable
 from hvbench.store.database import Store
 from hvbench.store.records import CellRow, MeasurementRow, RunRecord
 
