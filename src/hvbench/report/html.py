@@ -54,7 +54,7 @@ from hvbench.analysis.scenarios import (
     build_scenario_report,
     ondemand_series,
 )
-from hvbench.analysis.shares import SHARE_HEADERS, PhaseShare, phase_shares, share_rows
+from hvbench.analysis.shares import PhaseShare, phase_shares
 from hvbench.analysis.stages import StageWindow, stage_rows, stage_windows
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
@@ -67,18 +67,15 @@ from hvbench.analysis.summaries import (
     warnings_for,
 )
 from hvbench.analysis.trends import (
-    FIT_HEADERS,
     PROPAGATION_STEPS,
     ReferenceLine,
     SizeSeries,
     duration_metric,
-    fit_rows,
     fits_for,
     lifecycle_series,
     lifecycle_workloads,
     link_rates,
     nic_lines,
-    propagation_fit_rows,
     propagation_series,
     propagation_workloads,
     transfer_series,
@@ -101,6 +98,13 @@ from hvbench.report.plots import (
     stacked_bars,
     time_series_grid,
     trend_lines,
+)
+from hvbench.report.propagation import (
+    FIT_HEADERS,
+    SHARE_HEADERS,
+    fit_rows,
+    propagation_fit_rows,
+    share_rows,
 )
 from hvbench.report.scenarios import cov_tables, scenario_tables
 from hvbench.report.stages import stage_tables

@@ -18,10 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from hvbench.analysis.latency import Histogram, cdf
-from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stats import Summary
 from hvbench.analysis.summaries import compared_to_native
-from hvbench.analysis.trends import FIT_HEADERS
 from hvbench.report.diagnosis import (
     DIAGNOSIS_NOTE,
     DIAGNOSIS_TITLE,
@@ -36,6 +34,7 @@ from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
 from hvbench.report.findings import findings_json, findings_table, is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
+from hvbench.report.propagation import FIT_HEADERS, SHARE_HEADERS
 from hvbench.report.scenarios import scenario_json, scenario_tables
 from hvbench.report.stages import stage_json, stage_tables
 from hvbench.report.tables import (
