@@ -20,7 +20,7 @@ from hvbench.analysis.diagnosis import Verdict, diagnose_all, needs_flatness
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_histogram
 from hvbench.analysis.layers import LayerRow, layer_rows
 from hvbench.analysis.noise import NoiseFloor
-from hvbench.analysis.precision import cell_precision, precision_line
+from hvbench.analysis.precision import cell_precision
 from hvbench.analysis.resources import CellModel, build_models, with_flatness
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
 from hvbench.analysis.shares import phase_shares
@@ -45,6 +45,7 @@ from hvbench.model.libvirt_xml import (
 )
 from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import parse_study, repetition_rule
+from hvbench.report.precision import precision_line
 from hvbench.report.propagation import FIT_HEADERS, propagation_fit_rows, share_rows
 from hvbench.store.database import Store
 from hvbench.store.records import (
