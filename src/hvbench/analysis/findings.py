@@ -11,9 +11,10 @@ Each finding is judged by the verdict scheme of :mod:`hvbench.analysis.replicati
 our A/B ratio per repetition round, in logs, with a t-interval, against the paper's A/B
 and a margin δ (10 %, or the host's noise floor when stored and larger).
 
-Pure: the findings data (parsed TOML), the run's cells and measurements in, results and
-text tables out. :func:`parse_findings` checks the data and names the file, the finding
-and the field of the first mistake; :func:`evaluate` compares one run.
+Pure: the findings data (parsed TOML), the run's cells and measurements in,
+:class:`FindingResult` out (the table, its wording and the JSON shape:
+:mod:`hvbench.report.findings`). :func:`parse_findings` checks the data and names the
+file, the finding and the field of the first mistake; :func:`evaluate` compares one run.
 
 Selectors: each key is a dotted path into a cell's *facts* (:func:`cell_facts`): the
 stored platform definition flattened (``kind``, ``vcpus``, ``disk.bus``, ``nic.model``,

@@ -2,8 +2,8 @@
 trends, as data both reports print (the terminal's tables, the HTML report's figures
 and tables).
 
-Pure: functions of stored rows (and numbers) that return series, fits and text rows;
-no matplotlib here, so the terminal report stays quick to start.
+Pure: functions of stored rows (and numbers) that return series and fits (their
+equations and table rows: :mod:`hvbench.report.propagation`).
 
 Propagation convention (seed 000 §5.1). A workload whose phases include at least two
 of ``initial``, ``transfer`` and ``terminal`` with a duration (``duration_s``, else
