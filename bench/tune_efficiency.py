@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hvbench.analysis.stats import summarize
-from hvbench.analysis.tuning import native_means, scores
+from hvbench.analysis.tuning import native_means, objective_of, scores
 from hvbench.errors import HostError
 from hvbench.run.runner import load_study, run_study
-from hvbench.run.tune import load_tune, objective_of, run_tune
+from hvbench.run.tune import load_tune, resume_tune, run_tune
 from hvbench.store.database import Store
 
 HEAD = """
@@ -144,7 +144,7 @@ def one_search(store: Store, directory: Path, seed: int, truth: dict[str, Any]
     outcome = _locked(lambda: run_tune(spec, store))
     from hvbench.report.tune import load_tune_report  # noqa: PLC0415 - matplotlib
 
-    report = load_tune_report(store, outcome.run_id)
+    report = load_tune_report(store, outcome.run_id, resume_tune(store, outcome.run_id))
     # The grid names its platforms from the values that vary (bus-cache-format-
     # allocation), the search from its axes in the same order: the same names.
     winner = report.winner.name if report.winner else None

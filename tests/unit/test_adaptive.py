@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from hvbench.analysis.precision import cell_precision, precision_line
+from hvbench.analysis.precision import cell_precision
 from hvbench.cli.run import plan_lines, precision_lines
 from hvbench.errors import SpecError
 from hvbench.model.study import (
@@ -18,6 +18,7 @@ from hvbench.model.study import (
     repetition_rule,
     with_repetitions,
 )
+from hvbench.report.precision import precision_line
 from hvbench.run.plan import measured_items, plan_study, round_cells
 
 HOST_RAM = 24 << 30

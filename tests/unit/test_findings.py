@@ -24,8 +24,6 @@ from hvbench.analysis.findings import (
     FindingsError,
     cell_facts,
     evaluate,
-    findings_json,
-    findings_table,
     matches,
     parse_findings,
 )
@@ -35,9 +33,12 @@ from hvbench.model.study import PROFILE_PHASES, PROPAGATION_PHASES, Study
 from hvbench.report.findings import (
     DOC_BEGIN,
     DOC_END,
+    findings_json,
     findings_markdown,
+    findings_table,
     load_findings,
     parse_findings_text,
+    ratio_text,
     run_findings,
     verdict_counts,
     verdicts_markdown,
@@ -254,7 +255,7 @@ _CLASSES = [
 def test_a_verdict_per_class(verdict: str, expect: str, paper: tuple[float, float],
                              guest: list[float], host: list[float]) -> None:
     result = _judge(_finding(expect, paper), guest, host)
-    assert result.verdict == verdict, (result.verdict, result.reason, result.ratio_text())
+    assert result.verdict == verdict, (result.verdict, result.reason, ratio_text(result))
     assert result.a_cells == ("g",) and result.b_cells == ("n",)
     assert result.interval is not None and result.interval.test == "paired t"
     assert result.interval.n == 3
@@ -262,7 +263,7 @@ def test_a_verdict_per_class(verdict: str, expect: str, paper: tuple[float, floa
 
 def test_the_line_prints_paper_and_our_ratio_with_interval() -> None:
     result = _judge(_finding("a<b", (1.3, 71.5)), [160, 140, 180], [162, 170, 150])
-    text = result.ratio_text()
+    text = ratio_text(result)
     assert text.startswith("paper \u00d70.0182, ours \u00d70.992 [")
     assert "(paired t, n = 3|3, δ 10 %)" in text
     assert result.interval is not None
@@ -285,7 +286,7 @@ def test_fewer_than_three_repetitions_never_give_a_verdict(guest: list[float],
         assert result.verdict == "inconclusive"
         assert f"n = {len(guest)}: a verdict needs at least 3" in result.reason
     one = _judge(_finding(), [50.0], [100.0])
-    assert "[no interval: n = 1]" in one.ratio_text()
+    assert "[no interval: n = 1]" in ratio_text(one)
 
 
 def test_unpaired_rounds_use_welch_on_the_logs_and_say_so() -> None:
@@ -293,14 +294,14 @@ def test_unpaired_rounds_use_welch_on_the_logs_and_say_so() -> None:
     result = evaluate([_finding()], _CELLS, rows)[0]
     assert result.interval is not None and result.interval.test == "Welch t"
     assert result.verdict == "reproduced"
-    assert "(Welch t, n = 3|3" in result.ratio_text()
+    assert "(Welch t, n = 3|3" in ratio_text(result)
 
 
 def test_a_value_of_zero_has_no_log_ratio() -> None:
     result = _judge(_finding(), [0.0, 1.0, 2.0], _H)
     assert result.verdict == "inconclusive" and "log" in result.reason
     assert result.interval is None
-    assert result.ratio_text().endswith("ours - (a value <= 0: no log ratio)")
+    assert ratio_text(result).endswith("ours - (a value <= 0: no log ratio)")
 
 
 def test_a_stored_noise_floor_widens_the_margin() -> None:

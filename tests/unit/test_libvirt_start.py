@@ -81,7 +81,8 @@ def test_doctor_shows_libvirts_start_and_the_cause_when_slow() -> None:
 
 def test_the_boot_table_shows_libvirts_times_under_boot_s() -> None:
     from hvbench.analysis.stats import summarize
-    from hvbench.analysis.summaries import PhaseStats, phase_rows
+    from hvbench.analysis.summaries import PhaseStats
+    from hvbench.report.text import phase_rows
 
     stats = PhaseStats("dd", "boot", ["libvirt"])
     for metric, values in (("boot_s", [60.3, 58.1]), ("libvirt_define_s", [51.4, 49.0]),

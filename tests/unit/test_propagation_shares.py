@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.analysis.shares import SHARE_HEADERS, phase_shares, share_rows
+from hvbench.analysis.shares import phase_shares
 from hvbench.analysis.trends import propagation_workloads
 from hvbench.report.html import render_html
 from hvbench.report.model import load_run_report
+from hvbench.report.propagation import SHARE_HEADERS, share_rows
 from hvbench.report.render import html_input, report_json, terminal_tables
 from hvbench.report.tables import PROPAGATION_SHARE_TITLE
 from hvbench.store.database import Store

@@ -12,15 +12,11 @@ from typing import Any, cast
 
 import pytest
 
-from hvbench.analysis.scenarios import (
-    build_scenario_report,
-    rate_sweep_table,
-    scenario_json,
-    scenario_tables,
-)
+from hvbench.analysis.scenarios import build_scenario_report
 from hvbench.errors import HvbenchError, SpecError
 from hvbench.model.rates import check_rate, offered_rate, relative_pct, resolve_rate
 from hvbench.model.study import Study, cell_references, parse_study
+from hvbench.report.scenarios import rate_sweep_table, scenario_json, scenario_tables
 from hvbench.run.cells.base import CellContext, CellResult
 from hvbench.run.cells.web import WebCell
 from hvbench.run.plan import (

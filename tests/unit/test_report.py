@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from hvbench.analysis.stats import summarize
-from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows
+from hvbench.report.propagation import FIT_HEADERS, propagation_fit_rows
 from hvbench.report.tables import (
     mean_ci_text,
     phase_stats,

@@ -15,12 +15,10 @@ from pathlib import Path
 import pytest
 
 from hvbench.analysis.trends import (
-    fit_rows,
     lifecycle_series,
     lifecycle_workloads,
     link_rates,
     nic_lines,
-    propagation_fit_rows,
     propagation_series,
     propagation_workloads,
     transfer_series,
@@ -47,6 +45,7 @@ from hvbench.report.html import (
     summary_rows,
     web_latency_rows,
 )
+from hvbench.report.propagation import fit_rows, propagation_fit_rows
 from hvbench.report.tables import phase_stats
 from hvbench.store.records import MeasurementRow, SampleRow, identity_of
 

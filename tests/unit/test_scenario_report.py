@@ -14,30 +14,32 @@ from rich.console import Console
 
 from hvbench.analysis.scenarios import (
     MISSING_BASELINE,
-    aggregated_ratio_table,
     aggregated_ratios,
     alone_baselines,
     build_scenario_report,
     cov_rows,
-    cov_table,
     degradation_rows,
-    degradation_table,
     higher_is_better,
     identities,
     is_main_cov,
     jain_index,
     neighbour_threads,
-    neighbour_threads_table,
     ondemand_rows,
     ondemand_series,
+    weights_label,
+    weights_tables,
+)
+from hvbench.cli.main import main
+from hvbench.report.scenarios import (
+    aggregated_ratio_table,
+    cov_table,
+    degradation_table,
+    neighbour_threads_table,
     ondemand_table,
     scenario_json,
     scenario_tables,
-    weights_label,
-    weights_tables,
     weights_text_table,
 )
-from hvbench.cli.main import main
 from hvbench.report.tables import rich_table
 from hvbench.store.database import Store
 from hvbench.store.records import (

@@ -13,9 +13,7 @@ from hvbench.analysis.stages import (
     IDLE,
     Stage,
     StageWindow,
-    stage_json,
     stage_rows,
-    stage_tables,
     stage_windows,
     window_stages,
 )
@@ -24,6 +22,7 @@ from hvbench.errors import SpecError
 from hvbench.model.scenario import NeighbourSpec
 from hvbench.model.study import parse_study
 from hvbench.report.html import stage_figures
+from hvbench.report.stages import stage_json, stage_tables
 from hvbench.run.scenario import stress_argv
 from hvbench.store.database import Store
 from hvbench.store.records import (

@@ -22,7 +22,7 @@ from hvbench.report.tune import (
     tune_json,
     tuning_html,
 )
-from hvbench.run.tune import load_tune
+from hvbench.run.tune import load_tune, resume_tune
 from hvbench.store.database import Store
 from hvbench.store.records import MeasurementRecord, cell_record
 
@@ -107,7 +107,7 @@ def _store(store: Store, run_id: str, spec: TuneSpec, variant: Variant,
 
 def test_the_answer_ranks_labels_and_tests(stored: tuple[Store, str, TuneSpec]) -> None:
     store, run_id, _ = stored
-    report = load_tune_report(store, run_id)
+    report = load_tune_report(store, run_id, resume_tune(store, run_id))
     names = [r.name for r in report.rows]
     assert names == ["vm.writeback-on", "vm.none-off", "vm.none-on", "vm.writethrough-off"]
     # O_DIRECT writes faster than the bare host: the page cache, not a device
@@ -133,7 +133,7 @@ def test_the_answer_ranks_labels_and_tests(stored: tuple[Store, str, TuneSpec]) 
 
 def test_crown_cached_lets_the_page_cache_win(crowned: tuple[Store, str, TuneSpec]) -> None:
     store, run_id, _ = crowned
-    report = load_tune_report(store, run_id)
+    report = load_tune_report(store, run_id, resume_tune(store, run_id))
     assert report.winner is not None and report.winner.name == "vm.writeback-on"
     lines = "\n".join(answer_lines(report))
     assert f"note: the winner is {ABOVE_NATIVE_NOTE}" in lines
@@ -142,7 +142,7 @@ def test_crown_cached_lets_the_page_cache_win(crowned: tuple[Store, str, TuneSpe
 
 def test_json_and_html_carry_the_winner_block(crowned: tuple[Store, str, TuneSpec]) -> None:
     store, run_id, _ = crowned
-    report = load_tune_report(store, run_id)
+    report = load_tune_report(store, run_id, resume_tune(store, run_id))
     data = json.loads(json.dumps(tune_json(report)))
     config = data["winner_config"]
     assert 'cache = "writeback"' in config["platform_toml"]

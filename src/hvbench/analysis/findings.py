@@ -11,9 +11,10 @@ Each finding is judged by the verdict scheme of :mod:`hvbench.analysis.replicati
 our A/B ratio per repetition round, in logs, with a t-interval, against the paper's A/B
 and a margin δ (10 %, or the host's noise floor when stored and larger).
 
-Pure: the findings data (parsed TOML), the run's cells and measurements in, results and
-text tables out. :func:`parse_findings` checks the data and names the file, the finding
-and the field of the first mistake; :func:`evaluate` compares one run.
+Pure: the findings data (parsed TOML), the run's cells and measurements in,
+:class:`FindingResult` out (the table, its wording and the JSON shape:
+:mod:`hvbench.report.findings`). :func:`parse_findings` checks the data and names the
+file, the finding and the field of the first mistake; :func:`evaluate` compares one run.
 
 Selectors: each key is a dotted path into a cell's *facts* (:func:`cell_facts`): the
 stored platform definition flattened (``kind``, ``vcpus``, ``disk.bus``, ``nic.model``,
@@ -28,13 +29,12 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from hvbench.analysis.metrics import is_known, lookup
+from hvbench.analysis.metrics import is_known
 from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.preconditions import (
     Check,
@@ -53,7 +53,7 @@ from hvbench.analysis.replication import (
     margin,
 )
 from hvbench.analysis.stats import Summary, summarize
-from hvbench.analysis.summaries import Row, TextTable, fmt_value, mean_ci_text
+from hvbench.analysis.summaries import Row, fmt_value
 from hvbench.errors import SpecError
 
 __all__ = [
@@ -65,11 +65,8 @@ __all__ = [
     "Side",
     "cell_facts",
     "evaluate",
-    "findings_json",
-    "findings_table",
     "matches",
     "parse_findings",
-    "verdict_text",
 ]
 
 Expectation = Literal["a<b", "a>b", "a=b"]
@@ -200,19 +197,6 @@ class FindingResult:
         if self.a.mean == self.b.mean:
             return "A = B"
         return "A < B" if self.a.mean < self.b.mean else "A > B"
-
-    def ratio_text(self) -> str:
-        """``paper xRp, ours xR [lo, hi]`` (with the multiplication sign; ``ours -`` when
-        not measured)."""
-        paper = f"paper {TIMES}{fmt_value(self.finding.paper_ratio)}"
-        iv = self.interval
-        if iv is None:
-            return (f"{paper}, ours - (a value <= 0: no log ratio)" if self.measured
-                    else f"{paper}, ours -")
-        bounds = (f"[{fmt_value(iv.low)}, {fmt_value(iv.high)}]" if iv.has_interval
-                  else "[no interval: n = 1]")
-        return (f"{paper}, ours {TIMES}{fmt_value(iv.ratio)} {bounds} ({iv.test}, "
-                f"n = {iv.n_a}|{iv.n_b}, δ {self.delta * 100:.0f} %)")
 
 
 # -- parsing ---------------------------------------------------------------------------
@@ -575,103 +559,3 @@ def evaluate(findings: Sequence[Finding], cells: Iterable[CellLike],
              for c in cells}
     ctx = _Context(facts, rows, accelerator == "tcg", host or HostFacts(), floors or {})
     return [_evaluate_one(f, ctx) for f in findings]
-
-
-# -- rendering -------------------------------------------------------------------------
-
-FINDINGS_HEADERS = ("finding", "source", "A vs B", "paper A | B", "ours A | B",
-                    "A/B: paper, ours [95 % CI]", "verdict")
-
-
-def _paper_text(finding: Finding) -> str:
-    return f"{fmt_value(finding.a.value)} | {fmt_value(finding.b.value)} {finding.unit}"
-
-
-def _ours_text(result: FindingResult) -> str:
-    if result.a is None or result.b is None:
-        return "not measured by this run"
-    spec = lookup(result.finding.metric.replace("*", "x"))
-    unit = spec.unit if spec is not None else ""
-    return f"{mean_ci_text(result.a)} | {mean_ci_text(result.b, unit)}"
-
-
-def verdict_text(result: FindingResult) -> str:
-    """The verdict with its reason (``inconclusive: n = 1: ...``)."""
-    return result.verdict + (f": {result.reason}" if result.reason else "")
-
-
-def _row(result: FindingResult) -> tuple[str, ...]:
-    finding = result.finding
-    ratio = (result.ratio_text() if result.measured
-             else f"paper {TIMES}{fmt_value(finding.paper_ratio)} ({finding.direction_text()})")
-    return (finding.id, f"seed {finding.seed} {finding.source}",
-            f"{finding.a.label} vs {finding.b.label}", _paper_text(finding),
-            _ours_text(result), ratio, verdict_text(result))
-
-
-_NOTE = ("paper A | B: the paper's numbers in its units (what it compared: docs/seeds.md, "
-         "--format json); ours: mean ± 95 % CI over the repetitions of the matching "
-         "cells, in the metric's unit. A/B: ours is the geometric mean of the per-round "
-         "ratios with a paired t 95 % interval (Welch's on the logs when the rounds do not "
-         "pair), n per side, and the margin δ (10 %, or the host's noise floor if larger). "
-         "reproduced: the interval clears 1 ± δ in the paper's direction and stays within "
-         "a factor 2 of its size in log; effect absent: the interval lies inside 1 ± δ; "
-         "a verdict needs 3 repetitions per side (docs/seeds.md).")
-
-
-def findings_table(results: Sequence[FindingResult], *, include_unmeasured: bool = False
-                   ) -> TextTable | None:
-    """The findings table: measured findings (and, with ``include_unmeasured``, the
-    rest as "not measured by this run"); None when there is nothing to show."""
-    shown = [r for r in results if r.measured or include_unmeasured]
-    if not shown:
-        return None
-    return TextTable(title="Findings: the seed papers next to this run",
-                     headers=FINDINGS_HEADERS, rows=tuple(_row(r) for r in shown), left=3,
-                     note=_NOTE)
-
-
-def _summary_json(summary: Summary | None) -> dict[str, float] | None:
-    if summary is None:
-        return None
-    return {"n": summary.n, "mean": summary.mean, "ci95_low": summary.ci95_low,
-            "ci95_high": summary.ci95_high}
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
-def _ratio_json(result: FindingResult) -> dict[str, Any]:
-    out: dict[str, Any] = {"paper": result.finding.paper_ratio, "delta": result.delta}
-    iv = result.interval
-    if iv is not None:
-        out.update({"ours": iv.ratio, "low": _finite(iv.low), "high": _finite(iv.high),
-                    "test": iv.test, "n_a": iv.n_a, "n_b": iv.n_b})
-    return out
-
-
-def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool = False
-                  ) -> list[dict[str, Any]]:
-    """The ``findings`` key of ``--format json``: one object per finding shown."""
-    out: list[dict[str, Any]] = []
-    for result in results:
-        if not (result.measured or include_unmeasured):
-            continue
-        finding = result.finding
-        out.append({
-            "id": finding.id, "seed": finding.seed, "source": finding.source,
-            "statement": finding.statement, "metric": finding.metric,
-            "phase": finding.phase, "expect": finding.direction_text(),
-            "paper": {"a": finding.a.value, "b": finding.b.value, "unit": finding.unit,
-                      "setting": finding.paper_setting},
-            "a": {"label": finding.a.label, "cells": list(result.a_cells),
-                  "summary": _summary_json(result.a)},
-            "b": {"label": finding.b.label, "cells": list(result.b_cells),
-                  "summary": _summary_json(result.b)},
-            "ours": result.ours_direction(), "ratio": _ratio_json(result),
-            "verdict": result.verdict, "reason": result.reason or None,
-            "needed_repetitions": result.needed_repetitions,
-            "preconditions": [{"name": c.name, "met": c.met, "measured": c.measured}
-                              for c in result.checks]})
-    return out

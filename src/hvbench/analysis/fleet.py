@@ -15,10 +15,8 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
-from hvbench.analysis.summaries import TextTable, fmt_value
 from hvbench.store.records import MeasurementRow
 
 MIN_HOSTS_FOR_OUTLIERS = 3
@@ -26,15 +24,6 @@ MIN_HOSTS_FOR_OUTLIERS = 3
 #: and the repetitions it runs (a field, so ``--resume`` finds the share again and
 #: reports show it).
 SPREAD_KEY = "fleet_spread"
-#: What the outliers column says when there are too few hosts for a verdict.
-NO_VERDICT = f"n/a (< {MIN_HOSTS_FOR_OUTLIERS} hosts)"
-#: How the outlier verdict is reached, as the tables' note says it.
-OUTLIER_NOTE = ("CoV across hosts: of the host means; CoV within hosts: the mean of each "
-                "host's CoV over its repetitions. Outlier: Welch's t-test of the host's "
-                "repetitions against the other hosts', Bonferroni-corrected p < 0.01 and "
-                "more than 5 % off their mean; 3 hosts at least.")
-
-
 @dataclass(frozen=True)
 class HostSpread:
     """One (cell, phase, metric) across the hosts of a fleet."""
@@ -103,26 +92,3 @@ def host_spread(rows_by_host: Mapping[str, Sequence[MeasurementRow]], *,
             p_values))
     return out
 
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def spread_table(title: str, hosts: Sequence[str], spreads: Sequence[HostSpread]
-                 ) -> TextTable:
-    """One row per cell, phase and metric: each host's mean, the CoV across and within
-    hosts, the outliers (what ``report --fleet`` prints and the HTML report shows)."""
-    rows = tuple(
-        (s.cell, s.phase, f"{s.metric} ({s.unit})",
-         *(fmt_value(s.means[h]) if h in s.means else "-" for h in hosts),
-         _pct(s.across_cov_pct), _pct(s.within_cov_pct),
-         ", ".join(s.outliers) or ("-" if s.p_values else NO_VERDICT))
-        for s in spreads)
-    return TextTable(title, ("cell", "phase", "metric", *hosts, "CoV across hosts %",
-                             "CoV within hosts %", "outliers"), rows, left=3,
-                     note=OUTLIER_NOTE)
-
-
-def spread_json(spreads: Sequence[HostSpread]) -> list[dict[str, Any]]:
-    """Every :class:`HostSpread` as a JSON object (``p_values``: the corrected ones)."""
-    return [{**asdict(s), "outliers": list(s.outliers)} for s in spreads]

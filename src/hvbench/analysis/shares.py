@@ -1,5 +1,5 @@
 """Each propagation phase's share of the propagation time (seed 000 Fig. 4), as data
-both reports print.
+both reports print (the text: :mod:`hvbench.report.propagation`).
 
 Pure: a function of stored rows. Per repetition of a propagation cell, each of
 ``initial``, ``transfer`` and ``terminal`` (:data:`~hvbench.analysis.trends.PROPAGATION_STEPS`)
@@ -22,12 +22,7 @@ from hvbench.analysis.stats import Summary, summarize
 from hvbench.analysis.summaries import Row
 from hvbench.analysis.trends import DURATION_METRICS, PROPAGATION_STEPS
 
-__all__ = ["SHARE_HEADERS", "PhaseShare", "phase_shares", "share_rows"]
-
-#: The columns of :func:`share_rows`.
-SHARE_HEADERS = ("platform", "method", "image size", "n",
-                 *(f"{step} %" for step in PROPAGATION_STEPS), "propagation s")
-
+__all__ = ["PhaseShare", "phase_shares"]
 
 @dataclass(frozen=True)
 class PhaseShare:
@@ -93,22 +88,3 @@ def _share(cell: str, hit: bool, fact: tuple[str, str, float | None],
     return PhaseShare(cell, platform, method + (" (cache hit)" if hit else ""), size,
                       shares, summarize(totals), hit)
 
-
-def _mean_ci(summary: Summary | None, digits: int) -> str:
-    if summary is None:
-        return "-"
-    if summary.n < 2:
-        return f"{summary.mean:.{digits}f}"
-    return f"{summary.mean:.{digits}f} ± {summary.ci95_high - summary.mean:.{digits}f}"
-
-
-def _size(size: float | None) -> str:
-    return "-" if size is None else f"{size / (1 << 20):g} MiB"
-
-
-def share_rows(shares: Sequence[PhaseShare]) -> list[list[str]]:
-    """:data:`SHARE_HEADERS` rows: each phase's share as ``mean ± 95 % CI half-width``
-    (the mean alone for one repetition), then the propagation time in seconds."""
-    return [[s.platform, s.method, _size(s.image_size), str(s.total.n),
-             *(_mean_ci(s.shares.get(step), 1) for step in PROPAGATION_STEPS),
-             _mean_ci(s.total, 2)] for s in shares]

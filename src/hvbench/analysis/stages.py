@@ -19,21 +19,19 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from hvbench.analysis.scenarios import SampleLike
 from hvbench.analysis.stats import Summary, summarize
-from hvbench.analysis.summaries import Row, TextTable, mean_ci_text, phase_key
+from hvbench.analysis.summaries import Row, phase_key
 
 __all__ = [
     "STAGE_MONITORS",
     "Stage",
     "StageRow",
     "StageWindow",
+    "column_key",
     "is_stage_mark",
-    "stage_json",
     "stage_rows",
-    "stage_tables",
     "stage_windows",
     "window_stages",
 ]
@@ -87,7 +85,8 @@ def _column(monitor: str, key: str) -> str | None:
     return None
 
 
-def _column_key(column: str) -> tuple[int, int, str]:
+def column_key(column: str) -> tuple[int, int, str]:
+    """Sort key of a stage column: host busy %, the cores in order, then the guests."""
     if column == "host busy %":
         return (0, 0, column)
     core = re.match(r"^cpu(\d+) ", column)
@@ -148,7 +147,7 @@ def stage_windows(rows: Sequence[Row], samples: Iterable[SampleLike],
     for key in sorted(marks, key=lambda k: (k[0], phase_key(k[2]), k[1])):
         cell, rep, phase = key
         columns = {c: tuple(sorted(p)) for c, p in sorted(
-            series.get(key, {}).items(), key=lambda kv: _column_key(kv[0]))}
+            series.get(key, {}).items(), key=lambda kv: column_key(kv[0]))}
         end = max((p[-1][0] for p in columns.values() if p), default=0.0)
         out.append(StageWindow(cell, *cells[cell], phase, rep,
                                tuple(window_stages(marks[key], end)), columns))
@@ -187,32 +186,3 @@ def stage_rows(windows: Sequence[StageWindow]) -> list[StageRow]:
                                 summarize(lengths), means))
     return out
 
-
-def stage_tables(rows: Sequence[StageRow]) -> list[TextTable]:
-    """One table per (cell, phase): a row per stage, the mean per-core host busy %, the
-    host's busy % and each guest's vCPU % (mean ± 95 % CI over the repetitions)."""
-    grouped: dict[tuple[str, str, str, str], list[StageRow]] = defaultdict(list)
-    for r in rows:
-        grouped[(r.platform, r.workload, r.phase, r.cell)].append(r)
-    tables = []
-    for (platform, workload, phase, _), items in grouped.items():
-        columns = sorted({c for r in items for c in r.means}, key=_column_key)
-        body = tuple((r.stage, mean_ci_text(r.seconds),
-                      *(mean_ci_text(r.means[c]) if c in r.means else "-" for c in columns),
-                      str(r.seconds.n)) for r in items)
-        tables.append(TextTable(
-            f"CPU per stage, {platform} {workload}/{phase} (seed 004 Figs. 1-4)",
-            ("stage", "seconds", *columns, "n"), body,
-            note="stages start at the stored nb<i>.cpu.started_at_s marks; busy %: of one "
-                 "host core (host busy %: of all cores); vCPU %: of one core, summed over "
-                 "the guest's vCPU threads."))
-    return tables
-
-
-def stage_json(rows: Sequence[StageRow]) -> list[dict[str, Any]]:
-    """The stage rows for ``--format json``."""
-    def summary(s: Summary) -> dict[str, float | int]:
-        return {"mean": s.mean, "ci95_half_width": s.ci95_half_width, "n": s.n}
-    return [{"cell": r.cell, "platform": r.platform, "workload": r.workload,
-             "phase": r.phase, "stage": r.stage, "seconds": summary(r.seconds),
-             "means": {c: summary(s) for c, s in r.means.items()}} for r in rows]

@@ -2,8 +2,8 @@
 trends, as data both reports print (the terminal's tables, the HTML report's figures
 and tables).
 
-Pure: functions of stored rows (and numbers) that return series, fits and text rows;
-no matplotlib here, so the terminal report stays quick to start.
+Pure: functions of stored rows (and numbers) that return series and fits (their
+equations and table rows: :mod:`hvbench.report.propagation`).
 
 Propagation convention (seed 000 §5.1). A workload whose phases include at least two
 of ``initial``, ``transfer`` and ``terminal`` with a duration (``duration_s``, else
@@ -41,20 +41,15 @@ from hvbench.model.study import LIFECYCLE_PHASES
 
 __all__ = [
     "DURATION_METRICS",
-    "FIT_HEADERS",
     "PROPAGATION_STEPS",
     "TRANSFER_ONLY",
     "ReferenceLine",
     "SizeSeries",
-    "fit_equation",
-    "fit_polynomial",
-    "fit_rows",
     "fits_for",
     "lifecycle_series",
     "lifecycle_workloads",
     "link_rates",
     "nic_lines",
-    "propagation_fit_rows",
     "propagation_series",
     "propagation_workloads",
     "transfer_series",
@@ -64,10 +59,6 @@ __all__ = [
 PROPAGATION_STEPS = ("initial", "transfer", "terminal")
 #: A phase's duration: its ``duration_s``, else the runner's ``phase_wall_s``.
 DURATION_METRICS = ("duration_s", "phase_wall_s")
-FIT_HEADERS = ("platform", "method", "fit", "equation (x in bytes, y in s)", "R²",
-               "intercept: the manager's overhead s")
-
-
 # -- fits ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ReferenceLine:
@@ -77,25 +68,6 @@ class ReferenceLine:
     label: str
     intercept: float
     slope: float
-
-
-def _number(value: float) -> str:
-    return f"{value:.4g}"
-
-
-def fit_polynomial(coefficients: Sequence[float]) -> str:
-    """``y = c0 + c1·x [+ c2·x²]`` with 4 significant digits (ascending powers)."""
-    terms = [_number(coefficients[0])]
-    for power, coefficient in enumerate(coefficients[1:], start=1):
-        sign = "-" if coefficient < 0 else "+"
-        x = "x" if power == 1 else "x²"
-        terms.append(f"{sign} {_number(abs(coefficient))}·{x}")
-    return f"y = {' '.join(terms)}"
-
-
-def fit_equation(fit: Fit) -> str:
-    """``y = c0 + c1·x [+ c2·x²]`` with 4 significant digits, then ``R² = ...``."""
-    return f"{fit_polynomial(fit.coefficients)}  (R² = {fit.r_squared:.4f})"
 
 
 def fits_for(points: Sequence[tuple[float, float]]) -> list[tuple[str, Fit]]:
@@ -246,28 +218,3 @@ def nic_lines(rates: Sequence[float]) -> list[ReferenceLine]:
     return [ReferenceLine(f"theoretical NIC {rate / 1e6:g} Mbit/s", 0.0, 8.0 / rate)
             for rate in rates]
 
-
-def fit_rows(series: Sequence[SizeSeries], references: Sequence[ReferenceLine] = ()
-             ) -> list[list[str]]:
-    """Each series' linear and quadratic fits (:data:`FIT_HEADERS`): equation, R², and
-    the intercept, which is the time at size 0, i.e. what the manager spends besides
-    moving bytes (seed 000 §5.1 reads it as the IaaS manager's overhead); then one row
-    per reference line (``line rate``)."""
-    rows = [[s.platform, s.method, kind, fit_polynomial(fit.coefficients),
-             f"{fit.r_squared:.4f}", f"{fit.coefficients[0]:.4g}"]
-            for s in series for kind, fit in fits_for(s.points)]
-    rows += [[ref.label, "-", "line rate", fit_polynomial((ref.intercept, ref.slope)), "1",
-              f"{ref.intercept:.4g}"] for ref in references]
-    return rows
-
-
-def propagation_fit_rows(rows: Sequence[Row]) -> list[list[str]]:
-    """:func:`fit_rows` of every propagation series of the run (total time), then of its
-    transfer-only series (:func:`transfer_series`), then its NIC lines, as the HTML
-    report's table (empty when the run has no propagation point)."""
-    workloads = propagation_workloads(rows)
-    series = propagation_series(rows, workloads)
-    if not any(s.points for s in series):
-        return []
-    return fit_rows([*series, *transfer_series(rows, workloads)],
-                    nic_lines(link_rates(rows, workloads)))

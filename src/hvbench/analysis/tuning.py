@@ -17,6 +17,7 @@ from typing import Any, Literal
 from hvbench.analysis.compare import Comparison, compare_values
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import Row
+from hvbench.model.tune import TuneSpec
 
 Goal = Literal["maximize", "minimize"]
 
@@ -28,6 +29,12 @@ class Objective:
     metric: str
     goal: Goal
     targets: tuple[tuple[str, str, float], ...]
+
+
+def objective_of(spec: TuneSpec) -> Objective:
+    """The analysis layer's view of the objective."""
+    return Objective(spec.metric, spec.goal,
+                     tuple((t.workload, t.phase, t.weight) for t in spec.targets))
 
 
 def _values(rows: Sequence[Row], platform: str, workload: str, phase: str, metric: str

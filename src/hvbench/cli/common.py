@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from hvbench.analysis.summaries import warning_lines
 from hvbench.errors import SpecError
 from hvbench.report.model import load_run_report, resolve_run_id
+from hvbench.report.text import warning_lines
 from hvbench.store.database import DB_ENV, Store
 
 if TYPE_CHECKING:

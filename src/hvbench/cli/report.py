@@ -160,7 +160,7 @@ def _html(store: Store, run_id: str, series: str | None, findings: str | None) -
     from hvbench.report.model import latency_distributions, load_run_report
     from hvbench.report.render import findings_choice, html_input
     from hvbench.report.tune import load_tune_report, tuning_html
-    from hvbench.run.tune import is_tune_text
+    from hvbench.run.tune import is_tune_text, resume_tune
 
     choice = parse_series_choice(series) if series else None
     # Only the monitors a series choice (or the automatic ones) can draw, plus, for a
@@ -172,7 +172,8 @@ def _html(store: Store, run_id: str, series: str | None, findings: str | None) -
     data = html_input(report, choice, latency_distributions(store, run_id),
                       findings_choice(report, findings))
     if is_tune_text(report.run.study_text):
-        data = dataclasses.replace(data, tuning=tuning_html(load_tune_report(store, run_id)))
+        data = dataclasses.replace(data, tuning=tuning_html(
+            load_tune_report(store, run_id, resume_tune(store, run_id))))
     fleet = _fleet_of(store, run_id)
     if fleet is not None:
         data = dataclasses.replace(data, fleet=fleet_tables(fleet))

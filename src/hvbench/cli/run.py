@@ -549,7 +549,7 @@ def _repetitions_text(study: Study) -> str:
 def precision_lines(precision: Any) -> list[str]:
     """Where each adaptive cell stopped: a count of those that reached their target,
     and one line per cell that stopped at its maximum, with its CoV (pure)."""
-    from hvbench.analysis.precision import precision_line
+    from hvbench.report.precision import precision_line
 
     if not precision:
         return []

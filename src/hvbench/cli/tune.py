@@ -114,8 +114,9 @@ def _answer(store: Store, run_id: str, args: argparse.Namespace, out: Console,
         ranked_table,
         tune_json_text,
     )
+    from hvbench.run.tune import resume_tune
 
-    report = load_tune_report(store, run_id)
+    report = load_tune_report(store, run_id, resume_tune(store, run_id))
     if args.winner_dir and report.block is not None:
         _write_winner(Path(args.winner_dir), report.block, err)
     if args.format == "json":

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+_PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
 PROC = Path("/proc")
@@ -66,6 +67,17 @@ def become_subreaper(enable: bool = True) -> bool:
         return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def die_with_parent(signum: int = signal.SIGKILL) -> None:
+    """Runs in the child before exec: if the thread that started it dies (even by
+    SIGKILL of hvbench), the child gets ``signum`` (SIGKILL by default; a child that
+    must stop what it started itself asks for a signal it handles).
+
+    PR_SET_PDEATHSIG follows the *thread* that forked: start processes from a thread
+    that lives as long as they should (the main thread, in hvbench)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
 
 
 def read_stat(pid: int, proc: Path = PROC) -> ProcInfo | None:

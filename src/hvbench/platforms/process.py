@@ -37,11 +37,11 @@ from hvbench.errors import CommandError, GuestTimeoutError, HostError, RootRequi
 from hvbench.host import facts, interrupt, proctree
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
+from hvbench.host.proctree import die_with_parent
 from hvbench.host.started import StartStop
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
-_PR_SET_PDEATHSIG = 1
 _CLONE_NEWNET = 0x40000000
 #: How long stop() waits after SIGTERM before SIGKILL, seconds.
 TERM_WAIT_S = 3.0
@@ -54,20 +54,10 @@ CONNECT_TIMEOUT_S = 0.2
 NETNS_DIR = Path("/run/netns")
 
 
-def die_with_parent(signum: int = signal.SIGKILL) -> None:
-    """Runs in the child before exec: if the thread that started it dies (even by
-    SIGKILL of hvbench), the child gets ``signum`` (SIGKILL by default; a child that
-    must stop what it started itself asks for a signal it handles).
-
-    PR_SET_PDEATHSIG follows the *thread* that forked: start processes from a thread
-    that lives as long as they should (the main thread, in hvbench)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
-
-
 def _join_then_die(procs: Path) -> Callable[[], None]:
     """A preexec function: write the child's pid to ``procs``, then
-    :func:`die_with_parent`. Runs between fork and exec: it only writes a file."""
+    :func:`~hvbench.host.proctree.die_with_parent`. Runs between fork and exec: it only
+    writes a file."""
     def prepare() -> None:
         with procs.open("w") as handle:
             handle.write(str(os.getpid()))

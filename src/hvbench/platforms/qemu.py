@@ -39,6 +39,7 @@ from hvbench.host import facts
 from hvbench.host.blockdev import require_free_device
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.proctree import die_with_parent as _die_with_parent
 from hvbench.host.started import StartStop
 from hvbench.host.tsc import tsc_khz
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage, find_image
@@ -62,7 +63,6 @@ from hvbench.model.spec import (
 from hvbench.model.storage_daemon import guest_pci_address, vhost_user_queues
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
-from hvbench.platforms.process import die_with_parent as _die_with_parent
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 from hvbench.platforms.socket_daemon import SocketDaemon
 from hvbench.platforms.storage_daemon import StorageDaemon

@@ -1,9 +1,11 @@
 """The seed papers' findings (``findings.toml``, shipped with the package) loaded and
-evaluated on a report's run: the Findings table of ``hvbench report --findings``, the
-HTML report's Findings section and the ``findings`` key of ``--format json``."""
+evaluated on a report's run (:mod:`hvbench.analysis.findings` decides the verdicts): the
+Findings table of ``hvbench report --findings``, the HTML report's Findings section and
+the ``findings`` key of ``--format json``."""
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections import Counter
 from collections.abc import Sequence
@@ -17,15 +19,18 @@ from hvbench.analysis.findings import (
     FindingsError,
     evaluate,
     parse_findings,
-    verdict_text,
 )
+from hvbench.analysis.metrics import lookup
 from hvbench.analysis.preconditions import HostFacts, Requirements
+from hvbench.analysis.stats import Summary
 from hvbench.analysis.summaries import fmt_value
 from hvbench.report.model import RunReport, link_rates
+from hvbench.report.text import TextTable, mean_ci_text
 
-__all__ = ["DOC_BEGIN", "DOC_END", "FINDINGS_FILE", "SEED_STUDY_PREFIX", "findings_markdown",
-           "host_facts", "is_seed_study", "load_findings", "parse_findings_text",
-           "run_findings", "verdict_counts", "verdicts_markdown"]
+__all__ = ["DOC_BEGIN", "DOC_END", "FINDINGS_FILE", "FINDINGS_HEADERS", "SEED_STUDY_PREFIX",
+           "findings_json", "findings_markdown", "findings_table", "host_facts",
+           "is_seed_study", "load_findings", "parse_findings_text", "ratio_text",
+           "run_findings", "verdict_counts", "verdict_text", "verdicts_markdown"]
 
 #: The data file, inside the ``hvbench.report`` package.
 FINDINGS_FILE = "findings.toml"
@@ -130,10 +135,122 @@ def verdicts_markdown(results: Sequence[tuple[str, FindingResult]]) -> str:
     lines = ["| finding | run | A/B: paper, ours [95 % CI] | verdict |", "|---|---|---|---|"]
     for run_id, r in results:
         lines.append("| " + " | ".join(_cell(c) for c in (
-            r.finding.id, run_id, r.ratio_text(), verdict_text(r))) + " |")
+            r.finding.id, run_id, ratio_text(r), verdict_text(r))) + " |")
     return "\n".join(lines) + "\n"
 
 
 def verdict_counts(results: Sequence[FindingResult]) -> dict[str, int]:
     """How many measured results got each verdict (most frequent first)."""
     return dict(Counter(r.verdict for r in results if r.measured).most_common())
+
+
+def ratio_text(result: FindingResult) -> str:
+    """``paper xRp, ours xR [lo, hi]`` (with the multiplication sign; ``ours -`` when
+    not measured)."""
+    paper = f"paper {TIMES}{fmt_value(result.finding.paper_ratio)}"
+    iv = result.interval
+    if iv is None:
+        return (f"{paper}, ours - (a value <= 0: no log ratio)" if result.measured
+                else f"{paper}, ours -")
+    bounds = (f"[{fmt_value(iv.low)}, {fmt_value(iv.high)}]" if iv.has_interval
+              else "[no interval: n = 1]")
+    return (f"{paper}, ours {TIMES}{fmt_value(iv.ratio)} {bounds} ({iv.test}, "
+            f"n = {iv.n_a}|{iv.n_b}, δ {result.delta * 100:.0f} %)")
+
+
+FINDINGS_HEADERS = ("finding", "source", "A vs B", "paper A | B", "ours A | B",
+                    "A/B: paper, ours [95 % CI]", "verdict")
+
+
+def _paper_text(finding: Finding) -> str:
+    return f"{fmt_value(finding.a.value)} | {fmt_value(finding.b.value)} {finding.unit}"
+
+
+def _ours_text(result: FindingResult) -> str:
+    if result.a is None or result.b is None:
+        return "not measured by this run"
+    spec = lookup(result.finding.metric.replace("*", "x"))
+    unit = spec.unit if spec is not None else ""
+    return f"{mean_ci_text(result.a)} | {mean_ci_text(result.b, unit)}"
+
+
+def verdict_text(result: FindingResult) -> str:
+    """The verdict with its reason (``inconclusive: n = 1: ...``)."""
+    return result.verdict + (f": {result.reason}" if result.reason else "")
+
+
+def _row(result: FindingResult) -> tuple[str, ...]:
+    finding = result.finding
+    ratio = (ratio_text(result) if result.measured
+             else f"paper {TIMES}{fmt_value(finding.paper_ratio)} ({finding.direction_text()})")
+    return (finding.id, f"seed {finding.seed} {finding.source}",
+            f"{finding.a.label} vs {finding.b.label}", _paper_text(finding),
+            _ours_text(result), ratio, verdict_text(result))
+
+
+_NOTE = ("paper A | B: the paper's numbers in its units (what it compared: docs/seeds.md, "
+         "--format json); ours: mean ± 95 % CI over the repetitions of the matching "
+         "cells, in the metric's unit. A/B: ours is the geometric mean of the per-round "
+         "ratios with a paired t 95 % interval (Welch's on the logs when the rounds do not "
+         "pair), n per side, and the margin δ (10 %, or the host's noise floor if larger). "
+         "reproduced: the interval clears 1 ± δ in the paper's direction and stays within "
+         "a factor 2 of its size in log; effect absent: the interval lies inside 1 ± δ; "
+         "a verdict needs 3 repetitions per side (docs/seeds.md).")
+
+
+def findings_table(results: Sequence[FindingResult], *, include_unmeasured: bool = False
+                   ) -> TextTable | None:
+    """The findings table: measured findings (and, with ``include_unmeasured``, the
+    rest as "not measured by this run"); None when there is nothing to show."""
+    shown = [r for r in results if r.measured or include_unmeasured]
+    if not shown:
+        return None
+    return TextTable(title="Findings: the seed papers next to this run",
+                     headers=FINDINGS_HEADERS, rows=tuple(_row(r) for r in shown), left=3,
+                     note=_NOTE)
+
+
+def _summary_json(summary: Summary | None) -> dict[str, float] | None:
+    if summary is None:
+        return None
+    return {"n": summary.n, "mean": summary.mean, "ci95_low": summary.ci95_low,
+            "ci95_high": summary.ci95_high}
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _ratio_json(result: FindingResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"paper": result.finding.paper_ratio, "delta": result.delta}
+    iv = result.interval
+    if iv is not None:
+        out.update({"ours": iv.ratio, "low": _finite(iv.low), "high": _finite(iv.high),
+                    "test": iv.test, "n_a": iv.n_a, "n_b": iv.n_b})
+    return out
+
+
+def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool = False
+                  ) -> list[dict[str, Any]]:
+    """The ``findings`` key of ``--format json``: one object per finding shown."""
+    out: list[dict[str, Any]] = []
+    for result in results:
+        if not (result.measured or include_unmeasured):
+            continue
+        finding = result.finding
+        out.append({
+            "id": finding.id, "seed": finding.seed, "source": finding.source,
+            "statement": finding.statement, "metric": finding.metric,
+            "phase": finding.phase, "expect": finding.direction_text(),
+            "paper": {"a": finding.a.value, "b": finding.b.value, "unit": finding.unit,
+                      "setting": finding.paper_setting},
+            "a": {"label": finding.a.label, "cells": list(result.a_cells),
+                  "summary": _summary_json(result.a)},
+            "b": {"label": finding.b.label, "cells": list(result.b_cells),
+                  "summary": _summary_json(result.b)},
+            "ours": result.ours_direction(), "ratio": _ratio_json(result),
+            "verdict": result.verdict, "reason": result.reason or None,
+            "needed_repetitions": result.needed_repetitions,
+            "preconditions": [{"name": c.name, "met": c.met, "measured": c.measured}
+                              for c in result.checks]})
+    return out

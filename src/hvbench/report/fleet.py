@@ -7,17 +7,15 @@ tables from it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from hvbench.analysis.fleet import (
-    NO_VERDICT,
-    OUTLIER_NOTE,
+    MIN_HOSTS_FOR_OUTLIERS,
     SPREAD_KEY,
     HostSpread,
     host_spread,
-    spread_json,
-    spread_table,
 )
 from hvbench.analysis.fleet_verdict import (
     VERDICT_NOTE,
@@ -26,12 +24,20 @@ from hvbench.analysis.fleet_verdict import (
     host_verdict,
     main_rows,
 )
-from hvbench.analysis.summaries import TextTable, fmt_value
+from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
+from hvbench.report.text import TextTable
 from hvbench.store.database import Store
 
 __all__ = ["FleetHost", "FleetReport", "fleet_json", "fleet_tables", "load_fleet_report"]
 
+#: What the outliers column says when there are too few hosts for a verdict.
+NO_VERDICT = f"n/a (< {MIN_HOSTS_FOR_OUTLIERS} hosts)"
+#: How the outlier verdict is reached, as the tables' note says it.
+OUTLIER_NOTE = ("CoV across hosts: of the host means; CoV within hosts: the mean of each "
+                "host's CoV over its repetitions. Outlier: Welch's t-test of the host's "
+                "repetitions against the other hosts', Bonferroni-corrected p < 0.01 and "
+                "more than 5 % off their mean; 3 hosts at least.")
 #: The environment fields of the hosts table: (key, header).
 HOST_FIELDS = (("hostname", "hostname"), ("cpu_model", "CPU"), ("kernel", "kernel"),
                ("qemu_version", "QEMU"), ("accelerator", "accelerator"),
@@ -186,3 +192,26 @@ def fleet_json_text(report: FleetReport) -> str:
     """:func:`fleet_json` as the document ``report --fleet F --format json`` writes."""
     return json.dumps(fleet_json(report), indent=2) + "\n"
 
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def spread_table(title: str, hosts: Sequence[str], spreads: Sequence[HostSpread]
+                 ) -> TextTable:
+    """One row per cell, phase and metric: each host's mean, the CoV across and within
+    hosts, the outliers (what ``report --fleet`` prints and the HTML report shows)."""
+    rows = tuple(
+        (s.cell, s.phase, f"{s.metric} ({s.unit})",
+         *(fmt_value(s.means[h]) if h in s.means else "-" for h in hosts),
+         _pct(s.across_cov_pct), _pct(s.within_cov_pct),
+         ", ".join(s.outliers) or ("-" if s.p_values else NO_VERDICT))
+        for s in spreads)
+    return TextTable(title, ("cell", "phase", "metric", *hosts, "CoV across hosts %",
+                             "CoV within hosts %", "outliers"), rows, left=3,
+                     note=OUTLIER_NOTE)
+
+
+def spread_json(spreads: Sequence[HostSpread]) -> list[dict[str, Any]]:
+    """Every :class:`HostSpread` as a JSON object (``p_values``: the corrected ones)."""
+    return [{**asdict(s), "outliers": list(s.outliers)} for s in spreads]

@@ -51,41 +51,31 @@ from hvbench.analysis.scenarios import (
     OnDemandSeries,
     SampleLike,
     ScenarioReport,
-    TextTable,
     build_scenario_report,
-    cov_tables,
     ondemand_series,
-    scenario_tables,
 )
-from hvbench.analysis.shares import SHARE_HEADERS, PhaseShare, phase_shares, share_rows
-from hvbench.analysis.stages import StageWindow, stage_rows, stage_tables, stage_windows
+from hvbench.analysis.shares import PhaseShare, phase_shares
+from hvbench.analysis.stages import StageWindow, stage_rows, stage_windows
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
     PhaseStats,
     Row,
     compared_to_native,
-    cov_text,
     fmt_value,
-    grouped_warnings,
-    mean_ci_text,
-    pct_of_native_text,
     phase_key,
     phase_stats,
     warnings_for,
 )
 from hvbench.analysis.trends import (
-    FIT_HEADERS,
     PROPAGATION_STEPS,
     ReferenceLine,
     SizeSeries,
     duration_metric,
-    fit_rows,
     fits_for,
     lifecycle_series,
     lifecycle_workloads,
     link_rates,
     nic_lines,
-    propagation_fit_rows,
     propagation_series,
     propagation_workloads,
     transfer_series,
@@ -109,11 +99,27 @@ from hvbench.report.plots import (
     time_series_grid,
     trend_lines,
 )
+from hvbench.report.propagation import (
+    FIT_HEADERS,
+    SHARE_HEADERS,
+    fit_rows,
+    propagation_fit_rows,
+    share_rows,
+)
+from hvbench.report.scenarios import cov_tables, scenario_tables
+from hvbench.report.stages import stage_tables
 from hvbench.report.tables import (
     MAX_COLUMNS,
     PROPAGATION_SHARE_NOTE,
     PROPAGATION_SHARE_TITLE,
     TCG_BANNER,
+)
+from hvbench.report.text import (
+    TextTable,
+    cov_text,
+    grouped_warnings,
+    mean_ci_text,
+    pct_of_native_text,
 )
 
 __all__ = [

@@ -20,10 +20,10 @@ from hvbench.analysis.diagnosis import Verdict, diagnose_all, needs_flatness
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_histogram
 from hvbench.analysis.layers import LayerRow, layer_rows
 from hvbench.analysis.noise import NoiseFloor
-from hvbench.analysis.precision import cell_precision, precision_line
+from hvbench.analysis.precision import cell_precision
 from hvbench.analysis.resources import CellModel, build_models, with_flatness
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
-from hvbench.analysis.shares import phase_shares, share_rows
+from hvbench.analysis.shares import phase_shares
 from hvbench.analysis.stages import (
     STAGE_MONITORS,
     StageRow,
@@ -33,7 +33,7 @@ from hvbench.analysis.stages import (
 )
 from hvbench.analysis.steady import SteadyState, flatness, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
-from hvbench.analysis.trends import FIT_HEADERS, propagation_fit_rows, propagation_workloads
+from hvbench.analysis.trends import propagation_workloads
 from hvbench.errors import SpecError
 from hvbench.host.hostconfig import RAW_KIND as HOST_CONFIG_KIND
 from hvbench.model.lab import parse_rate
@@ -45,6 +45,8 @@ from hvbench.model.libvirt_xml import (
 )
 from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import parse_study, repetition_rule
+from hvbench.report.precision import precision_line
+from hvbench.report.propagation import FIT_HEADERS, propagation_fit_rows, share_rows
 from hvbench.store.database import Store
 from hvbench.store.records import (
     CellRow,
@@ -87,7 +89,7 @@ class RunReport:
     #: platform -> the I/O settings of its libvirt domain, one line each (from the
     #: domain XML stored with the run); empty without libvirt platforms.
     domain_io: dict[str, list[str]] = field(default_factory=dict)
-    #: :data:`~hvbench.analysis.shares.SHARE_HEADERS` rows: each propagation phase's
+    #: :data:`~hvbench.report.propagation.SHARE_HEADERS` rows: each propagation phase's
     #: share of the propagation time per cell (seed 000 Fig. 4; empty without one).
     propagation_shares: list[list[str]] = field(default_factory=list)
     #: The diagnosis of every (phase, platform) (``hvbench explain``), phase order.

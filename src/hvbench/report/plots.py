@@ -29,8 +29,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from hvbench.analysis.latency import tail_points
-from hvbench.analysis.trends import ReferenceLine, fit_equation, fit_polynomial, fits_for
+from hvbench.analysis.trends import ReferenceLine, fits_for
 from hvbench.errors import SpecError
+from hvbench.report.propagation import fit_equation, fit_polynomial
 
 __all__ = [
     "NATIVE_COLOR",

@@ -17,19 +17,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from hvbench.analysis.findings import findings_json, findings_table
 from hvbench.analysis.latency import Histogram, cdf
-from hvbench.analysis.scenarios import scenario_json, scenario_tables
-from hvbench.analysis.shares import SHARE_HEADERS
-from hvbench.analysis.stages import stage_json, stage_tables
 from hvbench.analysis.stats import Summary
-from hvbench.analysis.summaries import (
-    TextTable,
-    compared_to_native,
-    mean_ci_text,
-    pct_of_native_text,
-)
-from hvbench.analysis.trends import FIT_HEADERS
+from hvbench.analysis.summaries import compared_to_native
 from hvbench.report.diagnosis import (
     DIAGNOSIS_NOTE,
     DIAGNOSIS_TITLE,
@@ -41,9 +31,12 @@ from hvbench.report.diagnosis import (
     verdict_json,
 )
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
-from hvbench.report.findings import is_seed_study, run_findings
+from hvbench.report.findings import findings_json, findings_table, is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.model import RunReport, summary_meta
+from hvbench.report.propagation import FIT_HEADERS, SHARE_HEADERS
+from hvbench.report.scenarios import scenario_json, scenario_tables
+from hvbench.report.stages import stage_json, stage_tables
 from hvbench.report.tables import (
     LAYER_TITLE,
     PROPAGATION_SHARE_TITLE,
@@ -55,6 +48,7 @@ from hvbench.report.tables import (
     rich_table,
     summary_json,
 )
+from hvbench.report.text import TextTable, mean_ci_text, pct_of_native_text
 
 __all__ = ["DiagnosisView", "TerminalOptions", "brief_table", "export_bytes",
            "findings_choice", "findings_text_table", "html_input", "report_json",

@@ -19,20 +19,17 @@ from rich import box
 from rich.table import Table
 
 from hvbench.analysis.layers import LayerRow
-from hvbench.analysis.shares import SHARE_HEADERS
 from hvbench.analysis.stats import Summary, percent_of_summary
 from hvbench.analysis.summaries import (
     PhaseStats,
     Row,
-    TextTable,
     fmt_value,
-    mean_ci_text,
     phase_key,
-    phase_rows,
     phase_stats,
     warnings_for,
 )
-from hvbench.analysis.trends import propagation_fit_rows
+from hvbench.report.propagation import SHARE_HEADERS, propagation_fit_rows
+from hvbench.report.text import TextTable, mean_ci_text, phase_rows
 
 # Re-exported: the summaries moved to hvbench.analysis.summaries.
 __all__ = [
@@ -98,7 +95,8 @@ def phase_table(stats: PhaseStats, native: str | None,
 
 PROPAGATION_FIT_TITLE = ("propagation: total time against image size, least-squares fits "
                          "(seed 000 Fig. 3)")
-#: The columns of :func:`hvbench.analysis.trends.fit_rows`, short enough for an 80-column terminal.
+#: The columns of :func:`hvbench.report.propagation.fit_rows`, short enough for an
+#: 80-column terminal.
 PROPAGATION_FIT_HEADERS = ("platform", "method", "fit", "equation (y s, x bytes)", "R²",
                            "overhead s")
 PROPAGATION_FIT_NOTE = ("y = initial + transfer + terminal seconds of a repetition, x = the "
@@ -112,7 +110,7 @@ PROPAGATION_FIT_NOTE = ("y = initial + transfer + terminal seconds of a repetiti
 def propagation_fit_table(rows: Sequence[Row]) -> Table | None:
     """The propagation fits for the terminal, as the HTML report's table: per
     (platform, method) the linear and quadratic least-squares equation, R² and
-    intercept (:func:`hvbench.analysis.trends.fit_rows`), then the theoretical NIC line of each
+    intercept (:func:`hvbench.report.propagation.fit_rows`), then the theoretical NIC line of each
     stored ``link_rate_bits``; None when the run has no propagation workload."""
     return propagation_fit_table_of(propagation_fit_rows(rows))
 
@@ -142,7 +140,7 @@ PROPAGATION_SHARE_NOTE = ("% of initial + transfer + terminal per repetition, me
 
 
 def propagation_share_table_of(found: Sequence[Sequence[str]]) -> Table | None:
-    """The :data:`~hvbench.analysis.shares.SHARE_HEADERS` rows for the terminal (None
+    """The :data:`~hvbench.report.propagation.SHARE_HEADERS` rows for the terminal (None
     for none)."""
     if not found:
         return None
@@ -194,7 +192,7 @@ def _summary_dict(summary: Summary, per: Mapping[str, Summary], native: str | No
 
 
 def rich_table(table: TextTable) -> Table:
-    """A :class:`~hvbench.analysis.summaries.TextTable` for the terminal."""
+    """A :class:`~hvbench.report.text.TextTable` for the terminal."""
     out = Table(title=table.title, title_justify="left", caption=table.note or None,
                 caption_justify="left")
     for index, header in enumerate(table.headers):

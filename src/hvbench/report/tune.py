@@ -16,12 +16,13 @@ from typing import Any
 from hvbench.analysis.compare import Comparison
 from hvbench.analysis.diagnosis import Verdict
 from hvbench.analysis.stats import Summary, summarize
-from hvbench.analysis.summaries import TextTable, fmt_value
+from hvbench.analysis.summaries import fmt_value
 from hvbench.analysis.tuning import (
     AxisEffect,
     TrialRow,
     axis_effects,
     native_means,
+    objective_of,
     scores,
     test_against,
     trial_rows,
@@ -38,7 +39,7 @@ from hvbench.model.tune import (
 )
 from hvbench.report.diagnosis import explain_lines, verdict_json
 from hvbench.report.model import load_run_report
-from hvbench.run.tune import objective_of, resume_tune
+from hvbench.report.text import TextTable
 from hvbench.store.database import Store
 from hvbench.store.records import CellRow, MeasurementRow, RunRecord
 
@@ -122,11 +123,11 @@ def _timeline(rows: Sequence[MeasurementRow], per_config: dict[str, list[float]]
     return [(i + 1, name, value) for i, (_, name, value) in enumerate(points)]
 
 
-def load_tune_report(store: Store, run_id: str) -> TuneReport:
-    """Read a tuning run and compute its answer.
+def load_tune_report(store: Store, run_id: str, spec: TuneSpec) -> TuneReport:
+    """Read a tuning run and compute its answer; ``spec`` is the run's own tune spec
+    (:func:`hvbench.run.tune.resume_tune`: the caller parses it, as report sits below run).
 
-    Raises :class:`StoreError` (no such run) and :class:`SpecError` (not a tuning run)."""
-    spec = resume_tune(store, run_id)
+    Raises :class:`StoreError` (no such run)."""
     report = load_run_report(store, run_id, monitors=[])
     objective = objective_of(spec)
     native_name = spec.native.name if spec.native else None

@@ -55,10 +55,10 @@ from hvbench.analysis.fleet import SPREAD_KEY
 from hvbench.errors import HostError, HvbenchError, SpecError
 from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.proctree import die_with_parent
 from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.study import Study, keep_cells, with_repetitions
 from hvbench.model.study import parse_study as parse_study_text
-from hvbench.platforms.process import die_with_parent
 from hvbench.run import fleet_tls
 from hvbench.run.plan import repetition_order
 from hvbench.run.runner import environment, git_commit

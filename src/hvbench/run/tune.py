@@ -60,7 +60,14 @@ from hvbench.analysis.metrics import direction_of, is_known
 from hvbench.analysis.resources import build_models
 from hvbench.analysis.stats import summarize
 from hvbench.analysis.summaries import phase_stats
-from hvbench.analysis.tuning import Objective, better, native_means, ranked, scores, separated
+from hvbench.analysis.tuning import (
+    better,
+    native_means,
+    objective_of,
+    ranked,
+    scores,
+    separated,
+)
 from hvbench.errors import SpecError
 from hvbench.host import facts, interrupt
 from hvbench.host.inputs import read_text_input
@@ -88,12 +95,6 @@ FIX_SETTINGS: Mapping[str, tuple[tuple[str, tuple[Any, ...]], ...]] = {
 #: The rough seconds of one repetition before any was measured (a TCG boot and a short
 #: fio phase): only used to decide whether a measurement still fits the time budget.
 FIRST_REPETITION_S = 15.0
-
-
-def objective_of(spec: TuneSpec) -> Objective:
-    """The analysis layer's view of the objective."""
-    return Objective(spec.metric, spec.goal,
-                     tuple((t.workload, t.phase, t.weight) for t in spec.targets))
 
 
 def catalogue_direction(metric: str) -> str | None:

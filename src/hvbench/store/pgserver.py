@@ -24,8 +24,8 @@ from pathlib import Path
 import psycopg
 
 from hvbench.errors import HostError
+from hvbench.host.proctree import die_with_parent
 from hvbench.host.started import StartStop
-from hvbench.platforms.process import die_with_parent
 
 #: Where Debian installs the server programs (they are not on PATH).
 BINDIR_ROOT = "/usr/lib/postgresql"
