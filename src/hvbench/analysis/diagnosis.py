@@ -596,10 +596,17 @@ def _shared_device(cell: CellModel) -> Hit | None:
     dev = _dev(cell)
     total = sum(cell.values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
     return Hit(SCORE_SPECIFIC + (1.0 - share),
-               (f"the cell's QEMU moved {_n(100.0 * share)} % of host device {dev}'s "
-                f"{_n(total)} kB/s (/proc/PID/io against diskstats): others moved "
-                f"{_n(100.0 * (1.0 - share))} %",
+               (f"{_share_who(cell)} moved {_n(100.0 * share)} % of host device {dev}'s "
+                f"{_n(total)} kB/s: others moved {_n(100.0 * (1.0 - share))} %",
                 _vs(cell, "res.disk.util_pct", "device %util", "%")))
+
+
+def _share_who(cell: CellModel) -> str:
+    """Who the cell's share was measured for, and from what (the source it came from,
+    :data:`~hvbench.analysis.resources.SHARE_SOURCES`)."""
+    if cell.get("res.disk.cell_share_source") == 0.0:
+        return "the cell's cgroup (its io statistics against diskstats)"
+    return "the cell's QEMU (/proc/PID/io against diskstats)"
 
 
 def _flush_per_write(cell: CellModel) -> Hit | None:

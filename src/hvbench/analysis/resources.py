@@ -325,16 +325,28 @@ def derive(values: Mapping[str, float], *, native: bool,
     return out
 
 
+#: Where a cell's own bytes come from, preferred first: its cgroup's io statistics
+#: (everything charged to the cell's cgroup: child processes, writeback), then the
+#: QEMU process's /proc/PID/io. The value of ``res.disk.cell_share_source``.
+SHARE_SOURCES = ("cgroup.io", "qemu.io")
+
+
 def _share_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
-    """The cell's own share of the host device's bytes: the QEMU process's block I/O
-    (``qemu.io.*``, /proc/PID/io) over the device's kB/s in the same window."""
+    """The cell's own share of the host device's bytes over the device's kB/s in the
+    same window, from the first of :data:`SHARE_SOURCES` that was sampled;
+    ``res.disk.cell_share_source`` is its index there."""
     dev = disk_device(values)
-    mine = [values.get(f"qemu.io.{k}") for k in ("read_kb_s", "write_kb_s")]
-    if dev is None or all(v is None for v in mine):
+    if dev is None:
         return
-    total = sum(values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
-    if total > 0:
-        out["res.disk.cell_share"] = min(sum(v or 0.0 for v in mine) / total, 1.0)
+    for index, source in enumerate(SHARE_SOURCES):
+        mine = [values.get(f"{source}.{k}") for k in ("read_kb_s", "write_kb_s")]
+        if all(v is None for v in mine):
+            continue
+        total = sum(values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
+        if total > 0:
+            out["res.disk.cell_share"] = min(sum(v or 0.0 for v in mine) / total, 1.0)
+            out["res.disk.cell_share_source"] = float(index)
+        return
 
 
 def phase_means(stats: PhaseStats) -> dict[str, dict[str, float]]:
