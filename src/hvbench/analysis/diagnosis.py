@@ -910,6 +910,24 @@ def _link(cell: CellModel) -> Hit | None:
                (f"link at {_n(util)} % of its shaped {_n(cell.link_mbit)} Mbit/s",), share)
 
 
+def _shared_link(cell: CellModel) -> Hit | None:
+    share, busy = cell.get("res.net.cell_share"), cell.get("res.net.link_busy_pct")
+    pct = _pct_of_native(cell)
+    # As for a device: only a link busy with everyone's traffic slows the cell.
+    if share is None or share >= CELL_SHARE_MINE or busy is None \
+            or busy < LINK_SATURATED_PCT or (pct is not None and pct >= NEAR_NATIVE_PCT):
+        return None
+    who = ("its tap's bytes" if cell.get("res.net.cell_share_source") == 0.0
+           else "its workload's rate")
+    total = cell.get("res.net.link_busy_mbit") or 0.0
+    return Hit(SCORE_SPECIFIC + (1.0 - share),
+               (f"the cell moved {_n(100.0 * share)} % of the link's {_n(total)} Mbit/s "
+                f"({who} against the link's own counters): others moved "
+                f"{_n(100.0 * (1.0 - share))} %",
+                f"link at {_n(busy)} % of its shaped {_n(cell.link_mbit or 0.0)} Mbit/s "
+                "with everyone's traffic"))
+
+
 def _user_net(cell: CellModel) -> Hit | None:
     if cell.setting("nic.backend") != "user":
         return None
@@ -1135,6 +1153,10 @@ RULES: tuple[Rule, ...] = (
          "weight (cgroup cpu.weight; libvirt <shares>), or fewer busy neighbours", True),
     Rule("link-saturated", "link saturated", _NET, ("res.net.link_util_pct",), _link,
          "a faster link ([[lab.host]] rate) or less traffic sharing it", True),
+    Rule("shared-link", "the lab link is busy with other users' traffic", _NET,
+         ("res.net.cell_share", "res.net.link_busy_pct"), _shared_link,
+         "measure on a link nobody else uses (a [[lab.host]] of its own), or move the "
+         "other traffic off it: not a setting of the guest", True),
     Rule("user-mode-networking", "user-mode networking (slirp)", _NET,
          ("qemu.main.cpu_pct",), _user_net,
          "QEMU -netdev tap,vhost=on; libvirt <interface type='bridge'>", True,

@@ -550,6 +550,11 @@ _RESOURCE_METRICS = (
     ("res.cpu_ms_per_io", "ms", "CPU ms per I/O"),
     ("res.cpu_ms_per_req", "ms", "CPU ms per request"),
     ("res.net.link_util_pct", "%", "link utilisation % of its shaped rate"),
+    ("res.net.link_busy_mbit", "Mbit/s", "the link's own rate, all users (busier direction)"),
+    ("res.net.link_busy_pct", "%", "the link's own rate, all users, % of its shaped rate"),
+    ("res.net.cell_share", "ratio", "share of the link's bytes the cell moved"),
+    ("res.net.cell_share_source", "index", "source of the cell's link share (0 its tap, "
+     "1 the workload's rate)"),
     ("res.disk.cell_share", "ratio", "share of the host device's bytes the cell moved"),
     ("res.disk.cell_share_source", "index", "source of the cell's share (0 its cgroup's "
      "io statistics, 1 /proc/PID/io)"),

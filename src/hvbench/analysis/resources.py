@@ -382,6 +382,7 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
     derived = derive(values, native=platform_def.get("kind") == "native", link_mbit=link)
     derived.update(intent(values, workload_def))
+    derived.update(link_share(values, _link_host(workload_def, link_rates or {}), link))
     series_cov = (flat or {}).get((stats.workload, stats.phase, platform))
     if series_cov is not None:
         derived["res.series_cov_pct"] = series_cov
@@ -410,14 +411,48 @@ def with_flatness(model: CellModel, flat: Mapping[tuple[str, str, str], float]) 
                    derived={**model.derived, "res.series_cov_pct": cov})
 
 
-def _link_rate(workload: Mapping[str, Any], rates: Mapping[str, float]) -> float | None:
-    """The shaped rate the workload's traffic crosses: its peer's (``peer``,
-    ``client``), else the only shaped host's."""
+def _link_host(workload: Mapping[str, Any], rates: Mapping[str, float]) -> str | None:
+    """The lab host whose link the workload's traffic crosses: its peer (``peer``,
+    ``client``, ``host``), else the only shaped host."""
     for key in ("peer", "client", "host"):
         name = workload.get(key)
-        if isinstance(name, str) and name in rates:
-            return rates[name]
-    return next(iter(rates.values())) if len(rates) == 1 else None
+        if isinstance(name, str) and name:
+            return name
+    return next(iter(rates)) if len(rates) == 1 else None
+
+
+def _link_rate(workload: Mapping[str, Any], rates: Mapping[str, float]) -> float | None:
+    """The shaped rate the workload's traffic crosses (:func:`_link_host`'s)."""
+    host = _link_host(workload, rates)
+    return rates.get(host) if host is not None else None
+
+
+def link_share(values: Mapping[str, float], host: str | None,
+               link_mbit: float | None) -> dict[str, float]:
+    """The cell's own share of the lab link it crosses: the cell's bytes against the
+    link's own counters (the root-namespace end of host ``host``'s veth,
+    ``net.<host>.*``), each in its busier direction. The cell's bytes are its tap's
+    (frame bytes, as the veth counts them; ``res.net.cell_share_source`` 0), else the
+    workload's own rate (payload only, so the share reads a few % low; source 1).
+    ``res.net.link_busy_mbit`` is the link's rate and, on a shaped link,
+    ``res.net.link_busy_pct`` its share of the shaped rate: how busy the link was with
+    everyone's traffic. Empty when the link was not sampled."""
+    link = [values.get(f"net.{host}.{k}") for k in ("rx_mbit_s", "tx_mbit_s")]
+    if host is None or any(v is None for v in link):
+        return {}
+    busy = max(v or 0.0 for v in link)
+    tap = [values.get(f"net.guest-tap0.{k}") for k in ("rx_mbit_s", "tx_mbit_s")]
+    own = max(v or 0.0 for v in tap) if any(v for v in tap) else None
+    source = 0.0
+    if own is None:
+        own, source = values.get("mbit_s", values.get("net_mbit_s")), 1.0
+    out = {"res.net.link_busy_mbit": busy}
+    if link_mbit:
+        out["res.net.link_busy_pct"] = 100.0 * busy / link_mbit
+    if own is not None and busy > 0:
+        out |= {"res.net.cell_share": min(own / busy, 1.0),
+                "res.net.cell_share_source": source}
+    return out
 
 
 def build_models(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
