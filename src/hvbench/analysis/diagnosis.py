@@ -925,7 +925,7 @@ def _shared_link(cell: CellModel) -> Hit | None:
                 f"({who} against the link's own counters): others moved "
                 f"{_n(100.0 * (1.0 - share))} %",
                 f"link at {_n(busy)} % of its shaped {_n(cell.link_mbit or 0.0)} Mbit/s "
-                "with everyone's traffic"))
+                "with everyone's traffic while the cell ran"))
 
 
 def _user_net(cell: CellModel) -> Hit | None:

@@ -432,26 +432,36 @@ def link_share(values: Mapping[str, float], host: str | None,
     """The cell's own share of the lab link it crosses: the cell's bytes against the
     link's own counters (the root-namespace end of host ``host``'s veth,
     ``net.<host>.*``), each in its busier direction. The cell's bytes are its tap's
-    (frame bytes, as the veth counts them; ``res.net.cell_share_source`` 0), else the
-    workload's own rate (payload only, so the share reads a few % low; source 1).
-    ``res.net.link_busy_mbit`` is the link's rate and, on a shaped link,
-    ``res.net.link_busy_pct`` its share of the shaped rate: how busy the link was with
-    everyone's traffic. Empty when the link was not sampled."""
+    (frame bytes over the same monitor window as the veth's, as the veth counts them;
+    ``res.net.cell_share_source`` 0), else the workload's own rate (payload over its
+    own run, so the share reads high when the window is longer than the run; source 1).
+
+    ``res.net.link_busy_mbit`` is what the link carried while the cell ran: the
+    cell's own rate over its run divided by its share (the monitor window is longer
+    than the run, so the window's mean understates a link that was full while the
+    workload ran; this assumes the others' traffic was spread like the cell's), else
+    the window's mean. On a shaped link ``res.net.link_busy_pct`` is that against the
+    shaped rate. Empty when the link was not sampled."""
     link = [values.get(f"net.{host}.{k}") for k in ("rx_mbit_s", "tx_mbit_s")]
     if host is None or any(v is None for v in link):
         return {}
-    busy = max(v or 0.0 for v in link)
+    window = max(v or 0.0 for v in link)
     tap = [values.get(f"net.guest-tap0.{k}") for k in ("rx_mbit_s", "tx_mbit_s")]
+    run_rate = values.get("mbit_s", values.get("net_mbit_s"))
     own = max(v or 0.0 for v in tap) if any(v for v in tap) else None
     source = 0.0
     if own is None:
-        own, source = values.get("mbit_s", values.get("net_mbit_s")), 1.0
-    out = {"res.net.link_busy_mbit": busy}
+        own, source = run_rate, 1.0
+    busy = window
+    out: dict[str, float] = {}
+    if own is not None and window > 0:
+        share = own / window
+        out |= {"res.net.cell_share": min(share, 1.0), "res.net.cell_share_source": source}
+        if source == 0.0 and run_rate and share > 0:
+            busy = run_rate / share
+    out["res.net.link_busy_mbit"] = busy
     if link_mbit:
         out["res.net.link_busy_pct"] = 100.0 * busy / link_mbit
-    if own is not None and busy > 0:
-        out |= {"res.net.cell_share": min(own / busy, 1.0),
-                "res.net.cell_share_source": source}
     return out
 
 
