@@ -12,6 +12,7 @@ from hvbench.analysis.diagnosis import diagnose
 from hvbench.analysis.resources import derive
 from hvbench.host.cgroups import MemoryCgroup
 from hvbench.host.hostconfig import ProcRoots, io_stat_file
+from hvbench.monitors import session
 from hvbench.monitors.readers import CgroupIoSampler, parse_blkio_bytes, parse_io_stat
 from tests.unit.test_diagnosis import DISK, NATIVE, model
 
@@ -136,3 +137,38 @@ def test_a_native_cell_in_its_cgroup_gets_a_share() -> None:
     derived = derive({**SHARED, "cgroup.io.write_kb_s": 49_000.0}, native=True)
     assert derived["res.disk.cell_share"] == pytest.approx(0.98)
     assert "res.disk.cell_share" not in derive(SHARED, native=True)
+
+
+# -- which platforms get the monitor ------------------------------------------------------
+class _Native:
+    """The parts of a platform cgroup_io_monitor reads (an IoCgroup)."""
+
+    pid = None
+
+    def __init__(self, stat: Path | None) -> None:
+        self.stat = stat
+
+    def io_stat_file(self) -> Path | None:
+        return self.stat
+
+
+class _Guest:
+    pid = 4242
+
+
+def test_cgroup_io_monitor_for_native_and_guests(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session, "whole_disk", lambda dev: dev.rstrip("0123456789"))
+    monkeypatch.setattr(session, "device_number", {"vda": "254:0"}.__getitem__)
+    stat = tmp_path / "io.stat"
+    found = session.cgroup_io_monitor(_Native(stat), "vda1")  # type: ignore[arg-type]
+    assert found is not None and (found.source, found.device) == (str(stat), "254:0")
+    assert session.cgroup_io_monitor(_Native(None), "vda1") is None  # type: ignore[arg-type]
+    # A guest: the hvbench cgroup its QEMU process is in, if any.
+    seen: list[int] = []
+
+    def no_cgroup(pid: int) -> None:
+        seen.append(pid)
+    monkeypatch.setattr(session, "io_stat_file", no_cgroup)
+    assert session.cgroup_io_monitor(_Guest(), "vda1") is None  # type: ignore[arg-type]
+    assert seen == [4242]
