@@ -1,14 +1,29 @@
-"""Accuracy of `hvbench explain` on the planted-bottleneck suite.
+"""Accuracy of `hvbench explain` on the planted-bottleneck matrix.
 
 Usage: python bench/diagnosis_accuracy.py [--rounds 3] [--only NAME,...] [--json]
+                                          [--keep DIR]
 
-Runs every study of examples/diagnosis (each plants one known bottleneck; the planted
+Runs every study of examples/diagnosis (each plants known bottlenecks; the planted
 cells and causes are in examples/diagnosis/expected.json) ``--rounds`` times, each into
-a fresh scratch database, and compares the dominant cause `hvbench explain` names for
-every planted cell with the planted one. Prints one line per planted cell and round,
-then the accuracy (correct / planted cells over all rounds). Exit 0 when every planted
-cell was named correctly in every round. Real guests (TCG here): a round takes a few
-minutes.
+a fresh scratch database, and compares what `hvbench explain` names for every planted
+cell with the planted cause. Prints one line per planted cell and round, then:
+
+- the confusion matrix: planted cause (rows) x named dominant cause (columns; a cell
+  with no cause is named by its outcome: ``(unexplained)``, ``(not-a-device-
+  measurement)``, ``(near-native)``);
+- top-1 accuracy: the dominant cause is the planted one (for a clean guest, planted
+  ``none``: no specific cause, i.e. no dominant cause or only ``tcg-emulation``, the
+  accelerator every guest here runs under);
+- right-fix rate: the fix given is the planted cause's fix. A planted cell may list the
+  configuration changes of its fix (``{"rule": ..., "fix": {"disk.cache": "none"}}``):
+  then the dominant finding's changes must be exactly those; otherwise its fix must
+  be the planted rule's own (another rule with the same fix is a right fix, a wrong
+  name). For a clean guest: no fix given;
+- unexplained rate: planted cells whose outcome was ``unexplained``.
+
+``--json`` prints all of it as one JSON document instead. Exit 0 when every planted cell
+was named correctly in every round. Real guests (TCG here): each study takes about a
+minute; the whole matrix takes long, run it in a window of its own.
 """
 
 from __future__ import annotations
@@ -20,12 +35,20 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from machine_lock import machine_lock
 
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "examples" / "diagnosis"
+#: The planted cause of a clean guest: no specific cause may be named.
+CLEAN = "none"
+#: Causes a clean guest may still get: the accelerator's own cost (every guest here
+#: runs under TCG), which is no bottleneck planted in the cell.
+NOT_SPECIFIC = ("tcg-emulation",)
 
 
 def _hvbench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -51,23 +74,104 @@ def _run(name: str, db: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
-def one_study(name: str, planted: dict[str, str], scratch: Path) -> list[dict[str, object]]:
+def planted_cause(spec: str | Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """(rule, the fix's configuration changes or None) of an expected.json entry."""
+    if isinstance(spec, str):
+        return spec, None
+    return str(spec["rule"]), dict(spec["fix"]) if "fix" in spec else None
+
+
+def named_label(verdict: Mapping[str, Any]) -> str:
+    """The column of the confusion matrix: the dominant rule, else ``(outcome)``."""
+    dominant = verdict.get("dominant")
+    return str(dominant["rule"]) if dominant else f"({verdict.get('outcome')})"
+
+
+def score(verdict: Mapping[str, Any], spec: str | Mapping[str, Any],
+          rule_fixes: Mapping[str, str]) -> dict[str, Any]:
+    """One planted cell's result: planted, named, top-1 ``ok``, ``right_fix``,
+    ``unexplained``. ``rule_fixes``: rule -> its fix text (the planted rule's own fix
+    when the entry lists no changes)."""
+    planted, changes = planted_cause(spec)
+    dominant = verdict.get("dominant")
+    named = dominant["rule"] if dominant else None
+    if planted == CLEAN:
+        ok = named is None or named in NOT_SPECIFIC
+        right_fix = ok
+    else:
+        ok = named == planted
+        if dominant is None:
+            right_fix = False
+        elif changes is not None:
+            right_fix = {c["key"]: c["value"] for c in dominant["changes"]} == changes
+        else:
+            right_fix = dominant["fix_detail"] == rule_fixes.get(planted)
+    return {"cell": verdict["cell"], "planted": planted, "named": named,
+            "label": named_label(verdict), "outcome": verdict.get("outcome"), "ok": ok,
+            "right_fix": right_fix, "unexplained": verdict.get("outcome") == "unexplained"}
+
+
+def match(verdicts: Sequence[Mapping[str, Any]], planted: Mapping[str, Any],
+          rule_fixes: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The results of one study's verdicts against its planted cells (shell patterns;
+    the boot phase is never a planted cell). A pattern no verdict matches is a miss."""
+    out: list[dict[str, Any]] = []
+    for pattern, spec in planted.items():
+        found = [score(v, spec, rule_fixes) for v in verdicts
+                 if fnmatch.fnmatchcase(v["cell"], pattern) and v["phase"] != "boot"]
+        out += found or [{"cell": pattern, "planted": planted_cause(spec)[0], "named": None,
+                          "label": "(no such cell)", "outcome": None, "ok": False,
+                          "right_fix": False, "unexplained": False}]
+    return out
+
+
+def one_study(name: str, planted: Mapping[str, Any], scratch: Path,
+              rule_fixes: Mapping[str, str]) -> list[dict[str, Any]]:
     """Run one planted study; one result per planted cell."""
     db = scratch / f"{name}.db"
     done = _run(name, db)
     if done.returncode != 0:
-        return [{"study": name, "cell": pattern, "planted": rule, "named": None,
-                 "ok": False, "error": done.stderr.strip().splitlines()[-1:]}
-                for pattern, rule in planted.items()]
+        return [{"study": name, "cell": pattern, "planted": planted_cause(spec)[0],
+                 "named": None, "label": "(run failed)", "outcome": None, "ok": False,
+                 "right_fix": False, "unexplained": False,
+                 "error": done.stderr.strip().splitlines()[-1:]}
+                for pattern, spec in planted.items()]
     verdicts = json.loads(_hvbench("explain", "--db", str(db), "--format", "json").stdout)
-    out: list[dict[str, object]] = []
-    for pattern, rule in planted.items():
-        for verdict in verdicts["verdicts"]:
-            if fnmatch.fnmatchcase(verdict["cell"], pattern) and verdict["phase"] != "boot":
-                named = verdict["dominant"]["rule"] if verdict["dominant"] else None
-                out.append({"study": name, "cell": verdict["cell"], "planted": rule,
-                            "named": named, "ok": named == rule})
-    return out
+    return [{"study": name, **r} for r in match(verdicts["verdicts"], planted, rule_fixes)]
+
+
+def summarize(results: Sequence[Mapping[str, Any]], rounds: int) -> dict[str, Any]:
+    """Top-1 accuracy, right-fix and unexplained rates, and the confusion matrix
+    (planted -> named label -> count) over every round."""
+    n = len(results)
+    matrix: dict[str, Counter[str]] = {}
+    for r in results:
+        matrix.setdefault(str(r["planted"]), Counter())[str(r["label"])] += 1
+
+    def rate(key: str) -> float:
+        return sum(1 for r in results if r[key]) / n if n else 0.0
+    return {"rounds": rounds, "planted_cells": n,
+            "correct": sum(1 for r in results if r["ok"]), "top1_accuracy": rate("ok"),
+            "right_fix_rate": rate("right_fix"), "unexplained_rate": rate("unexplained"),
+            "confusion": {p: dict(sorted(c.items())) for p, c in sorted(matrix.items())}}
+
+
+def confusion_lines(confusion: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """The confusion matrix as text: planted rows, named columns."""
+    columns = sorted({c for row in confusion.values() for c in row})
+    width = max([len("planted \\ named"), *map(len, confusion)])
+    head = "planted \\ named".ljust(width) + "".join(f"  {c}" for c in columns)
+    lines = [head]
+    for planted, row in confusion.items():
+        cells = "".join(f"  {str(row.get(c, '.')).rjust(len(c))}" for c in columns)
+        lines.append(planted.ljust(width) + cells)
+    return lines
+
+
+def _rule_fixes() -> dict[str, str]:
+    sys.path.insert(0, str(REPO / "src"))
+    from hvbench.analysis.diagnosis import RULES  # noqa: PLC0415 (the repository's own)
+    return {rule.name: rule.fix for rule in RULES}
 
 
 def main() -> int:
@@ -81,27 +185,29 @@ def main() -> int:
     expected = {k: v for k, v in json.loads((SUITE / "expected.json").read_text()).items()
                 if not k.startswith("_")}
     names = args.only.split(",") if args.only else sorted(expected)
-    results: list[dict[str, object]] = []
+    rule_fixes = _rule_fixes()
+    results: list[dict[str, Any]] = []
     for round_no in range(1, args.rounds + 1):
         with tempfile.TemporaryDirectory() as scratch:
             where = Path(args.keep) / f"round-{round_no}" if args.keep else Path(scratch)
             where.mkdir(parents=True, exist_ok=True)
             for name in names:
-                for result in one_study(name, expected[name], where):
+                for result in one_study(name, expected[name], where, rule_fixes):
                     result["round"] = round_no
                     results.append(result)
                     if not args.json:
                         mark = "ok " if result["ok"] else "BAD"
                         print(f"round {round_no} {mark} {result['cell']}: planted "
-                              f"{result['planted']}, named {result['named']}", flush=True)
-    correct = sum(1 for r in results if r["ok"])
-    summary = {"rounds": args.rounds, "planted_cells": len(results), "correct": correct,
-               "accuracy": correct / len(results) if results else 0.0}
+                              f"{result['planted']}, named {result['label']}", flush=True)
+    summary = summarize(results, args.rounds)
     if args.json:
         print(json.dumps({"summary": summary, "results": results}, indent=2))
     else:
-        print(f"accuracy: {correct}/{len(results)} = {summary['accuracy']:.0%}")
-    return 0 if results and correct == len(results) else 1
+        print("\n".join(confusion_lines(summary["confusion"])))
+        print(f"top-1 accuracy: {summary['correct']}/{len(results)} = "
+              f"{summary['top1_accuracy']:.0%}; right fix {summary['right_fix_rate']:.0%}; "
+              f"unexplained {summary['unexplained_rate']:.0%}")
+    return 0 if results and summary["correct"] == len(results) else 1
 
 
 if __name__ == "__main__":

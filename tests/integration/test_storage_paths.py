@@ -129,3 +129,7 @@ def test_buffered_dd_over_2x_ram_native_in_a_memory_cgroup(image: GuestImage,
     assert kept[0]["limit_bytes"] == 256 << 20
     # The page cache of a 512 MiB file stayed within the 256 MiB limit.
     assert 0 < kept[0]["peak_bytes"] <= 256 << 20
+    # Its block I/O is accounted in a cgroup of its own (explain's attribution): a read
+    # over 2 x its RAM misses the cache, and the misses are charged to the reader.
+    assert kept[0]["io_stat"], "the native side's cgroup accounts its block I/O"
+    assert values[("native", "read", "cgroup.io.read_kb_s")] > 0

@@ -602,10 +602,17 @@ def _shared_device(cell: CellModel) -> Hit | None:
     dev = _dev(cell)
     total = sum(cell.values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
     return Hit(SCORE_SPECIFIC + (1.0 - share),
-               (f"the cell's QEMU moved {_n(100.0 * share)} % of host device {dev}'s "
-                f"{_n(total)} kB/s (/proc/PID/io against diskstats): others moved "
-                f"{_n(100.0 * (1.0 - share))} %",
+               (f"{_share_who(cell)} moved {_n(100.0 * share)} % of host device {dev}'s "
+                f"{_n(total)} kB/s: others moved {_n(100.0 * (1.0 - share))} %",
                 _vs(cell, "res.disk.util_pct", "device %util", "%")))
+
+
+def _share_who(cell: CellModel) -> str:
+    """Who the cell's share was measured for, and from what (the source it came from,
+    :data:`~hvbench.analysis.resources.SHARE_SOURCES`)."""
+    if cell.get("res.disk.cell_share_source") == 0.0:
+        return "the cell's cgroup (its io statistics against diskstats)"
+    return "the cell's QEMU (/proc/PID/io against diskstats)"
 
 
 def _flush_per_write(cell: CellModel) -> Hit | None:
@@ -915,6 +922,24 @@ def _link(cell: CellModel) -> Hit | None:
                (f"link at {_n(util)} % of its shaped {_n(cell.link_mbit)} Mbit/s",), share)
 
 
+def _shared_link(cell: CellModel) -> Hit | None:
+    share, busy = cell.get("res.net.cell_share"), cell.get("res.net.link_busy_pct")
+    pct = _pct_of_native(cell)
+    # As for a device: only a link busy with everyone's traffic slows the cell.
+    if share is None or share >= CELL_SHARE_MINE or busy is None \
+            or busy < LINK_SATURATED_PCT or (pct is not None and pct >= NEAR_NATIVE_PCT):
+        return None
+    who = ("its tap's bytes" if cell.get("res.net.cell_share_source") == 0.0
+           else "its workload's rate")
+    total = cell.get("res.net.link_busy_mbit") or 0.0
+    return Hit(SCORE_SPECIFIC + (1.0 - share),
+               (f"the cell moved {_n(100.0 * share)} % of the link's {_n(total)} Mbit/s "
+                f"({who} against the link's own counters): others moved "
+                f"{_n(100.0 * (1.0 - share))} %",
+                f"link at {_n(busy)} % of its shaped {_n(cell.link_mbit or 0.0)} Mbit/s "
+                "with everyone's traffic while the cell ran"))
+
+
 def _user_net(cell: CellModel) -> Hit | None:
     if cell.setting("nic.backend") != "user":
         return None
@@ -1140,6 +1165,10 @@ RULES: tuple[Rule, ...] = (
          "weight (cgroup cpu.weight; libvirt <shares>), or fewer busy neighbours", True),
     Rule("link-saturated", "link saturated", _NET, ("res.net.link_util_pct",), _link,
          "a faster link ([[lab.host]] rate) or less traffic sharing it", True),
+    Rule("shared-link", "the lab link is busy with other users' traffic", _NET,
+         ("res.net.cell_share", "res.net.link_busy_pct"), _shared_link,
+         "measure on a link nobody else uses (a [[lab.host]] of its own), or move the "
+         "other traffic off it: not a setting of the guest", True),
     Rule("user-mode-networking", "user-mode networking (slirp)", _NET,
          ("qemu.main.cpu_pct",), _user_net,
          "QEMU -netdev tap,vhost=on; libvirt <interface type='bridge'>", True,

@@ -485,6 +485,12 @@ def _thread_metrics() -> list[MetricSpec]:
            "neutral", "threads"),
         _m("qemu.io.write_kb_s", "kB/s", "QEMU process block writes kB/s (/proc/PID/io)",
            "neutral", "threads"),
+        *(_m(f"cgroup.io.{key}", unit, f"the cell's cgroup {what} (io statistics)",
+             "neutral", "threads")
+          for key, unit, what in (("read_kb_s", "kB/s", "block reads kB/s"),
+                                  ("write_kb_s", "kB/s", "block writes kB/s"),
+                                  ("r_s", "r/s", "block reads/s (v2 only)"),
+                                  ("w_s", "w/s", "block writes/s (v2 only)"))),
     ]
     # The target's QEMU (``qemu``), a scenario neighbour's (``nb<i>``) and the
     # lifecycle's idle guests (``qemu<i>``).
@@ -544,7 +550,14 @@ _RESOURCE_METRICS = (
     ("res.cpu_ms_per_io", "ms", "CPU ms per I/O"),
     ("res.cpu_ms_per_req", "ms", "CPU ms per request"),
     ("res.net.link_util_pct", "%", "link utilisation % of its shaped rate"),
-    ("res.disk.cell_share", "ratio", "share of the host device's bytes the cell's QEMU moved"),
+    ("res.net.link_busy_mbit", "Mbit/s", "the link's own rate, all users (busier direction)"),
+    ("res.net.link_busy_pct", "%", "the link's own rate, all users, % of its shaped rate"),
+    ("res.net.cell_share", "ratio", "share of the link's bytes the cell moved"),
+    ("res.net.cell_share_source", "index", "source of the cell's link share (0 its tap, "
+     "1 the workload's rate)"),
+    ("res.disk.cell_share", "ratio", "share of the host device's bytes the cell moved"),
+    ("res.disk.cell_share_source", "index", "source of the cell's share (0 its cgroup's "
+     "io statistics, 1 /proc/PID/io)"),
     ("res.guest.queue", "", "guest block layer requests in flight"),
     ("res.guest.req_sectors", "sectors", "guest request size (sectors)"),
     ("res.guest.await_ms", "ms", "guest device await ms"),

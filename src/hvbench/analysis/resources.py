@@ -325,16 +325,28 @@ def derive(values: Mapping[str, float], *, native: bool,
     return out
 
 
+#: Where a cell's own bytes come from, preferred first: its cgroup's io statistics
+#: (everything charged to the cell's cgroup: child processes, writeback), then the
+#: QEMU process's /proc/PID/io. The value of ``res.disk.cell_share_source``.
+SHARE_SOURCES = ("cgroup.io", "qemu.io")
+
+
 def _share_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
-    """The cell's own share of the host device's bytes: the QEMU process's block I/O
-    (``qemu.io.*``, /proc/PID/io) over the device's kB/s in the same window."""
+    """The cell's own share of the host device's bytes over the device's kB/s in the
+    same window, from the first of :data:`SHARE_SOURCES` that was sampled;
+    ``res.disk.cell_share_source`` is its index there."""
     dev = disk_device(values)
-    mine = [values.get(f"qemu.io.{k}") for k in ("read_kb_s", "write_kb_s")]
-    if dev is None or all(v is None for v in mine):
+    if dev is None:
         return
-    total = sum(values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
-    if total > 0:
-        out["res.disk.cell_share"] = min(sum(v or 0.0 for v in mine) / total, 1.0)
+    for index, source in enumerate(SHARE_SOURCES):
+        mine = [values.get(f"{source}.{k}") for k in ("read_kb_s", "write_kb_s")]
+        if all(v is None for v in mine):
+            continue
+        total = sum(values.get(f"host.disk.{dev}.{k}", 0.0) for k in ("r_kb_s", "w_kb_s"))
+        if total > 0:
+            out["res.disk.cell_share"] = min(sum(v or 0.0 for v in mine) / total, 1.0)
+            out["res.disk.cell_share_source"] = float(index)
+        return
 
 
 def phase_means(stats: PhaseStats) -> dict[str, dict[str, float]]:
@@ -370,6 +382,7 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
     derived = derive(values, native=platform_def.get("kind") == "native", link_mbit=link)
     derived.update(intent(values, workload_def))
+    derived.update(link_share(values, _link_host(workload_def, link_rates or {}), link))
     series_cov = (flat or {}).get((stats.workload, stats.phase, platform))
     if series_cov is not None:
         derived["res.series_cov_pct"] = series_cov
@@ -398,14 +411,58 @@ def with_flatness(model: CellModel, flat: Mapping[tuple[str, str, str], float]) 
                    derived={**model.derived, "res.series_cov_pct": cov})
 
 
-def _link_rate(workload: Mapping[str, Any], rates: Mapping[str, float]) -> float | None:
-    """The shaped rate the workload's traffic crosses: its peer's (``peer``,
-    ``client``), else the only shaped host's."""
+def _link_host(workload: Mapping[str, Any], rates: Mapping[str, float]) -> str | None:
+    """The lab host whose link the workload's traffic crosses: its peer (``peer``,
+    ``client``, ``host``), else the only shaped host."""
     for key in ("peer", "client", "host"):
         name = workload.get(key)
-        if isinstance(name, str) and name in rates:
-            return rates[name]
-    return next(iter(rates.values())) if len(rates) == 1 else None
+        if isinstance(name, str) and name:
+            return name
+    return next(iter(rates)) if len(rates) == 1 else None
+
+
+def _link_rate(workload: Mapping[str, Any], rates: Mapping[str, float]) -> float | None:
+    """The shaped rate the workload's traffic crosses (:func:`_link_host`'s)."""
+    host = _link_host(workload, rates)
+    return rates.get(host) if host is not None else None
+
+
+def link_share(values: Mapping[str, float], host: str | None,
+               link_mbit: float | None) -> dict[str, float]:
+    """The cell's own share of the lab link it crosses: the cell's bytes against the
+    link's own counters (the root-namespace end of host ``host``'s veth,
+    ``net.<host>.*``), each in its busier direction. The cell's bytes are its tap's
+    (frame bytes over the same monitor window as the veth's, as the veth counts them;
+    ``res.net.cell_share_source`` 0), else the workload's own rate (payload over its
+    own run, so the share reads high when the window is longer than the run; source 1).
+
+    ``res.net.link_busy_mbit`` is what the link carried while the cell ran: the
+    cell's own rate over its run divided by its share (the monitor window is longer
+    than the run, so the window's mean understates a link that was full while the
+    workload ran; this assumes the others' traffic was spread like the cell's), else
+    the window's mean. On a shaped link ``res.net.link_busy_pct`` is that against the
+    shaped rate. Empty when the link was not sampled."""
+    link = [values.get(f"net.{host}.{k}") for k in ("rx_mbit_s", "tx_mbit_s")]
+    if host is None or any(v is None for v in link):
+        return {}
+    window = max(v or 0.0 for v in link)
+    tap = [values.get(f"net.guest-tap0.{k}") for k in ("rx_mbit_s", "tx_mbit_s")]
+    run_rate = values.get("mbit_s", values.get("net_mbit_s"))
+    own = max(v or 0.0 for v in tap) if any(v for v in tap) else None
+    source = 0.0
+    if own is None:
+        own, source = run_rate, 1.0
+    busy = window
+    out: dict[str, float] = {}
+    if own is not None and window > 0:
+        share = own / window
+        out |= {"res.net.cell_share": min(share, 1.0), "res.net.cell_share_source": source}
+        if source == 0.0 and run_rate and share > 0:
+            busy = run_rate / share
+    out["res.net.link_busy_mbit"] = busy
+    if link_mbit:
+        out["res.net.link_busy_pct"] = 100.0 * busy / link_mbit
+    return out
 
 
 def build_models(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],

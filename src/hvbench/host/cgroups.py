@@ -774,12 +774,18 @@ class MemoryCgroup(StartStop):
     more of the test file than a guest of that RAM could (seed 000's 2 x RAM rule then
     holds on both sides).
 
-    As :class:`CpuCgroups`, the path goes to an owner record (``cgroups-<tag>.json``)
-    before it is created, so :func:`cleanup_orphaned_cgroups` removes it after a
+    Its block I/O is accounted too, so ``hvbench explain`` can tell the cell's share
+    of the device from other users': v2 enables the io controller beside memory (its
+    ``io.stat``); v1, where blkio is a hierarchy of its own, gets a group of the same
+    name there (no limit, only its statistics), when blkio is mounted. Neither is an
+    error when unavailable: :attr:`io_stat` is then None.
+
+    As :class:`CpuCgroups`, the paths go to an owner record (``cgroups-<tag>.json``)
+    before they are created, so :func:`cleanup_orphaned_cgroups` removes them after a
     ``kill -9``. ``start()`` raises :class:`HostError` when no hierarchy holds the
     memory controller or a file cannot be written, :class:`RootRequiredError` without
-    root; ``stop()`` moves what is left to the root, removes the directory and the
-    record (safe twice; :class:`HostError` if the directory stays, after
+    root; ``stop()`` moves what is left to the root, removes the directories and the
+    record (safe twice; :class:`HostError` if a directory stays, after
     :data:`RMDIR_WAIT_S`). A context manager."""
 
     def __init__(self, tag: str, limit_bytes: int, *, registry_dir: Path | None = None,
@@ -794,7 +800,10 @@ class MemoryCgroup(StartStop):
         self._fs_root = fs_root
         self.version: CgroupVersion | None = None
         self.path: Path | None = None
+        #: v1 only: the blkio group of the same name, for its I/O statistics.
+        self.blkio_path: Path | None = None
         self._root: Path | None = None
+        self._blkio_root: Path | None = None
         self._record: Path | None = None
 
     @property
@@ -804,6 +813,25 @@ class MemoryCgroup(StartStop):
         if self.path is None:
             raise HostError(f"memory cgroup {PREFIX}{self.tag} is not started")
         return self.path / "cgroup.procs"
+
+    @property
+    def procs_files(self) -> list[Path]:
+        """Every ``cgroup.procs`` a command joins: the memory group's, and on v1 the
+        blkio group's. Raises :class:`HostError` before :meth:`start`."""
+        extra = [self.blkio_path / "cgroup.procs"] if self.blkio_path is not None else []
+        return [self.procs_file, *extra]
+
+    @property
+    def io_stat(self) -> Path | None:
+        """The group's I/O statistics file (v2 ``io.stat``, v1
+        ``blkio.throttle.io_service_bytes_recursive``), None when not accounted."""
+        if self.blkio_path is not None:
+            found = self.blkio_path / "blkio.throttle.io_service_bytes_recursive"
+        elif self.path is not None and self.version == 2:
+            found = self.path / "io.stat"
+        else:
+            return None
+        return found if found.is_file() else None
 
     def start(self) -> None:
         if self.path is not None:
@@ -816,31 +844,54 @@ class MemoryCgroup(StartStop):
         if not facts.is_root() and not os.access(root, os.W_OK):
             raise RootRequiredError("a memory cgroup for the native side")
         path = root / f"{PREFIX}{self.tag}"
-        record = (self._registry_dir or work_dir()) / f"{RECORD_PREFIX}{self.tag}.json"
-        data = {"pid": os.getpid(), "start_time": _start_time(os.getpid()), "tag": self.tag,
-                "version": version, "roots": [str(root)], "paths": [str(path)]}
+        blkio_root = self._v1_blkio_root() if version == 1 else None
+        roots, paths = [root], [path]
+        if blkio_root is not None:
+            roots.append(blkio_root)
+            paths.append(blkio_root / path.name)
+        self._write_record(version, roots, paths)
+        self._root, self._blkio_root, self.version = root, blkio_root, version
         try:
-            _save_record(record, data, exclusive=True)
-        except OSError as exc:
-            raise HostError(f"cannot write the cgroup owner record {record}: "
-                            f"{_strerror(exc)}") from exc
-        self._record, self._root, self.version = record, root, version
-        try:
-            path.mkdir()
-        except OSError as exc:
-            self.stop()
-            raise HostError(f"cannot create cgroup {path}: {_strerror(exc)}") from exc
-        self.path = path
-        try:
+            self._make(path)
+            self.path = path
             if version == 2:
                 self._enable_v2_memory(root)
                 _write(path / "memory.max", str(self.limit_bytes))
             else:
                 _write(path / "memory.limit_in_bytes", str(self.limit_bytes))
+            if blkio_root is not None:
+                self._make(blkio_root / path.name)
+                self.blkio_path = blkio_root / path.name
         except BaseException:
             with contextlib.suppress(HvbenchError):
                 self.stop()
             raise
+
+    def _v1_blkio_root(self) -> Path | None:
+        mounts = self._mounts_text
+        if mounts is None:
+            mounts = facts.read_text(self._fs_root / "proc/self/mounts") or ""
+        return _parse_mounts(mounts, self._fs_root)[0].get("blkio")
+
+    def _write_record(self, version: CgroupVersion, roots: list[Path],
+                      paths: list[Path]) -> None:
+        record = (self._registry_dir or work_dir()) / f"{RECORD_PREFIX}{self.tag}.json"
+        data = {"pid": os.getpid(), "start_time": _start_time(os.getpid()), "tag": self.tag,
+                "version": version, "roots": [str(r) for r in roots],
+                "paths": [str(p) for p in paths]}
+        try:
+            _save_record(record, data, exclusive=True)
+        except OSError as exc:
+            raise HostError(f"cannot write the cgroup owner record {record}: "
+                            f"{_strerror(exc)}") from exc
+        self._record = record
+
+    @staticmethod
+    def _make(path: Path) -> None:
+        try:
+            path.mkdir()
+        except OSError as exc:
+            raise HostError(f"cannot create cgroup {path}: {_strerror(exc)}") from exc
 
     @staticmethod
     def _enable_v2_memory(root: Path) -> None:
@@ -849,6 +900,12 @@ class MemoryCgroup(StartStop):
         enabled = (facts.read_text(root / "cgroup.subtree_control") or "").split()
         if "memory" not in enabled:
             _write(root / "cgroup.subtree_control", "+memory")
+        # The io controller too, for the group's io.stat (attribution only): a host
+        # that does not offer it still gets its memory limit.
+        offered = (facts.read_text(root / "cgroup.controllers") or "").split()
+        if "io" in offered and "io" not in enabled:
+            with contextlib.suppress(HostError):
+                _write(root / "cgroup.subtree_control", "+io")
 
     def usage_bytes(self) -> int | None:
         """The group's peak memory charge (v1 ``memory.max_usage_in_bytes``, v2
@@ -862,15 +919,18 @@ class MemoryCgroup(StartStop):
     def describe(self) -> dict[str, Any]:
         """Version, path, the limit written and the peak charge, for the stored run."""
         return {"version": self.version, "path": _str(self.path),
-                "limit_bytes": self.limit_bytes, "peak_bytes": self.usage_bytes()}
+                "limit_bytes": self.limit_bytes, "peak_bytes": self.usage_bytes(),
+                "io_stat": _str(self.io_stat)}
 
     def stop(self) -> None:
-        path, root = self.path, self._root
-        if path is not None and root is not None:
-            _, failed = remove_cgroups([path], [root])
+        made = [(p, r) for p, r in ((self.path, self._root),
+                                    (self.blkio_path, self._blkio_root))
+                if p is not None and r is not None]
+        if made:
+            _, failed = remove_cgroups([p for p, _ in made], [r for _, r in made])
             if failed:
                 raise HostError(f"could not remove cgroups: {'; '.join(failed)}")
-        self.path = None
+        self.path = self.blkio_path = None
         if self._record is not None:
             self._record.unlink(missing_ok=True)
             self._record = None

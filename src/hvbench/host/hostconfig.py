@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RAW_KIND", "ProcRoots", "parse_cgroup_file", "parse_io_max", "parse_throttle",
-           "read_host_config"]
+__all__ = ["RAW_KIND", "ProcRoots", "io_stat_file", "parse_cgroup_file", "parse_io_max",
+           "parse_throttle", "read_host_config"]
 
 #: The raw-output kind the runner stores the configuration under (JSON).
 RAW_KIND = "host-config"
@@ -128,6 +128,41 @@ def _io_limits(roots: ProcRoots, groups: dict[str, str]) -> list[dict[str, Any]]
                 out.append({"path": str(directory / "io.max"), "device": device,
                             "kind": kind, "value": value, "remove": f"{short}=max"})
     return out
+
+
+#: The cgroup I/O statistics files, preferred first: v2, then v1's throttle layer
+#: (counts every bio of the group, whatever the I/O scheduler).
+IO_STAT_FILES = ("io.stat", "blkio.throttle.io_service_bytes_recursive",
+                 "blkio.throttle.io_service_bytes")
+
+
+def _own_stat(root: Path | None, path: str | None, name: str) -> Path | None:
+    """The statistics file ``name`` of the hvbench cgroup at ``path`` under ``root``, or
+    of its nearest parent that has one below the ``hvbench-*`` top (v2's io controller
+    is not threaded: a thread group's I/O shows in its threaded domain). None when
+    the path is not one hvbench created."""
+    parts = [p for p in (path or "").split("/") if p]
+    if root is None or not parts or not parts[0].startswith("hvbench-"):
+        return None
+    for n in range(len(parts), 0, -1):
+        candidate = root.joinpath(*parts[:n]) / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def io_stat_file(pid: int, roots: ProcRoots = ProcRoots()) -> Path | None:
+    """The I/O statistics file (v2 ``io.stat``, v1
+    ``blkio.throttle.io_service_bytes_recursive``) of the cgroup process ``pid`` is in,
+    when that cgroup is one hvbench created (``hvbench-*``) and the io/blkio controller
+    accounts it; None otherwise (a process in the user's own cgroup is not attributed
+    through it: other processes may share it). Raises nothing."""
+    groups = parse_cgroup_file(_read(roots.proc / str(pid) / "cgroup") or "")
+    for name in IO_STAT_FILES[1:]:
+        found = _own_stat(_v1_dir(roots, "blkio"), groups.get("blkio"), name)
+        if found is not None:
+            return found
+    return _own_stat(_v2_root(roots), groups.get(""), IO_STAT_FILES[0])
 
 
 def _cpu_limits(roots: ProcRoots, groups: dict[str, str]) -> dict[str, Any]:

@@ -66,3 +66,13 @@ def backing_device(path: Path | str) -> str | None:
         return device_for_path(path)
     except HostError:
         return None
+
+
+def device_number(device: str) -> str:
+    """``MAJ:MIN`` of a block device named as in /proc/diskstats (``vda`` -> ``254:0``),
+    the key cgroup I/O statistics use. Raises :class:`HostError` if ``device`` is not a
+    block device of this host."""
+    try:
+        return (SYS_CLASS_BLOCK / device / "dev").read_text().strip()
+    except OSError as exc:
+        raise HostError(f"no block device named {device!r} ({exc})") from exc

@@ -90,6 +90,15 @@ class _CounterMonitor(Generic[C]):
             self._file.close()
             self._file = None
 
+    def _read_whole(self, gone: str) -> bytes:
+        """The source's whole text; HostError saying ``gone`` when it vanished."""
+        if self._file is None:
+            raise HostError(f"{self.name}: sampled before open()")
+        try:
+            return self._file.read()
+        except OSError as exc:
+            raise HostError(f"{self.source}: {exc} ({gone})") from exc
+
     def decode(self, raw: bytes) -> C:
         raise NotImplementedError
 
@@ -210,12 +219,7 @@ class ProcessIoSampler(_CounterMonitor[tuple[int, int]]):
 
     def sample(self) -> bytes:
         """The /proc/PID/io text. Raises HostError once the process has exited."""
-        if self._file is None:
-            raise HostError(f"{self.name}: sampled before open()")
-        try:
-            return self._file.read()
-        except OSError as exc:
-            raise HostError(f"{self.source}: {exc} (the process exited)") from exc
+        return self._read_whole("the process exited")
 
     def decode(self, raw: bytes) -> tuple[int, int]:
         return parse_proc_io(raw.decode())
@@ -226,6 +230,77 @@ class ProcessIoSampler(_CounterMonitor[tuple[int, int]]):
             return {}
         return {"read_kb_s": (b[0] - a[0]) / 1024.0 / seconds,
                 "write_kb_s": (b[1] - a[1]) / 1024.0 / seconds}
+
+
+#: A cgroup's block I/O counters on one device: (read bytes, write bytes, read
+#: requests, write requests); the request counts are -1 where the file has none (v1).
+IoCounters = tuple[int, int, int, int]
+_V2_KEYS = ("rbytes", "wbytes", "rios", "wios")
+
+
+def parse_io_stat(text: str) -> dict[str, IoCounters]:
+    """``MAJ:MIN`` -> counters of a cgroup v2 ``io.stat`` text (lines such as
+    ``254:0 rbytes=1 wbytes=2 rios=3 wios=4 dbytes=0 dios=0``). Lines without the four
+    keys are left out."""
+    out: dict[str, IoCounters] = {}
+    for line in text.splitlines():
+        device, _, rest = line.partition(" ")
+        fields = dict(item.split("=", 1) for item in rest.split() if "=" in item)
+        if all(key in fields for key in _V2_KEYS):
+            rb, wb, ri, wi = (int(fields[key]) for key in _V2_KEYS)
+            out[device] = (rb, wb, ri, wi)
+    return out
+
+
+def parse_blkio_bytes(text: str) -> dict[str, IoCounters]:
+    """``MAJ:MIN`` -> counters of a cgroup v1 ``blkio.throttle.io_service_bytes*`` text
+    (``254:0 Read 4096`` lines; the request counts are -1: they live in another
+    file). The throttle files count every bio the group issued, whatever the scheduler,
+    unlike ``blkio.io_service_bytes`` of CFQ/BFQ."""
+    found: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 3 and fields[1] in ("Read", "Write") and fields[2].isdigit():
+            found.setdefault(fields[0], {})[fields[1]] = int(fields[2])
+    return {dev: (kinds.get("Read", 0), kinds.get("Write", 0), -1, -1)
+            for dev, kinds in found.items()}
+
+
+class CgroupIoSampler(_CounterMonitor[IoCounters]):
+    """The block I/O of one cgroup on one device (``cgroup.io.read_kb_s``,
+    ``write_kb_s``, in iostat's kB of 1024 bytes; with v2 also ``r_s`` and ``w_s``),
+    from v2 ``io.stat`` or v1 ``blkio.throttle.io_service_bytes_recursive``: what
+    everything in the cell's cgroup moved, child processes and kernel writeback
+    charged to it included, to attribute the device's totals to the cell.
+
+    ``stat_file`` is the cgroup's statistics file, ``device`` the ``MAJ:MIN`` of the
+    whole disk whose diskstats are sampled. A device the group has not touched yet
+    counts as zeros (the kernel lists a device only once the group used it)."""
+
+    def __init__(self, stat_file: Path, device: str, name: str = "cgroup.io") -> None:
+        self.name = name
+        self.source = str(stat_file)
+        self.device = device
+        self.v2 = stat_file.name == "io.stat"
+        self._file: _ProcFile | None = None
+
+    def sample(self) -> bytes:
+        """The statistics file's text. Raises HostError once the cgroup is removed."""
+        return self._read_whole("the cgroup was removed")
+
+    def decode(self, raw: bytes) -> IoCounters:
+        text = raw.decode()
+        parsed = parse_io_stat(text) if self.v2 else parse_blkio_bytes(text)
+        return parsed.get(self.device, (0, 0, 0 if self.v2 else -1, 0 if self.v2 else -1))
+
+    def metrics(self, a: IoCounters, b: IoCounters, seconds: float) -> dict[str, float]:
+        if seconds <= 0:
+            return {}
+        out = {"read_kb_s": (b[0] - a[0]) / 1024.0 / seconds,
+               "write_kb_s": (b[1] - a[1]) / 1024.0 / seconds}
+        if a[2] >= 0 and b[2] >= 0:
+            out |= {"r_s": (b[2] - a[2]) / seconds, "w_s": (b[3] - a[3]) / seconds}
+        return out
 
 
 #: Raw thread sample: (CLOCK_BOOTTIME s, ((tid, stat, schedstat, status tail, sched

@@ -30,6 +30,7 @@ from hvbench.host.started import StartStop
 from hvbench.monitors.base import Monitor, MonitorReport, Sample, SeriesRow, ThreadReport
 from hvbench.monitors.devices import backing_device, device_for_path, whole_disk
 from hvbench.monitors.readers import (
+    CgroupIoSampler,
     DiskStatsSampler,
     HostCpuSampler,
     NetDevSampler,
@@ -39,6 +40,7 @@ from hvbench.monitors.readers import (
 
 __all__ = [
     "DEFAULT_HZ",
+    "CgroupIoSampler",
     "DiskStatsSampler",
     "HostCpuSampler",
     "Monitor",

@@ -11,10 +11,13 @@ and web workloads) NICs (:mod:`hvbench.monitors.guest`).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
-from hvbench.errors import HvbenchError
+from hvbench.errors import HostError, HvbenchError
 from hvbench.host import interrupt
+from hvbench.host.hostconfig import io_stat_file
 from hvbench.host.paths import work_dir
+from hvbench.monitors.devices import device_number
 from hvbench.monitors.guest import (
     DEFAULT_GUEST_HZ,
     GuestSampler,
@@ -24,6 +27,7 @@ from hvbench.monitors.guest import (
 from hvbench.monitors.guest import RAW_KIND as GUEST_RAW_KIND
 from hvbench.monitors.sampler import (
     DEFAULT_HZ,
+    CgroupIoSampler,
     DiskStatsSampler,
     HostCpuSampler,
     Monitor,
@@ -33,8 +37,9 @@ from hvbench.monitors.sampler import (
     ProcessIoSampler,
     ThreadCpuSampler,
     backing_device,
+    whole_disk,
 )
-from hvbench.platforms.base import HelperProcesses, Platform
+from hvbench.platforms.base import HelperProcesses, IoCgroup, Platform
 
 #: Makes the guest sampler of one window (a fresh one per phase).
 GuestSamplerFactory = Callable[[], GuestSampler]
@@ -155,7 +160,29 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
         if not interfaces and device is not None:
             # QEMU's own share of the device's bytes (hvbench explain's attribution).
             monitors.append(ProcessIoSampler(pid))
+    if not interfaces and device is not None:
+        cgroup_io = cgroup_io_monitor(platform, device)
+        if cgroup_io is not None:
+            monitors.append(cgroup_io)
     return PhaseMonitors(monitors, hz, sampler)
+
+
+def cgroup_io_monitor(platform: Platform, device: str) -> CgroupIoSampler | None:
+    """The I/O of the cgroup hvbench runs ``platform``'s workload in, on the whole disk
+    under ``device`` (cgroups count per disk, not per partition): the native side's
+    memory cgroup, or the hvbench cgroup a guest's QEMU was moved into (a scenario's
+    weights). None when there is none or the host does not account it."""
+    stat: Path | None
+    if isinstance(platform, IoCgroup):
+        stat = platform.io_stat_file()
+    else:
+        stat = io_stat_file(platform.pid) if platform.pid is not None else None
+    if stat is None:
+        return None
+    try:
+        return CgroupIoSampler(stat, device_number(whole_disk(device)))
+    except HostError:
+        return None
 
 
 def guest_sampler(platform: Platform, *, net: bool,

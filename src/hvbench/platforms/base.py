@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from hvbench.model.spec import NicSpec
@@ -139,4 +140,15 @@ class HelperProcesses(Protocol):
 
     def helper_processes(self) -> dict[str, tuple[int, frozenset[int]]]:
         """Monitor name (``qsd0``) -> (host pid, its iothreads' thread ids)."""
+        ...
+
+
+@runtime_checkable
+class IoCgroup(Protocol):
+    """A platform that runs its workloads in a cgroup hvbench created, whose I/O
+    statistics attribute the device's totals to the cell (the native side with a
+    memory limit)."""
+
+    def io_stat_file(self) -> Path | None:
+        """The cgroup's I/O statistics file; None when not accounted."""
         ...

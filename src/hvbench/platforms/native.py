@@ -81,6 +81,11 @@ class NativePlatform(StartStop):
                 shutil.rmtree(self._scratch, ignore_errors=True)
                 self._scratch = None
 
+    def io_stat_file(self) -> Path | None:
+        """The I/O statistics file of the cgroup hvbench runs the commands in (with
+        ``memory_mib``), None when there is none or the host does not account it."""
+        return self._cgroup.io_stat if self._cgroup is not None else None
+
     def bench_disk(self) -> str | None:
         """The storage the study gave the host (a device path or a resolved nbd://
         export), None for a scratch file."""
@@ -140,7 +145,7 @@ class NativePlatform(StartStop):
         On timeout the whole process group is killed and :class:`GuestTimeoutError`
         raised (the same error a guest command raises, so workloads treat both alike).
         """
-        cgroup = self._cgroup.procs_file if self._cgroup is not None else None
+        cgroup = self._cgroup.procs_files if self._cgroup is not None else None
         return run_in_group(argv, timeout=timeout, stdin=stdin, env=env, cwd=self._scratch,
                             what="native command", cgroup_procs=cgroup)
 

@@ -54,13 +54,14 @@ CONNECT_TIMEOUT_S = 0.2
 NETNS_DIR = Path("/run/netns")
 
 
-def _join_then_die(procs: Path) -> Callable[[], None]:
-    """A preexec function: write the child's pid to ``procs``, then
-    :func:`~hvbench.host.proctree.die_with_parent`. Runs between fork and exec: it only
-    writes a file."""
+def _join_then_die(procs: Sequence[Path]) -> Callable[[], None]:
+    """A preexec function: write the child's pid to each of ``procs`` (one per v1
+    hierarchy), then :func:`~hvbench.host.proctree.die_with_parent`. Runs between fork
+    and exec: it only writes files."""
     def prepare() -> None:
-        with procs.open("w") as handle:
-            handle.write(str(os.getpid()))
+        for path in procs:
+            with path.open("w") as handle:
+                handle.write(str(os.getpid()))
         die_with_parent()
     return prepare
 
@@ -78,11 +79,11 @@ def run_in_group(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     what: str = "command",
-    cgroup_procs: Path | None = None,
+    cgroup_procs: Path | Sequence[Path] | None = None,
 ) -> ExecResult:
     """Run ``argv`` to completion in its own session (with PR_SET_PDEATHSIG=SIGKILL),
     capturing stdout and stderr, as :meth:`NativePlatform.exec` does. With
-    ``cgroup_procs`` (a cgroup's ``cgroup.procs``) the child joins that cgroup before
+    ``cgroup_procs`` (a cgroup's ``cgroup.procs``, or several) the child joins them before
     it execs, so all it does, and all its children, are charged there; a failed join
     fails the start (:class:`OSError` from Popen, raised as
     :class:`~hvbench.errors.HostError`).
@@ -93,7 +94,8 @@ def run_in_group(
     """
     started = time.monotonic()
     full_env = {**os.environ, **env} if env else None
-    prepare = die_with_parent if cgroup_procs is None else _join_then_die(cgroup_procs)
+    joins = [cgroup_procs] if isinstance(cgroup_procs, Path) else list(cgroup_procs or ())
+    prepare = _join_then_die(joins) if joins else die_with_parent
     # Not `with Popen`: its exit waits for the process without a bound.
     try:
         proc = subprocess.Popen(
@@ -103,7 +105,7 @@ def run_in_group(
         )
     except subprocess.SubprocessError as exc:
         # Popen reports a failing preexec_fn so; the only one that can fail is the join.
-        where = cgroup_procs.parent if cgroup_procs is not None else "(none)"
+        where = ", ".join(str(path.parent) for path in joins) or "(none)"
         raise HostError(f"{what}: could not join cgroup {where}: {exc}") from exc
     try:
         out, err = _communicate(proc, stdin, started + timeout)
