@@ -731,7 +731,8 @@ class HostWorker(Worker):
     ``death_timeout`` is :data:`CONNECT_TIMEOUT_S`: a worker that cannot register with
     its scheduler stops instead of retrying for ever. ``certs``: the directory of this
     host's TLS bundle (:mod:`hvbench.run.fleet_tls`; encryption is then required),
-    removed when the worker closes if ``remove_certs``. Other arguments are
+    removed when the worker closes if ``remove_certs`` (which first records this
+    process as its owner, so ``cleanup`` removes it after a ``kill -9``). Other arguments are
     :class:`distributed.Worker`'s.
 
     Raises:
