@@ -1,7 +1,8 @@
 """``hvbench run --hosts`` for real: a throwaway sshd on a loopback port (its own host
 key and client key), one host, a reduced study (native dd and one TCG guest) run by an
 hvbench worker Dask started over SSH; then what a refused connection, a rejected key, a
-missing remote Python and a worker that cannot start say."""
+missing remote Python and a worker that cannot start say, and that the TLS bundle
+installed for a worker that never started is removed over SSH."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.image.builder import GuestImage
+from hvbench.run import fleet_tls
 from hvbench.store.database import Store
 from tests.integration.sshd import SshServer
 from tests.integration.test_fleet import REPETITIONS as FLEET_REPETITIONS
@@ -121,3 +123,27 @@ def test_ssh_errors_name_the_host_in_ssh_words(sshd: SshServer, tmp_path: Path) 
         assert line.startswith(f"hvbench: error: host {HOST}: ") and words in line, line
     # nothing was created before the hosts answered
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_worker_that_never_starts_leaves_no_certificate(sshd: SshServer,
+                                                          tmp_path: Path) -> None:
+    study = tmp_path / "fleet-ssh.toml"
+    study.write_text(STUDY)  # nothing of it runs: the worker does not start
+    host_work = tmp_path / "host-work"
+    # the host's Python passes the checks and installs the bundle, but Dask's worker
+    # launcher exits at once
+    python = tmp_path / "python-without-worker"
+    python.write_text(f'#!/bin/sh\nif [ "$2" = distributed.cli.dask_spec ]; then\n'
+                      f'  echo "no worker on this host" >&2; exit 1\nfi\n'
+                      f'exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    done = _hvbench_run(str(study), "--hosts", HOST, "--remote-python", str(python),
+                        "--ssh-config", str(sshd.client_config), "--host-workdir",
+                        str(host_work), "--db", str(tmp_path / "x.db"), timeout=300)
+    assert done.returncode == 1, done.stderr
+    *_, line = done.stderr.strip().splitlines()
+    assert line.startswith(f"hvbench: error: host {HOST}: its Dask worker did not start"), \
+        line
+    assert "stays" not in line, line  # its certificate was removed over SSH
+    assert host_work.is_dir()  # the bundle was installed there ...
+    assert list(host_work.glob(f"{fleet_tls.INSTALLED_PREFIX}*")) == []  # ... and removed

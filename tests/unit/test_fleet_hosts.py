@@ -60,8 +60,17 @@ class StandIn:
                         for h in hosts}
         self.workers["tcp://plain:1"] = {"name": "plain", "resources": {}}
 
+        self.scheduler = self  # client.scheduler.identity: the scheduler's own answer
+
+    def identity(self, n_workers: int = 0) -> dict[str, Any]:
+        return {"workers": self.workers if n_workers == -1 else {}}
+
+    def sync(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
     def scheduler_info(self, n_workers: int = 0) -> dict[str, Any]:
-        return {"workers": self.workers}
+        # the client's cache, as its periodic refresh leaves it: no workers
+        return {"workers": {}}
 
     def submit(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> _Done:
         assert kwargs["resources"] == {fleet.HOST_RESOURCE: 1}

@@ -1,10 +1,14 @@
 """Fleet TLS: which scheduler addresses are refused, and the CA and bundles of
-``hvbench fleet init`` (files, modes, the chain, reuse of the CA); the handshakes
+``hvbench fleet init`` (files, modes, the chain, reuse of the CA), the bundles
+installed for ``--hosts`` workers and what ``cleanup`` and ``fleet remove-bundle`` remove
+of them; the handshakes
 themselves are tests/integration/test_fleet_tls.py."""
 
 from __future__ import annotations
 
+import json
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +17,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
 from hvbench.errors import SpecError
+from hvbench.host.paths import claim_dir
 from hvbench.run import fleet_tls
 from hvbench.run.fleet_tls import init_fleet, plaintext_refusal
 
@@ -168,3 +173,63 @@ def test_fleet_init_prints_what_it_made(tmp_path: Path) -> None:
     again = hvbench(tmp_path, "fleet", "init", "certs", "--hosts", "h2")
     assert again.stdout.decode().splitlines() == [
         "certs: every bundle exists already; nothing made"]
+
+
+def _installed(parent: Path, age: float) -> Path:
+    """A bundle installed under ``parent`` ``age`` seconds ago (its marker back-dated)."""
+    ca_cert, ca_key = fleet_tls.new_ca()
+    directory = fleet_tls.install(
+        fleet_tls.bundle_json(fleet_tls.issue(ca_cert, ca_key, "h1")), parent)
+    marker = directory / fleet_tls.INSTALLED_MARKER
+    marker.write_text(json.dumps({"installed_at": time.time() - age}))
+    return directory
+
+
+def test_only_unclaimed_installed_bundles_past_their_wait_are_leftovers(tmp_path: Path
+                                                                        ) -> None:
+    work = tmp_path / "work"
+    left = _installed(work, fleet_tls.CLAIM_S + 60)  # its worker never started
+    fresh = _installed(work, 5)  # its worker may be starting now
+    claimed = _installed(work, fleet_tls.CLAIM_S + 60)
+    claim_dir(claimed)  # a live worker uses it (this process)
+    # named like ours, but without the marker: never hvbench's to touch
+    (work / f"{fleet_tls.INSTALLED_PREFIX}theirs").mkdir()
+    (work / f"{fleet_tls.INSTALLED_PREFIX}link").symlink_to(left)
+    assert fleet_tls.unclaimed_bundles(work) == [left]
+    assert fleet_tls.remove_unclaimed_bundles(work, dry_run=True) == [left]
+    assert left.exists()
+    assert fleet_tls.remove_unclaimed_bundles(work) == [left]
+    assert sorted(p.name for p in work.iterdir()) == sorted(
+        [fresh.name, claimed.name, f"{fleet_tls.INSTALLED_PREFIX}theirs",
+         f"{fleet_tls.INSTALLED_PREFIX}link"])
+
+
+def test_cleanup_finds_a_leftover_bundle_of_a_worker_that_never_started(
+        tmp_path: Path) -> None:
+    from tests.unit.test_fixture_runs import hvbench
+
+    left = _installed(tmp_path / "work", fleet_tls.CLAIM_S + 60)
+    done = hvbench(tmp_path, "cleanup", "--dry-run",
+                   env={"HVBENCH_WORKDIR": str(tmp_path / "work")})
+    assert done.returncode == 0, done.stderr
+    assert f"would remove fleet TLS bundle {left}" in done.stdout.decode().splitlines()
+    assert left.exists()
+
+
+def test_remove_bundle_removes_only_what_install_made(tmp_path: Path) -> None:
+    from tests.unit.test_fixture_runs import hvbench
+
+    mine = _installed(tmp_path / "work", 0)
+    theirs = tmp_path / "work" / "precious"
+    theirs.mkdir()
+    done = hvbench(tmp_path, "fleet", "remove-bundle", str(mine))
+    assert (done.returncode, done.stdout.decode()) == (0, f"{mine}: removed\n")
+    assert not mine.exists()
+    again = hvbench(tmp_path, "fleet", "remove-bundle", str(mine))
+    assert (again.returncode, again.stdout.decode()) == (0, f"{mine}: not there\n")
+    refused = hvbench(tmp_path, "fleet", "remove-bundle", str(theirs))
+    assert refused.returncode == 2
+    assert refused.stderr.decode().splitlines() == [
+        f"hvbench: error: fleet remove-bundle {theirs}: not a bundle hvbench installed (no "
+        f"{fleet_tls.INSTALLED_MARKER} in it); left alone"]
+    assert theirs.is_dir()

@@ -20,7 +20,8 @@ def register(sub: Any) -> None:
 
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """Remove a killed hvbench's labs (namespaces, bridges, veths and the processes in
-    them), CPU cgroups, scratch directories and stale run lock. Never touches anything
+    them), CPU cgroups, scratch directories, fleet TLS bundles whose worker never started
+    and stale run lock. Never touches anything
     a live hvbench or anyone else made. ``--dry-run`` lists them and removes nothing."""
     from hvbench.run.runner import remove_orphans
 

@@ -1,7 +1,8 @@
 """``hvbench fleet init DIR --hosts h1,h2``: a fleet's certificate authority and the TLS
 bundles of its hosts, scheduler and coordinator (docs/fleet.md, "Security");
 ``hvbench fleet install-bundle PARENT``: what ``run --hosts`` runs on each host over SSH
-to install that host's bundle (read from stdin)."""
+to install that host's bundle (read from stdin); ``hvbench fleet remove-bundle DIR``:
+what it runs to remove one whose worker did not start."""
 
 from __future__ import annotations
 
@@ -32,6 +33,11 @@ def register(sub: Any) -> None:
                          help="default: the work directory ($HVBENCH_WORKDIR, else "
                               "/var/tmp/hvbench)")
     install.set_defaults(handler=handle_install)
+    remove = fleet_sub.add_parser(
+        "remove-bundle", help="(used by run --hosts over SSH) remove a bundle directory "
+                              "install-bundle made (one without its marker is left alone)")
+    remove.add_argument("directory", type=Path, metavar="DIR")
+    remove.set_defaults(handler=handle_remove)
 
 
 def handle_init(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -57,4 +63,13 @@ def handle_install(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     parent = work_dir() if args.parent is None else args.parent
     out.print(str(install(sys.stdin.read(), parent)), markup=False, soft_wrap=True)
+    return 0
+
+
+def handle_remove(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from hvbench.run.fleet_tls import remove_installed
+
+    removed = remove_installed(args.directory)
+    out.print(f"{args.directory}: {'removed' if removed else 'not there'}", markup=False,
+              soft_wrap=True)
     return 0

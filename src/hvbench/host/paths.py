@@ -44,6 +44,17 @@ def make_owned_dir(parent: Path, prefix: str) -> Path:
     return directory
 
 
+def claim_dir(directory: Path) -> None:
+    """Record this process as the owner of an existing ``directory`` it will remove, so
+    that a later hvbench removes it if this process dies first (``kill -9``)."""
+    (directory / OWNER_FILE).write_text(str(os.getpid()))
+
+
+def is_claimed(directory: Path) -> bool:
+    """Whether ``directory`` records an owner process (live or not)."""
+    return _owner(directory) is not None
+
+
 def _owner(directory: Path) -> int | None:
     try:
         return int((directory / OWNER_FILE).read_text().strip())

@@ -34,11 +34,13 @@ import asyncio
 import contextlib
 import logging
 import os
+import queue as stdqueue
 import shutil
 import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -54,7 +56,7 @@ from hvbench import __version__
 from hvbench.analysis.fleet import SPREAD_KEY
 from hvbench.errors import HostError, HvbenchError, SpecError
 from hvbench.host import facts
-from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.paths import claim_dir, make_owned_dir, work_dir
 from hvbench.host.proctree import die_with_parent
 from hvbench.model.overrides import STUDY_OVERRIDES
 from hvbench.model.study import Study, keep_cells, with_repetitions
@@ -77,12 +79,17 @@ HOST_RESOURCE = "host"
 POLL_S = 0.5
 #: How long a worker may take to register with its scheduler, seconds.
 CONNECT_TIMEOUT_S = 30.0
-#: How long the coordinator sleeps when no host sent anything, seconds.
-DRAIN_WAIT_S = 0.2
+#: How long the coordinator waits for a message before it reads the scheduler's worker
+#: list itself, seconds: a safety net only (a worker that left before the coordinator's
+#: subscription to the scheduler's events took effect sends no event), not the way
+#: results or losses are normally noticed.
+LIVENESS_S = 30.0
 #: How long a stopped host task waits for its child to stop its guests, seconds.
 STOP_GRACE_S = 60.0
 #: The error of a repetition a lost host never ran.
 NOT_RUN = "not run"
+#: The scheduler's event topic of every worker added and removed.
+SCHEDULER_TOPIC = "all"
 
 
 class FleetError(HvbenchError):
@@ -318,7 +325,10 @@ FleetProgress = Callable[[str, int, int], None]
 def hvbench_workers(client: Any) -> dict[str, str]:
     """host name -> worker address of the scheduler's hvbench workers (those with the
     ``host`` resource)."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    # asked of the scheduler each time: Client.scheduler_info() returns the client's
+    # cache, which its own periodic refresh overwrites with an identity without workers
+    # (seen: a 16-host fleet reported finished hosts as disappeared)
+    workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     return {str(info.get("name")): address for address, info in workers.items()
             if info.get("resources", {}).get(HOST_RESOURCE)}
 
@@ -415,15 +425,24 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
     """Run every host's missing repetitions, committing each as it arrives; a host lost
     gets its unfinished repetitions recorded as not run. On Ctrl-C (any exception) every
     host task is told to stop its child, the host runs are marked interrupted, and the
-    exception propagates."""
+    exception propagates.
+
+    Waits on messages (:class:`FleetInbox`), not on a timer; only after
+    :data:`LIVENESS_S` without any does it read the scheduler's worker list itself.
+    Stopping waits up to :data:`STOP_GRACE_S` for the host tasks.
+
+    Raises:
+        FleetError: the fleet queue could no longer be read (the scheduler went away).
+    """
     tell = progress or (lambda host, done, total: None)
     # Names of this attempt only: an event set by an interrupted attempt (Ctrl-C) stays
     # set in the scheduler, and would stop every host of the next --resume at once.
     attempt = f"{fleet_id}-{uuid.uuid4().hex[:8]}"
     queue_name, event_name = f"{attempt}-results", f"{attempt}-stop"
     queue, stop = Queue(queue_name, client=client), Event(event_name, client=client)
-    by_host = {r.host: r for r in runs}
-    totals = {r.host: len(r.todo) for r in runs}
+    # subscribed before any task exists, so a worker lost from now on is an event
+    inbox = FleetInbox(client, queue, attempt)
+    inbox.start()
     for r in runs:
         store.set_status(r.run_id, "running")
         if not r.todo:
@@ -435,19 +454,27 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
                            for rep in range(study.study.repetitions)} - r.todo)),
                       queue_name, event_name, study.overrides)
         r.future = _pinned(client, r.address, run_on_host, job)
-        tell(r.host, 0, totals[r.host])
-    active = {r.host for r in runs if r.future is not None}
+        r.future.add_done_callback(partial(inbox.task_done, r.host))
+        tell(r.host, 0, len(r.todo))
+    tracker = FleetTracker(store, runs, tell)
     try:
-        while active:
-            _drain(queue, store, by_host, active, totals=totals, tell=tell)
-            _check_hosts(client, by_host, active)
-        _drain(queue, store, by_host, active, totals=totals, tell=tell, wait=0.0)
+        # a worker that left before the subscription took effect sent no event
+        _receive(tracker, queue, vanished(client, tracker))
+        while tracker.active:
+            item = inbox.get(LIVENESS_S)
+            if isinstance(item, ReaderFailed):
+                raise FleetError(f"fleet {fleet_id}: its results queue cannot be read: "
+                                 f"{item.error}") from item.error
+            _receive(tracker, queue, [item] if item is not None else
+                     vanished(client, tracker))
+        _receive(tracker, queue, inbox.close(STOP_GRACE_S))
     except BaseException:
-        stop.set()
+        with contextlib.suppress(Exception):  # a scheduler already gone stops nothing
+            stop.set()
         with contextlib.suppress(Exception):  # a lost host's future never ends
             wait([r.future for r in runs if r.future is not None], timeout=STOP_GRACE_S)
         with contextlib.suppress(Exception):
-            _drain(queue, store, by_host, set(), totals=totals, tell=tell, wait=0.0)
+            _receive(tracker, None, inbox.close(STOP_GRACE_S))
         for r in runs:
             store.set_status(r.run_id, "interrupted", finished_at=_now())
         raise
@@ -465,24 +492,183 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
                         {r.host: r.ended for r in runs})
 
 
-def _drain(queue: Any, store: Store, by_host: dict[str, HostRun], active: set[str], *,
-           totals: dict[str, int], tell: FleetProgress, wait: float = DRAIN_WAIT_S) -> None:
-    """Commit what the hosts sent; a host's end message takes it out of ``active``.
+@dataclass(frozen=True)
+class WorkerGone:
+    """The scheduler removed the worker at ``address`` (its ``remove-worker`` event, or
+    its absence from the worker list)."""
 
-    Takes what is queued without waiting in the scheduler (a ``get`` with a timeout
-    makes the scheduler log a TimeoutError traceback each time it expires), then
-    sleeps ``wait`` seconds when there was nothing."""
-    items = queue.get(batch=True)
+    address: str
+
+
+@dataclass(frozen=True)
+class TaskDone:
+    """A host task's future ended: finished, erred or cancelled."""
+
+    host: str
+
+
+@dataclass(frozen=True)
+class Settle:
+    """The coordinator's marker behind a lost host's messages in the fleet queue. The
+    queue is first in, first out and the scheduler took every message the host put
+    before it removed the worker (or failed its task), so when this comes back every
+    message the host sent has been received: the host is judged on what it delivered."""
+
+    host: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class EndOfAttempt:
+    """The marker that ends the coordinator's queue reader."""
+
+    attempt: str
+
+
+@dataclass(frozen=True)
+class ReaderFailed:
+    """The queue reader stopped: the fleet queue could not be read."""
+
+    error: BaseException
+
+
+class FleetTracker:
+    """The coordinator's account of its hosts, driven by the messages it receives in
+    the order it receives them (no Dask here: the unit tests give it made-up ones).
+
+    A host leaves ``active`` by its end message (:func:`host_end_reason` judges it) or,
+    when its worker vanished or its task failed, by a :class:`Settle` marker:
+    :meth:`receive` asks for one when it learns of the loss, the coordinator puts it
+    behind the host's messages in the fleet queue, and when it comes back the host is
+    finished if it delivered everything it was given, else lost with the reason. A
+    loss is thus never judged before the host's last results are committed (judging it
+    at once reported hosts that had delivered every cell as disappeared)."""
+
+    def __init__(self, store: Store, runs: Sequence[HostRun], tell: FleetProgress) -> None:
+        self.store = store
+        self.tell = tell
+        self.by_host = {r.host: r for r in runs}
+        self.totals = {r.host: len(r.todo) for r in runs}
+        self.active = {r.host for r in runs if r.future is not None}
+        self._settling: set[str] = set()
+
+    def receive(self, item: object) -> Settle | None:
+        """Take one message; the :class:`Settle` marker to put on the fleet queue when
+        it tells of a lost host (None otherwise)."""
+        if isinstance(item, RepetitionResult):
+            r = self.by_host[item.host]
+            commit(self.store, r, item)
+            self.tell(r.host, r.committed, self.totals[r.host])
+        elif isinstance(item, HostEnd):
+            self._end(item.host, host_end_reason(
+                item, len(self.by_host[item.host].todo), self.totals[item.host]))
+        elif isinstance(item, WorkerGone):
+            for host in sorted(self.active):
+                if self.by_host[host].address == item.address:
+                    return self._settle(host, f"host {host}: its worker {item.address} "
+                                              "disappeared")
+        elif isinstance(item, TaskDone):
+            future = self.by_host[item.host].future
+            if future is not None and future.status == "error":
+                return self._settle(item.host, f"host {item.host}: {future.exception()}")
+        elif isinstance(item, Settle):
+            r = self.by_host[item.host]
+            self._end(item.host, item.reason if r.todo else None)
+            with contextlib.suppress(Exception):  # a pinned task without its worker waits
+                r.future.cancel()
+        return None
+
+    def _settle(self, host: str, reason: str) -> Settle | None:
+        if host not in self.active or host in self._settling:
+            return None
+        self._settling.add(host)
+        return Settle(host, reason)
+
+    def _end(self, host: str, reason: str | None) -> None:
+        if host in self.active:
+            self.active.discard(host)
+            self.by_host[host].ended = reason
+
+
+def _receive(tracker: FleetTracker, queue: Any, items: Sequence[object]) -> None:
+    """Give ``items`` to the tracker; the markers it asks for go on the fleet queue
+    (``queue`` None: the attempt is over, nothing is settled any more)."""
     for item in items:
-        r = by_host[item.host]
-        if isinstance(item, HostEnd):
-            active.discard(r.host)
-            r.ended = host_end_reason(item, len(r.todo), totals[r.host])
-            continue
-        commit(store, r, item)
-        tell(r.host, r.committed, totals[r.host])
-    if not items and wait:
-        time.sleep(wait)
+        settle = tracker.receive(item)
+        if settle is not None and queue is not None:
+            queue.put(settle)
+
+
+def vanished(client: Any, tracker: FleetTracker) -> list[WorkerGone]:
+    """The workers of the active hosts that the scheduler no longer lists."""
+    present = set(hvbench_workers(client).values())
+    return [WorkerGone(tracker.by_host[h].address) for h in sorted(tracker.active)
+            if tracker.by_host[h].address not in present]
+
+
+class FleetInbox:
+    """Where the coordinator waits: one local queue fed by a thread reading the fleet
+    queue (a ``get`` without timeout: one that expires makes the scheduler log a
+    TimeoutError traceback), by the scheduler's ``remove-worker`` events (a topic
+    subscription) and by the host tasks' done callbacks. ``start()`` subscribes and
+    starts the reader; ``close()`` ends both."""
+
+    def __init__(self, client: Any, queue: Any, attempt: str) -> None:
+        self.client = client
+        self.queue = queue
+        self.attempt = attempt
+        self.items: stdqueue.Queue[object] = stdqueue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Subscribe to the scheduler's events and start the queue reader."""
+        self.client.subscribe_topic(SCHEDULER_TOPIC, self._event)
+        self._thread = threading.Thread(target=self._read, daemon=True,
+                                        name=f"hvbench-fleet-{self.attempt}")
+        self._thread.start()
+
+    def _event(self, event: tuple[float, Any]) -> None:
+        _, msg = event
+        if isinstance(msg, dict) and msg.get("action") == "remove-worker":
+            self.items.put(WorkerGone(str(msg.get("worker"))))
+
+    def _read(self) -> None:
+        try:
+            while True:
+                item = self.queue.get()
+                if isinstance(item, EndOfAttempt):
+                    return
+                self.items.put(item)
+        # whatever the client raised for a scheduler gone; the coordinator raises it
+        except Exception as exc:
+            self.items.put(ReaderFailed(exc))
+
+    def task_done(self, host: str, _future: Any) -> None:
+        """A host task's done callback (Dask calls it in its callback thread)."""
+        self.items.put(TaskDone(host))
+
+    def get(self, timeout: float) -> object | None:
+        """The next message, waiting up to ``timeout`` seconds (None: none came)."""
+        try:
+            return self.items.get(timeout=timeout)
+        except stdqueue.Empty:
+            return None
+
+    def close(self, timeout: float) -> list[object]:
+        """Unsubscribe, end the reader (its end marker goes behind everything queued),
+        waiting up to ``timeout`` seconds, and return the messages not taken yet."""
+        with contextlib.suppress(Exception):  # a scheduler gone: nothing to end there
+            self.client.unsubscribe_topic(SCHEDULER_TOPIC)
+        with contextlib.suppress(Exception):
+            self.queue.put(EndOfAttempt(self.attempt))
+        if self._thread is not None:
+            self._thread.join(timeout)
+        rest = []
+        while True:
+            try:
+                rest.append(self.items.get_nowait())
+            except stdqueue.Empty:
+                return [item for item in rest if not isinstance(item, ReaderFailed)]
 
 
 def error_line(output: str) -> str:
@@ -522,22 +708,6 @@ def commit(store: Store, r: HostRun, item: RepetitionResult) -> None:
     r.committed += 1
 
 
-def _check_hosts(client: Any, by_host: dict[str, HostRun], active: set[str]) -> None:
-    """Hosts whose worker left the scheduler or whose task failed are lost."""
-    present = set(hvbench_workers(client).values())
-    for host in list(active):
-        r = by_host[host]
-        if r.address not in present:
-            r.ended = f"host {host}: its worker {r.address} disappeared"
-        elif r.future.status == "error":
-            r.ended = f"host {host}: {r.future.exception()}"
-        else:
-            continue
-        active.discard(host)
-        with contextlib.suppress(Exception):
-            r.future.cancel()
-
-
 def _record_not_run(store: Store, r: HostRun) -> None:
     """Every repetition a lost host did not deliver, as failed ``not run: reason``."""
     now = _now()
@@ -561,7 +731,8 @@ class HostWorker(Worker):
     ``death_timeout`` is :data:`CONNECT_TIMEOUT_S`: a worker that cannot register with
     its scheduler stops instead of retrying for ever. ``certs``: the directory of this
     host's TLS bundle (:mod:`hvbench.run.fleet_tls`; encryption is then required),
-    removed when the worker closes if ``remove_certs``. Other arguments are
+    removed when the worker closes if ``remove_certs`` (which first records this
+    process as its owner, so ``cleanup`` removes it after a ``kill -9``). Other arguments are
     :class:`distributed.Worker`'s.
 
     Raises:
@@ -573,8 +744,11 @@ class HostWorker(Worker):
         if work is not None:
             os.environ["HVBENCH_WORKDIR"] = work
         self.host_class = host_class
-        # --hosts installed a bundle for this worker alone: it goes when the worker does
+        # --hosts installed a bundle for this worker alone: it goes when the worker does,
+        # or with the next cleanup if this process is killed
         self.certs = Path(certs) if certs is not None and remove_certs else None
+        if self.certs is not None:
+            claim_dir(self.certs)
         if certs is not None:
             kwargs["security"] = fleet_tls.security(Path(certs))
         kwargs.setdefault("death_timeout", CONNECT_TIMEOUT_S)

@@ -25,7 +25,9 @@ import datetime
 import ipaddress
 import json
 import os
+import shutil
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +39,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from distributed.security import Security
 
 from hvbench.errors import SpecError
+from hvbench.host.paths import is_claimed
 
 #: The files of a member's bundle and of the fleet's CA.
 CA_FILE, CERT_FILE, KEY_FILE, CA_KEY_FILE = "ca.pem", "cert.pem", "key.pem", "ca-key.pem"
@@ -46,6 +49,15 @@ SCHEDULER, COORDINATOR = "scheduler", "coordinator"
 VALID_DAYS = 825
 #: The URL scheme of an encrypted Dask comm.
 TLS_SCHEME = "tls"
+#: The name prefix of a bundle directory ``fleet install-bundle`` makes on a host.
+INSTALLED_PREFIX = "hvbench-tls-"
+#: The file in it that says hvbench installed it, and when (``cleanup`` and ``fleet
+#: remove-bundle`` remove no directory without it).
+INSTALLED_MARKER = "hvbench-installed.json"
+#: How long an installed bundle may wait for its worker to claim it before ``cleanup``
+#: takes it for the leftover of a worker that never started, seconds: well past the
+#: time ``--hosts`` gives its workers to start.
+CLAIM_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -268,7 +280,62 @@ def install(text: str, parent: Path) -> Path:
         raise SpecError(f"fleet TLS install: the bundle on stdin is not hvbench's: {exc}"
                         ) from exc
     parent.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix="hvbench-tls-", dir=parent))  # made 0700
+    directory = Path(tempfile.mkdtemp(prefix=INSTALLED_PREFIX, dir=parent))  # made 0700
+    # first: a directory of this name without the marker is never hvbench's to remove
+    (directory / INSTALLED_MARKER).write_text(json.dumps({"installed_at": time.time()}))
     _write_files(directory, bundle)
     return directory
+
+
+def _installed_at(directory: Path) -> float | None:
+    """When hvbench installed the bundle in ``directory`` (None: not a bundle it
+    installed: no readable marker, or a symbolic link)."""
+    if directory.is_symlink() or not directory.is_dir():
+        return None
+    try:
+        return float(json.loads((directory / INSTALLED_MARKER).read_text())["installed_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def remove_installed(directory: Path) -> bool:
+    """Remove a bundle directory :func:`install` made (``--hosts`` does it over SSH for a
+    worker that did not start): True if removed, False if there is none.
+
+    Raises:
+        SpecError: ``directory`` exists but is not a bundle hvbench installed (no
+            marker); it is left alone.
+    """
+    if not directory.exists() and not directory.is_symlink():
+        return False
+    if _installed_at(directory) is None:
+        raise SpecError(f"fleet remove-bundle {directory}: not a bundle hvbench installed "
+                        f"(no {INSTALLED_MARKER} in it); left alone")
+    shutil.rmtree(directory)
+    return True
+
+
+def unclaimed_bundles(parent: Path, now: float | None = None) -> list[Path]:
+    """The bundles installed under ``parent`` that no worker claimed within
+    :data:`CLAIM_S` of their install (its worker never started). A claimed one records
+    its worker's pid (:func:`hvbench.host.paths.claim_dir`) and is a leftover when that
+    process is gone, like any owned directory; a directory without the marker is never
+    listed."""
+    now = time.time() if now is None else now
+    found = []
+    for directory in sorted(parent.glob(f"{INSTALLED_PREFIX}*")) if parent.is_dir() else []:
+        installed = _installed_at(directory)
+        if installed is not None and not is_claimed(directory) and \
+                now - installed > CLAIM_S:
+            found.append(directory)
+    return found
+
+
+def remove_unclaimed_bundles(parent: Path, *, dry_run: bool = False) -> list[Path]:
+    """Remove what :func:`unclaimed_bundles` lists (``dry_run``: only list it)."""
+    found = unclaimed_bundles(parent)
+    if not dry_run:
+        for directory in found:
+            shutil.rmtree(directory, ignore_errors=True)
+    return found
 

@@ -746,7 +746,8 @@ def check_existing_domains(study: Study) -> None:
 def remove_orphans(*, dry_run: bool = False) -> list[str]:
     """Remove what an hvbench killed by ``kill -9`` left: its labs (namespaces, links,
     their processes), cgroups, libvirt domains, scratch directories (the wrk scripts'
-    among them) and stale run lock. Returns one sentence per thing done, e.g. ``removed
+    among them), fleet TLS bundles installed for a worker that never started and stale
+    run lock. Returns one sentence per thing done, e.g. ``removed
     link hvb-...`` (the labs' own lines say what they did, including what they could
     not remove); ``dry_run``: one ``would remove ...`` line per thing, nothing done."""
     removed = cleanup_orphaned_labs(dry_run=dry_run)
@@ -757,6 +758,12 @@ def remove_orphans(*, dry_run: bool = False) -> list[str]:
         others += kill_orphaned_daemons(orphaned_dirs(Path(tempfile.gettempdir())))
     for parent in (work_dir(), Path(tempfile.gettempdir())):
         others += [str(path) for path in remove_orphaned_dirs(parent, dry_run=dry_run)]
+    # a fleet worker's TLS bundle installed over SSH whose worker never started (the
+    # module imports Dask: only cleanup needs it here)
+    from hvbench.run import fleet_tls  # noqa: PLC0415
+
+    others += [f"fleet TLS bundle {path}" for path in
+               fleet_tls.remove_unclaimed_bundles(work_dir(), dry_run=dry_run)]
     lock = RunLock(work_dir())
     if lock.remove_stale(dry_run=dry_run):
         others.append(f"stale run lock {lock.path}")

@@ -161,16 +161,64 @@ def install_bundles(bundles: Mapping[str, fleet_tls.Bundle], options: dict[str, 
         FleetError: a host's install failed (the first such host's line).
     """
 
-    async def install_all() -> list[str]:
+    async def install_all() -> list[str | BaseException]:
         return list(await asyncio.wait_for(asyncio.gather(*(
             _install_bundle(h, options, remote_python, parents.get(h), b)
-            for h, b in bundles.items())), CHECK_TIMEOUT_S))
+            for h, b in bundles.items()), return_exceptions=True), CHECK_TIMEOUT_S))
 
     try:
-        return dict(zip(bundles, asyncio.run(install_all()), strict=True))
+        results = dict(zip(bundles, asyncio.run(install_all()), strict=True))
     except TimeoutError as exc:
         raise FleetError(f"hosts {', '.join(bundles)}: installing their TLS certificates "
                          f"took longer than {CHECK_TIMEOUT_S:g} s") from exc
+    installed = {h: r for h, r in results.items() if isinstance(r, str)}
+    failed = [r for r in results.values() if not isinstance(r, str)]
+    if failed:
+        # the hosts where it worked get no worker: their bundles go now
+        remove_bundles(installed, options, remote_python)
+        raise failed[0]
+    return installed
+
+
+async def _remove_bundle(host: str, options: dict[str, Any], remote_python: str,
+                         directory: str) -> str | None:
+    """Remove ``host``'s installed bundle ``directory`` there: None if done (or already
+    gone), else one line naming the host in the SSH or remote command's words."""
+    import asyncssh  # noqa: PLC0415 - only fleet runs over SSH need it
+
+    argv = [remote_python, "-m", "hvbench.cli.main", "fleet", "remove-bundle", directory]
+    try:
+        async with asyncssh.connect(host, **options) as conn:
+            result = await conn.run(shlex.join(argv), check=False)
+    except (OSError, asyncssh.Error, TimeoutError) as exc:
+        return f"host {host}: ssh: {_one_line(str(exc)) or type(exc).__name__}"
+    if result.exit_status != 0:
+        stderr = str(result.stderr or "").strip().splitlines()
+        return (f"host {host}: `{shlex.join(argv)}` exited with {result.exit_status}: "
+                f"{_one_line(stderr[-1]) if stderr else 'no output'}")
+    return None
+
+
+def remove_bundles(directories: Mapping[str, str], options: dict[str, Any],
+                   remote_python: str) -> list[str]:
+    """Remove each host's installed bundle (host -> its directory there) over SSH, in
+    parallel, for workers that did not start (a worker that did removes its own when it
+    closes; removing one already gone is no error). Waits up to
+    :data:`CHECK_TIMEOUT_S`; returns one line per host where it failed (``hvbench
+    cleanup`` there removes it later)."""
+    if not directories:
+        return []
+
+    async def remove_all() -> list[str | None]:
+        return list(await asyncio.wait_for(asyncio.gather(*(
+            _remove_bundle(h, options, remote_python, d)
+            for h, d in directories.items())), CHECK_TIMEOUT_S))
+
+    try:
+        return [p for p in asyncio.run(remove_all()) if p]
+    except TimeoutError:
+        return [f"hosts {', '.join(directories)}: removing their TLS certificates took "
+                f"longer than {CHECK_TIMEOUT_S:g} s"]
 
 
 class _RemoteLines(logging.Handler):
@@ -299,6 +347,7 @@ class SshWorkers:
             "host": self.listen, "port": 0, "protocol": fleet_tls.TLS_SCHEME,
             "security": security, "dashboard": False,
             "dashboard_address": "127.0.0.1:0", "local_directory": str(self._scratch)}}
+        certs: dict[str, str] = {}
         try:
             certs = install_bundles(
                 {h: fleet_tls.issue(ca_cert, ca_key, h) for h in self.hosts}, self.options,
@@ -316,12 +365,21 @@ class SshWorkers:
             said = f"; the last line from the hosts: {self._remote.lines[-1]}" \
                 if self._remote.lines else ""
             self.stop()
-            raise FleetError(what + said) from exc
+            raise FleetError(what + said + self._remove_unused(certs)) from exc
         missing = [h for h in self.hosts if h not in hvbench_workers(self._client)]
         if missing:
             self.stop()
-            raise FleetError(f"host(s) {', '.join(missing)}: no hvbench worker registered")
+            raise FleetError(f"host(s) {', '.join(missing)}: no hvbench worker registered"
+                             + self._remove_unused(certs))
         return self._client
+
+    def _remove_unused(self, certs: Mapping[str, str]) -> str:
+        """After a failed start (workers stopped): remove the hosts' installed bundles
+        over SSH, those whose worker never started among them; what could not be
+        removed, as text to add to the error."""
+        problems = remove_bundles(certs, self.options, self.remote_python)
+        return "".join(f"; its TLS certificate stays: {p} (`hvbench cleanup` there "
+                       "removes it)" for p in problems)
 
     def stop(self) -> None:
         """Close the client and the cluster (soft: retire the workers; then hard: kill
