@@ -23,9 +23,11 @@ import pytest
 from hvbench.image.builder import GuestImage
 from hvbench.model.qemu_argv import DISK_DRIVERS
 from hvbench.model.spec import VmSpec, vm_spec_from_mapping
+from hvbench.model.study import DiskWorkloadSpec
 from hvbench.monitors.session import monitors_for
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
+from hvbench.workloads import disk
 from hvbench.workloads.fio import FioJob, run_fio
 from tests.integration.conftest import shared
 from tests.integration.test_guest_devices import guest_drivers
@@ -116,29 +118,42 @@ def test_storage_daemon_threads_are_sampled_beside_qemus(guest: QemuPlatform) ->
           f"QEMU vCPUs {result.summary['qemu.vcpu.cpu_pct']:.1f} %")
 
 
-def test_virtio_fs_share_is_mounted_and_measured_beside_native(guest: QemuPlatform) -> None:
+def test_virtio_fs_share_is_a_disk_target_in_the_guest_and_natively(
+        guest: QemuPlatform) -> None:
+    """``target = "filesystem"``: the dd profile's phases run through the disk
+    workload's own target code on the guest's share and natively on the same host
+    directory, each in a fresh directory of it that is removed afterwards."""
     host_dir = guest.host_share(0)
     (host_dir / "hello").write_text("from the host\n")
     seen = guest.exec(["cat", f"{guest.guest_share(0)}/hello"], timeout=30)
     assert seen.ok and seen.text() == "from the host\n"
     mounts = guest.exec(["cat", "/proc/mounts"], timeout=30).text()
     assert f"hvbfs0 {guest.guest_share(0)} virtiofs" in mounts
-    # The same fio job in the guest on the share and natively on the same directory
-    # (buffered: virtio-fs with cache=auto takes no O_DIRECT).
-    rates = {}
+    # Buffered: virtio-fs with cache=auto takes no O_DIRECT.
+    spec = DiskWorkloadSpec.model_validate({
+        "profile": "dd", "target": "filesystem", "file_size": "8M", "allow_cached": True})
+    rates: dict[str, dict[str, float]] = {}
     with NativePlatform() as native:
-        for name, platform, where in (("guest", guest, guest.guest_share(0)),
-                                      ("native", native, str(host_dir))):
-            job = FioJob(name=f"fs-{name}", rw="write", filename=f"{where}/fio-{name}",
-                         size=8 << 20, bs=128 << 10, direct=False, runtime_s=1)
-            (result,), _ = run_fio(platform, job)
-            rates[name] = result.mb_per_s
-    assert rates["guest"] > 0 and rates["native"] > 0
-    assert (host_dir / "fio-guest").stat().st_size > 0  # the guest wrote the host's files
-    for path in host_dir.iterdir():
-        path.unlink()
-    print(f"io-paths: virtio-fs 128k buffered write {rates['guest']:.1f} MB/s in the guest, "
-          f"{rates['native']:.1f} MB/s natively on the same directory")
+        for name, platform, native_dir in (("guest", guest, None),
+                                           ("native", native, str(host_dir))):
+            target = disk.prepare_target(platform, spec, native_dir)
+            try:
+                made = host_dir / Path(target.directory).name
+                assert made.is_dir(), (name, target.directory)  # the same host directory
+                for phase in spec.phase_list():
+                    disk.before_phase(platform, spec, phase, target)
+                    outcome = disk.run_phase(platform, spec, phase, target)
+                    rates.setdefault(name, {})[phase] = outcome.metrics["mb_s"][0]
+                assert (made / "hvbench.dat").stat().st_size == 8 << 20
+            finally:
+                disk.release_target(platform, target)
+            assert not made.exists()
+    assert all(v > 0 for side in rates.values() for v in side.values()), rates
+    assert sorted(p.name for p in host_dir.iterdir()) == ["hello"]
+    (host_dir / "hello").unlink()
+    print("io-paths: virtio-fs dd (64k, 8 MiB, buffered) "
+          + ", ".join(f"{side} {phase} {mb:.1f} MB/s" for side, phases in rates.items()
+                      for phase, mb in phases.items()))
 
 
 #: A child hvbench holding a vhost-user guest until killed: it prints its socket

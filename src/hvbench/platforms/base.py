@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from hvbench.model.spec import NicSpec
@@ -129,6 +130,16 @@ class BenchDisk(Protocol):
         """The guest's device node of the benchmark disk (``/dev/vdb``); None when the
         workloads run in a directory instead (an existing domain's ``path``). Raises
         :class:`GuestError` when the guest does not show the disk."""
+        ...
+
+
+@runtime_checkable
+class SharedDirs(Protocol):
+    """A guest with host directories shared over virtio-fs and mounted in it."""
+
+    def shared_dirs(self) -> tuple[tuple[str, Path], ...]:
+        """(mount point in the guest, host directory) of each shared directory, in
+        declaration order (while running)."""
         ...
 
 

@@ -267,6 +267,10 @@ class QemuPlatform(StartStop):
         """Where the guest has shared directory ``index`` mounted."""
         return guest_share_mount(index)
 
+    def shared_dirs(self) -> tuple[tuple[str, Path], ...]:
+        """(guest mount point, host directory) of each shared directory (while running)."""
+        return tuple((guest_share_mount(d.index), d.directory) for d in self._virtiofsds)
+
     def _mount_shares(self) -> None:
         """Mount each shared directory in the guest (``mount -t virtiofs TAG DIR``);
         raises :class:`GuestError` with mount's own words when it fails."""
