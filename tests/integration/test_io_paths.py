@@ -31,6 +31,7 @@ from hvbench.workloads import disk
 from hvbench.workloads.fio import FioJob, run_fio
 from tests.integration.conftest import shared
 from tests.integration.test_guest_devices import guest_drivers
+from tests.unit.test_share_target import study_text
 
 pytestmark = pytest.mark.integration
 HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
@@ -297,3 +298,37 @@ def test_the_io_paths_example_runs_and_is_explained(image: GuestImage,
     assert all(v["outcome"] in ("cause", "unexplained", "near-native",
                                 "not-a-device-measurement") for v in verdicts
                if v["platform"] == "vhost-user-blk")
+
+
+def test_a_filesystem_target_study_runs_natively_in_the_guests_share(
+        tmp_path: Path) -> None:
+    """The study syntax through the runner, without a boot: ``--only native/*`` runs
+    the native side of a ``target = "filesystem"`` workload, in a fresh directory of
+    the ``source`` the study's guest shares (the guest side runs in
+    test_virtio_fs_share_is_a_disk_target_in_the_guest_and_natively), which is left as
+    it was found."""
+    import json
+    import sqlite3
+
+    share = tmp_path / "share"
+    share.mkdir()
+    (share / "theirs").write_text("kept\n")
+    study = tmp_path / "fs.toml"
+    study.write_text(study_text(
+        '[[platform]]\nkind = "native"\n[[platform]]\nkind = "qemu"\nname = "virtio-fs"\n'
+        f'memory_mib = 256\nfilesystem = {{ source = "{share}", cache = "auto" }}\n'))
+    db = tmp_path / "r.db"
+    done = subprocess.run([*HVBENCH, "run", str(study), "--only", "native/*", "--db",
+                           str(db)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(db) as con:
+        outputs = [c for (c,) in con.execute(
+            "SELECT content FROM raw_outputs WHERE kind = 'fio-json'")]
+    names = {job["job options"]["filename"] for text in outputs
+             for job in json.loads(text)["jobs"]}
+    assert len(names) == 1, names
+    (used,) = names
+    assert Path(used).parent.parent == share and Path(used).parent.name.startswith(
+        "hvbench-"), used
+    assert sorted(p.name for p in share.iterdir()) == ["theirs"]

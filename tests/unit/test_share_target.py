@@ -24,7 +24,8 @@ allow_cached = true
 """
 
 
-def _study(platforms: str, workload: str = WORKLOAD) -> str:
+def study_text(platforms: str, workload: str = WORKLOAD) -> str:
+    """A study of ``platforms`` (TOML) running ``workload`` (dd on the share)."""
     return f'[study]\nname = "s"\nrepetitions = 1\n{platforms}{workload}'
 
 
@@ -33,7 +34,7 @@ def _parse(text: str) -> object:
 
 
 def test_a_share_and_the_native_side_parse() -> None:
-    study = parse_study(_study(
+    study = parse_study(study_text(
         '[[platform]]\nkind = "native"\n'
         '[[platform]]\nkind = "qemu"\nname = "fs"\n'
         'filesystem = { source = "/srv/share", cache = "none" }\n'), "s.toml", 8 << 30)
@@ -42,7 +43,7 @@ def test_a_share_and_the_native_side_parse() -> None:
 
 
 def test_unnamed_shares_leave_the_native_side_in_the_work_directory() -> None:
-    study = parse_study(_study(
+    study = parse_study(study_text(
         '[[platform]]\nkind = "native"\n'
         '[[platform]]\nkind = "qemu"\nname = "a"\nfilesystem = { cache = "auto" }\n'
         '[[platform]]\nkind = "qemu"\nname = "b"\nfilesystem = { cache = "none" }\n'),
@@ -65,14 +66,14 @@ def test_unnamed_shares_leave_the_native_side_in_the_work_directory() -> None:
 def test_impossible_share_targets_are_one_line_errors(platforms: str,
                                                       expected: str) -> None:
     with pytest.raises(SpecError) as caught:
-        _parse(_study(platforms))
+        _parse(study_text(platforms))
     message = str(caught.value)
     assert expected in message and "\n" not in message
 
 
 def test_a_libvirt_guest_cannot_take_a_share_target() -> None:
     with pytest.raises(SpecError) as caught:
-        _parse(_study('[[platform]]\nkind = "libvirt"\nname = "lv"\n'
+        _parse(study_text('[[platform]]\nkind = "libvirt"\nname = "lv"\n'
                       'disk = { size = "64M" }\n'))
     assert "platform lv: workload fs: target = \"filesystem\" needs a virtio-fs share, " \
         "which hvbench serves to kind = \"qemu\" guests only" in str(caught.value)
@@ -80,7 +81,7 @@ def test_a_libvirt_guest_cannot_take_a_share_target() -> None:
 
 def test_an_unknown_target_names_the_choices() -> None:
     with pytest.raises(SpecError) as caught:
-        _parse(_study('[[platform]]\nkind = "native"\n',
+        _parse(study_text('[[platform]]\nkind = "native"\n',
                       WORKLOAD.replace('"filesystem"', '"share"')))
     assert "target" in str(caught.value) and "filesystem" in str(caught.value)
 
@@ -104,3 +105,16 @@ def test_the_native_side_works_in_a_fresh_directory_of_the_share(tmp_path: Path)
         disk.release_target(host, unnamed)
     # What hvbench made is gone; what was there before is untouched.
     assert sorted(p.name for p in share.iterdir()) == ["theirs"]
+
+
+def test_only_native_cells_still_run_in_the_guests_directory() -> None:
+    """``--only native/*`` leaves no guest cell, but the directory stays the one the
+    declared guests share."""
+    from hvbench.model.study import select_cells
+    study = parse_study(study_text(
+        '[[platform]]\nkind = "native"\n'
+        '[[platform]]\nkind = "qemu"\nname = "fs"\n'
+        'filesystem = { source = "/srv/share" }\n'), "s.toml", 8 << 30)
+    native_only = select_cells(study, ["native/*"])
+    assert [c.platform.name for c in native_only.cells] == ["native"]
+    assert native_share_dir(native_only, "fs") == "/srv/share"

@@ -1248,17 +1248,17 @@ def check_filesystem_cell(cell: Cell, path: str) -> None:
 
 def native_share_dir(study: Study, workload: str) -> str | None:
     """The host directory where the native side of ``target = "filesystem"`` workload
-    ``workload`` runs: the ``source`` the study's guests share (their first shared
-    directory); None when they name none: then hvbench makes each guest's share in the
-    work directory and the host runs in a directory of its own there, on the same
-    filesystem. Raises :class:`SpecError` when the guests share different directories
-    (the host runs on one)."""
+    ``workload`` runs: the ``source`` the study's guests share (the first shared
+    directory of every declared guest that has one: ``--only`` may leave no guest cell
+    in this invocation, the directory is still theirs); None when they name none: then
+    hvbench makes each guest's share in the work directory and the host runs in a
+    directory of its own there, on the same filesystem. Raises :class:`SpecError` when
+    the guests share different directories (the host runs on one)."""
     sources: dict[str | None, str] = {}
-    for cell in study.cells:
-        vm = guest_vm(cell.platform.spec)
-        if cell.workload.name == workload and _is_share_cell(cell) and vm is not None \
-                and vm.filesystems:
-            sources.setdefault(vm.filesystems[0].source, cell.platform.name)
+    for platform in study.platforms:
+        vm = guest_vm(platform.spec)
+        if vm is not None and vm.filesystems:
+            sources.setdefault(vm.filesystems[0].source, platform.name)
     if len(sources) > 1:
         named = ", ".join(f"{name} ({source or 'none: in the work directory'})"
                           for source, name in sources.items())
