@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hvbench.analysis.diagnosis import Verdict
+from hvbench.analysis.metrics import lookup
 from hvbench.analysis.stats import percent_of_summary
 from hvbench.analysis.summaries import PhaseStats, TextTable, compared_to_native
 
@@ -51,8 +52,9 @@ class Leaderboard:
 
     @property
     def title(self) -> str:
-        return f"Leaderboard {self.workload} / {self.phase}: {self.metric} in % of " \
-               f"{self.native}"
+        spec = lookup(self.metric)
+        label = spec.short_label if spec is not None else self.metric
+        return f"Leaderboard {self.workload} / {self.phase}: {label} in % of {self.native}"
 
     @property
     def conclusive(self) -> bool:
