@@ -23,12 +23,15 @@ import pytest
 from hvbench.image.builder import GuestImage
 from hvbench.model.qemu_argv import DISK_DRIVERS
 from hvbench.model.spec import VmSpec, vm_spec_from_mapping
+from hvbench.model.study import DiskWorkloadSpec
 from hvbench.monitors.session import monitors_for
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
+from hvbench.workloads import disk
 from hvbench.workloads.fio import FioJob, run_fio
 from tests.integration.conftest import shared
 from tests.integration.test_guest_devices import guest_drivers
+from tests.unit.test_share_target import study_text
 
 pytestmark = pytest.mark.integration
 HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
@@ -98,47 +101,86 @@ def test_queue_and_polling_settings_reach_qemu_and_the_guest(guest: QemuPlatform
     assert int(discard) > 0
 
 
-def test_storage_daemon_threads_are_sampled_beside_qemus(guest: QemuPlatform) -> None:
+def _nspids(pid: int) -> list[int]:
+    status = Path(f"/proc/{pid}/status").read_text()
+    (line,) = [x for x in status.splitlines() if x.startswith("NSpid:")]
+    return [int(w) for w in line.split()[1:]]
+
+
+def test_daemon_threads_are_sampled_beside_qemus(guest: QemuPlatform) -> None:
+    """The storage daemon's threads (its iothread told apart) and virtiofsd's sandboxed
+    child's (in a PID namespace of its own: sampled by its host pid) as monitors of
+    their own, beside QEMU's."""
     helpers = guest.helper_processes()
-    assert list(helpers) == ["qsd3"]
+    assert sorted(helpers) == ["qsd3", "vfs0"]
     pid, iothreads = helpers["qsd3"]
     assert iothreads and all(Path(f"/proc/{pid}/task/{t}").exists() for t in iothreads)
+    worker, _ = helpers["vfs0"]
+    (virtiofsd,) = [d for d in guest.storage_daemons if d.socket.name == "vfs0.sock"]
+    assert worker != virtiofsd.pid
+    # Its own PID namespace: pid 1 there, our pid here.
+    assert _nspids(worker)[0] == worker and _nspids(worker)[-1] == 1
     monitors = monitors_for(guest, guest=False)
     monitors.start()
     try:
         _fio(guest, 3)
+        wrote = guest.exec(["dd", "if=/dev/zero", f"of={guest.guest_share(0)}/vfs-load",
+                            "bs=64k", "count=128", "conv=fsync"], timeout=120)
     finally:
         result = monitors.stop()
+    guest.host_share(0).joinpath("vfs-load").unlink(missing_ok=True)
+    assert wrote.ok, wrote.stderr
     assert result.summary["qsd3.iothread.cpu_pct"] > 0, result.summary
     assert result.summary["qsd3.iothread.exec_per_s"] > 0
+    # virtiofsd's work is small next to TCG's: the scheduler's ns clock (run_pct)
+    # shows it where tick-based cpu_pct rounds to 0. Its request threads are "other".
+    vfs = {k: v for k, v in result.summary.items() if k.startswith("vfs0.")}
+    assert vfs["vfs0.total.run_pct"] > 0 and vfs["vfs0.other.exec_per_s"] > 0, vfs
+    assert vfs["vfs0.main.threads"] == 1 and vfs["vfs0.other.threads"] >= 1, vfs
     assert result.summary["qemu.vcpu.cpu_pct"] > 0
     print(f"io-paths: qsd3 iothread {result.summary['qsd3.iothread.cpu_pct']:.1f} % CPU, "
+          f"virtiofsd {vfs['vfs0.total.run_pct']:.2f} % running, "
+          f"{vfs['vfs0.total.exec_per_s']:.0f} executions/s over "
+          f"{vfs['vfs0.total.threads']:.0f} threads, "
           f"QEMU vCPUs {result.summary['qemu.vcpu.cpu_pct']:.1f} %")
 
 
-def test_virtio_fs_share_is_mounted_and_measured_beside_native(guest: QemuPlatform) -> None:
+def test_virtio_fs_share_is_a_disk_target_in_the_guest_and_natively(
+        guest: QemuPlatform) -> None:
+    """``target = "filesystem"``: the dd profile's phases run through the disk
+    workload's own target code on the guest's share and natively on the same host
+    directory, each in a fresh directory of it that is removed afterwards."""
     host_dir = guest.host_share(0)
     (host_dir / "hello").write_text("from the host\n")
     seen = guest.exec(["cat", f"{guest.guest_share(0)}/hello"], timeout=30)
     assert seen.ok and seen.text() == "from the host\n"
     mounts = guest.exec(["cat", "/proc/mounts"], timeout=30).text()
     assert f"hvbfs0 {guest.guest_share(0)} virtiofs" in mounts
-    # The same fio job in the guest on the share and natively on the same directory
-    # (buffered: virtio-fs with cache=auto takes no O_DIRECT).
-    rates = {}
+    # Buffered: virtio-fs with cache=auto takes no O_DIRECT.
+    spec = DiskWorkloadSpec.model_validate({
+        "profile": "dd", "target": "filesystem", "file_size": "8M", "allow_cached": True})
+    rates: dict[str, dict[str, float]] = {}
     with NativePlatform() as native:
-        for name, platform, where in (("guest", guest, guest.guest_share(0)),
-                                      ("native", native, str(host_dir))):
-            job = FioJob(name=f"fs-{name}", rw="write", filename=f"{where}/fio-{name}",
-                         size=8 << 20, bs=128 << 10, direct=False, runtime_s=1)
-            (result,), _ = run_fio(platform, job)
-            rates[name] = result.mb_per_s
-    assert rates["guest"] > 0 and rates["native"] > 0
-    assert (host_dir / "fio-guest").stat().st_size > 0  # the guest wrote the host's files
-    for path in host_dir.iterdir():
-        path.unlink()
-    print(f"io-paths: virtio-fs 128k buffered write {rates['guest']:.1f} MB/s in the guest, "
-          f"{rates['native']:.1f} MB/s natively on the same directory")
+        for name, platform, native_dir in (("guest", guest, None),
+                                           ("native", native, str(host_dir))):
+            target = disk.prepare_target(platform, spec, native_dir)
+            try:
+                made = host_dir / Path(target.directory).name
+                assert made.is_dir(), (name, target.directory)  # the same host directory
+                for phase in spec.phase_list():
+                    disk.before_phase(platform, spec, phase, target)
+                    outcome = disk.run_phase(platform, spec, phase, target)
+                    rates.setdefault(name, {})[phase] = outcome.metrics["mb_s"][0]
+                assert (made / "hvbench.dat").stat().st_size == 8 << 20
+            finally:
+                disk.release_target(platform, target)
+            assert not made.exists()
+    assert all(v > 0 for side in rates.values() for v in side.values()), rates
+    assert sorted(p.name for p in host_dir.iterdir()) == ["hello"]
+    (host_dir / "hello").unlink()
+    print("io-paths: virtio-fs dd (64k, 8 MiB, buffered) "
+          + ", ".join(f"{side} {phase} {mb:.1f} MB/s" for side, phases in rates.items()
+                      for phase, mb in phases.items()))
 
 
 #: A child hvbench holding a vhost-user guest until killed: it prints its socket
@@ -256,3 +298,37 @@ def test_the_io_paths_example_runs_and_is_explained(image: GuestImage,
     assert all(v["outcome"] in ("cause", "unexplained", "near-native",
                                 "not-a-device-measurement") for v in verdicts
                if v["platform"] == "vhost-user-blk")
+
+
+def test_a_filesystem_target_study_runs_natively_in_the_guests_share(
+        tmp_path: Path) -> None:
+    """The study syntax through the runner, without a boot: ``--only native/*`` runs
+    the native side of a ``target = "filesystem"`` workload, in a fresh directory of
+    the ``source`` the study's guest shares (the guest side runs in
+    test_virtio_fs_share_is_a_disk_target_in_the_guest_and_natively), which is left as
+    it was found."""
+    import json
+    import sqlite3
+
+    share = tmp_path / "share"
+    share.mkdir()
+    (share / "theirs").write_text("kept\n")
+    study = tmp_path / "fs.toml"
+    study.write_text(study_text(
+        '[[platform]]\nkind = "native"\n[[platform]]\nkind = "qemu"\nname = "virtio-fs"\n'
+        f'memory_mib = 256\nfilesystem = {{ source = "{share}", cache = "auto" }}\n'))
+    db = tmp_path / "r.db"
+    done = subprocess.run([*HVBENCH, "run", str(study), "--only", "native/*", "--db",
+                           str(db)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with sqlite3.connect(db) as con:
+        outputs = [c for (c,) in con.execute(
+            "SELECT content FROM raw_outputs WHERE kind = 'fio-json'")]
+    names = {job["job options"]["filename"] for text in outputs
+             for job in json.loads(text)["jobs"]}
+    assert len(names) == 1, names
+    (used,) = names
+    assert Path(used).parent.parent == share and Path(used).parent.name.startswith(
+        "hvbench-"), used
+    assert sorted(p.name for p in share.iterdir()) == ["theirs"]

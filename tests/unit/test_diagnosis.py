@@ -293,4 +293,60 @@ def test_a_rule_that_cannot_occur_on_the_platform_is_not_applicable_not_abstaini
         "disk.backend is not set")
     daemon = diagnose(model(DISK, platform=VHOST_USER))
     assert "storage-daemon-saturated" in [rule for rule, _ in daemon.abstained]
-    assert not daemon.not_applicable
+    assert "storage-daemon-saturated" not in dict(daemon.not_applicable)
+
+
+#: A disk cell with a polling iothread, and its sibling with polling off.
+POLLING = {**DISK, "qemu.iothread.cpu_pct": 60.0, "qemu.iothread.threads": 1.0}
+
+
+def _polling(poll: int | None, mine: Mapping[str, float], theirs: Mapping[str, float],
+             cov: float | None = 1.0) -> CellModel:
+    return model(mine, platform=_vm(iothread=True, poll_max_ns=poll), cov=cov,
+                 siblings={"vm.nopoll": (_vm(iothread=True, poll_max_ns=0), theirs)})
+
+
+def test_polling_that_burns_cpu_without_gain_is_named_with_the_sibling() -> None:
+    off = {**POLLING, "qemu.iothread.cpu_pct": 15.0, "mb_s": 49.0}
+    verdict = diagnose(_polling(None, POLLING, off))
+    found = [f for f in [verdict.dominant, *verdict.contributing]
+             if f is not None and f.rule == "polling-without-gain"]
+    assert len(found) == 1
+    evidence = " ".join(found[0].evidence)
+    assert "iothread 60 % of a core polling (QEMU's default) vs 15 % on vm.nopoll" in evidence
+    assert "mb_s 50 vs 49 there (+2.0 %, within 5 %)" in evidence
+    assert ("disk.poll_max_ns", 0) in found[0].changes
+    # An explicit poll_max_ns names itself.
+    explicit = diagnose(_polling(65536, POLLING, off))
+    (first,) = [f.evidence[0] for f in [explicit.dominant, *explicit.contributing]
+                if f is not None and f.rule == "polling-without-gain"]
+    assert "polling (poll_max_ns=65536)" in first
+
+
+@pytest.mark.parametrize(("mine", "theirs", "poll", "cov"), [
+    # Polling bought throughput beyond the 5 %: worth its CPU.
+    (POLLING, {**POLLING, "qemu.iothread.cpu_pct": 15.0, "mb_s": 40.0}, None, 1.0),
+    # Polling cost little CPU.
+    (POLLING, {**POLLING, "qemu.iothread.cpu_pct": 55.0, "mb_s": 50.0}, None, 1.0),
+    # The cell itself does not poll.
+    (POLLING, {**POLLING, "qemu.iothread.cpu_pct": 15.0, "mb_s": 50.0}, 0, 1.0),
+])
+def test_polling_that_pays_or_does_not_poll_is_no_finding(
+        mine: Mapping[str, float], theirs: Mapping[str, float], poll: int | None,
+        cov: float | None) -> None:
+    assert "polling-without-gain" not in fired(_polling(poll, mine, theirs, cov))
+
+
+def test_polling_within_the_noise_is_no_gain() -> None:
+    off = {**POLLING, "qemu.iothread.cpu_pct": 15.0, "mb_s": 45.0}  # polling +11 %
+    assert "polling-without-gain" in fired(_polling(None, POLLING, off, cov=15.0))
+    assert "polling-without-gain" not in fired(_polling(None, POLLING, off, cov=1.0))
+
+
+def test_polling_rule_abstains_without_an_iothread_or_a_sibling() -> None:
+    # No iothread measured: the rule lacks its evidence and says so.
+    plain = model(DISK, platform=_vm(iothread=True))
+    assert "polling-without-gain" in abstained(plain)
+    # An iothread but no sibling with polling off: nothing shows what polling buys.
+    alone = model(POLLING, platform=_vm(iothread=True))
+    assert "polling-without-gain" not in fired(alone) | abstained(alone)

@@ -235,3 +235,28 @@ def test_every_disk_bus_makes_the_guest_load_ext4() -> None:
     case = next(line for line in init_script().decode().splitlines() if "fs=ext4 ;;" in line)
     listed = {word.strip() for word in case.split(")")[0].split("|")}
     assert {modules[0] for modules in BUS_MODULES.values()} <= listed
+
+
+def test_virtiofsd_sandbox_child_is_found_by_its_host_pid(tmp_path: Path) -> None:
+    """The child that serves the share is found from the parent's pid: through
+    /proc/PID/task/PID/children on this kernel (a real shell and its child here), and
+    through the PPid of every process where that file is missing."""
+    from hvbench.platforms.virtiofsd import sandbox_child
+    parent = subprocess.Popen(["sh", "-c", "sleep 30 & echo $!; wait"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        assert sandbox_child(parent.pid) == child
+        assert sandbox_child(child) is None  # sleep has no child
+    finally:
+        parent.kill()
+        parent.wait()
+        subprocess.run(["kill", str(child)], check=False)
+    proc = tmp_path / "proc"
+    for pid, ppid in ((40, 1), (41, 40), (7, 2)):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "status").write_text(f"Name:\tx\nPid:\t{pid}\nPPid:\t{ppid}\n")
+    (proc / "self").mkdir()
+    assert sandbox_child(40, proc) == 41
+    assert sandbox_child(41, proc) is None

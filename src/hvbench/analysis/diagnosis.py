@@ -130,6 +130,15 @@ UNUSUAL_SHOWN = 3
 SCORE_SPECIFIC = 2.0
 SCORE_GENERIC = 1.0
 SCORE_TCG = 0.8
+#: A cost that buys nothing (polling without gain) is not what limits the throughput:
+#: it ranks below every throughput cause, so it is dominant only when nothing else is.
+SCORE_COST = 0.5
+#: Polling "burns" CPU when its iothread uses at least this many points of one core
+#: more than the same platform with polling off ...
+POLL_EXTRA_CPU_PCT = 10.0
+#: ... while its headline is at most this much above it (or within the repetitions'
+#: CoV, when that is larger): adaptive polling is published to move IOPS a few percent.
+POLL_GAIN_PCT = 5.0
 
 EMULATED_BUSES = ("ide", "ahci", "lsi-scsi")
 EMULATED_NICS = ("e1000", "rtl8139")
@@ -884,6 +893,46 @@ def _no_storage_daemon(cell: CellModel) -> str | None:
         "not vhost-user: no storage daemon"
 
 
+def _polls(cell: CellModel) -> bool:
+    """Whether the cell's disk iothread polls: an iothread with ``poll_max_ns`` unset
+    (QEMU's adaptive default) or above 0."""
+    poll = cell.setting("disk.poll_max_ns")
+    return bool(cell.setting("disk.iothread")) and (poll is None or poll > 0)
+
+
+def _no_polling(cell: CellModel) -> str | None:
+    if not cell.setting("disk.iothread"):
+        return "no iothread: nothing polls"
+    return None if _polls(cell) else "poll_max_ns = 0: the iothread does not poll"
+
+
+def _polling_without_gain(cell: CellModel) -> Hit | None:
+    """The iothread polls, the sibling with ``poll_max_ns = 0`` (otherwise the same)
+    was measured, and polling cost CPU without raising the headline beyond noise.
+    Without that sibling there is no evidence what polling buys: no finding."""
+    sibling = _only_differs(cell, "disk.poll_max_ns", (0,)) if _polls(cell) else None
+    main = cell.main
+    if sibling is None or main is None or main not in cell.values:
+        return None
+    name, theirs = sibling
+    mine_cpu, their_cpu = cell.values.get("qemu.iothread.cpu_pct"), \
+        theirs.get("qemu.iothread.cpu_pct")
+    rate = theirs.get(main)
+    if mine_cpu is None or their_cpu is None or not rate:
+        return None
+    extra, gain = mine_cpu - their_cpu, 100.0 * (cell.values[main] / rate - 1.0)
+    noise = max(POLL_GAIN_PCT, cell.main_cov_pct or 0.0)
+    if extra < POLL_EXTRA_CPU_PCT or gain > noise:
+        return None
+    poll = cell.setting("disk.poll_max_ns")
+    setting = "QEMU's default" if poll is None else f"poll_max_ns={poll}"
+    return Hit(SCORE_COST, (
+        f"iothread {_n(mine_cpu)} % of a core polling ({setting}) vs {_n(their_cpu)} % on "
+        f"{name} (poll_max_ns=0), the same otherwise",
+        f"{main} {_n(cell.values[main])} vs {_n(rate)} there ({gain:+.1f} %, within "
+        f"{noise:.0f} %)"))
+
+
 def _host_contention(cell: CellModel) -> Hit | None:
     wait = cell.get("res.vcpu.wait_pct")
     if wait is None or wait < WAIT_PCT:
@@ -1159,6 +1208,12 @@ RULES: tuple[Rule, ...] = (
          "more queues on the export (disk.queues) or fewer disks per daemon; "
          "poll_max_ns = 0 if the busy time is polling (its CPU then buys no I/O)", True,
          "disk.queues", inapplicable=_no_storage_daemon),
+    Rule("polling-without-gain", "iothread polling burns CPU without a throughput gain",
+         _DISK, ("res.iothread.util_pct",), _polling_without_gain,
+         "poll_max_ns = 0 (QEMU -object iothread,poll-max-ns=0): the polling core's time "
+         "buys no I/O here; keep polling only where it measurably raises the rate", True,
+         "disk.poll_max_ns", (0,), changes=_changes_to(("disk.poll_max_ns", 0)),
+         inapplicable=_no_polling),
     Rule("host-cpu-contention", "host CPU contention (run-queue wait, neighbours, "
          "weights)", _ALL, ("res.vcpu.wait_pct",), _host_contention,
          "give the guest its own core (pin: libvirt <vcpupin>, taskset) or a larger CPU "

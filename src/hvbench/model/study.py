@@ -230,8 +230,11 @@ class DiskWorkloadSpec(_Strict):
     kind: Literal["disk"] = "disk"
     profile: DiskProfile
     #: ``file``: a test file on a filesystem (the guest formats its benchmark disk);
-    #: ``device``: the raw benchmark disk (natively, a file of the same size).
-    target: Literal["file", "device"] = "file"
+    #: ``device``: the raw benchmark disk (natively, a file of the same size);
+    #: ``filesystem``: the guest's first virtio-fs share (``filesystem = {...}`` on the
+    #: platform), natively the same host directory (:func:`native_share_dir`). Each
+    #: run works in a fresh subdirectory of the share, removed afterwards.
+    target: Literal["file", "device", "filesystem"] = "file"
     file_size: ByteSize = 256 << 20
     #: I/O size: IOzone's record size, dd's block size, Bonnie++'s chunk size.
     record_size: ByteSize | None = None
@@ -913,10 +916,15 @@ def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int
     for cell in cells:
         check_cache_rule(cell, host_memory_bytes)
         check_native_source_cell(cell, path)
+        check_filesystem_cell(cell, path)
         check_network_cell(cell, lab, path)
         check_scenario_cell(cell, lab, path)
-    return Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
-                 tuple(scenarios), workload_rules, overrides)
+    study = Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
+                  tuple(scenarios), workload_rules, overrides)
+    for cell in cells:
+        if _is_share_cell(cell) and isinstance(cell.platform.spec, NativePlatformSpec):
+            native_share_dir(study, cell.workload.name)
+    return study
 
 
 #: The sections of a study file.
@@ -1212,6 +1220,52 @@ def check_native_source_cell(cell: Cell, path: str) -> None:
         raise SpecError(f"{path}: cell {cell.name}: disk.source {platform.disk.source}: the "
                         "host measures its device raw: set target = \"device\" (hvbench "
                         "makes no file system on a host device)")
+
+
+def _is_share_cell(cell: Cell) -> bool:
+    workload = cell.workload.spec
+    return isinstance(workload, DiskWorkloadSpec) and workload.target == "filesystem"
+
+
+def check_filesystem_cell(cell: Cell, path: str) -> None:
+    """A ``target = "filesystem"`` disk workload runs on a guest's first virtio-fs
+    share: every guest it runs on declares one (a qemu platform: hvbench's virtiofsd
+    serves QEMU only). Raises :class:`SpecError` naming the platform and the field."""
+    if not _is_share_cell(cell):
+        return
+    platform = cell.platform.spec
+    where = f"{path}: platform {cell.platform.name}: workload {cell.workload.name}"
+    if isinstance(platform, LibvirtPlatformSpec):
+        raise SpecError(f"{where}: target = \"filesystem\" needs a virtio-fs share, "
+                        "which hvbench serves to kind = \"qemu\" guests only; expected "
+                        "kind = \"qemu\" with filesystem = { cache = \"auto\" }")
+    vm = guest_vm(platform)
+    if vm is not None and not vm.filesystems:
+        raise SpecError(f"{where}: target = \"filesystem\" runs on the guest's first "
+                        "shared directory; expected filesystem = { cache = \"auto\" } "
+                        "(or filesystems = [...]) on the platform")
+
+
+def native_share_dir(study: Study, workload: str) -> str | None:
+    """The host directory where the native side of ``target = "filesystem"`` workload
+    ``workload`` runs: the ``source`` the study's guests share (the first shared
+    directory of every declared guest that has one: ``--only`` may leave no guest cell
+    in this invocation, the directory is still theirs); None when they name none: then
+    hvbench makes each guest's share in the work directory and the host runs in a
+    directory of its own there, on the same filesystem. Raises :class:`SpecError` when
+    the guests share different directories (the host runs on one)."""
+    sources: dict[str | None, str] = {}
+    for platform in study.platforms:
+        vm = guest_vm(platform.spec)
+        if vm is not None and vm.filesystems:
+            sources.setdefault(vm.filesystems[0].source, platform.name)
+    if len(sources) > 1:
+        named = ", ".join(f"{name} ({source or 'none: in the work directory'})"
+                          for source, name in sources.items())
+        raise SpecError(f"{study.path}: workload {workload}: target = \"filesystem\": the "
+                        f"guests share different directories ({named}); expected one "
+                        "filesystem.source for all, which the host measures natively")
+    return next(iter(sources), None)
 
 
 def raw_file_sizes(study: Study, platform: str) -> list[tuple[str, int]]:

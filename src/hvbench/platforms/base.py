@@ -134,12 +134,23 @@ class BenchDisk(Protocol):
 
 
 @runtime_checkable
+class SharedDirs(Protocol):
+    """A guest with host directories shared over virtio-fs and mounted in it."""
+
+    def shared_dirs(self) -> tuple[tuple[str, Path], ...]:
+        """(mount point in the guest, host directory) of each shared directory, in
+        declaration order (while running)."""
+        ...
+
+
+@runtime_checkable
 class HelperProcesses(Protocol):
     """A guest whose I/O is also served by host processes besides its hypervisor (the
-    storage daemons of vhost-user disks), sampled as thread classes of their own."""
+    storage daemons of vhost-user disks, virtiofsd), sampled as thread classes of
+    their own."""
 
     def helper_processes(self) -> dict[str, tuple[int, frozenset[int]]]:
-        """Monitor name (``qsd0``) -> (host pid, its iothreads' thread ids)."""
+        """Monitor name (``qsd0``, ``vfs0``) -> (host pid, its iothreads' thread ids)."""
         ...
 
 

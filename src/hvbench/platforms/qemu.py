@@ -267,6 +267,10 @@ class QemuPlatform(StartStop):
         """Where the guest has shared directory ``index`` mounted."""
         return guest_share_mount(index)
 
+    def shared_dirs(self) -> tuple[tuple[str, Path], ...]:
+        """(guest mount point, host directory) of each shared directory (while running)."""
+        return tuple((guest_share_mount(d.index), d.directory) for d in self._virtiofsds)
+
     def _mount_shares(self) -> None:
         """Mount each shared directory in the guest (``mount -t virtiofs TAG DIR``);
         raises :class:`GuestError` with mount's own words when it fails."""
@@ -287,9 +291,17 @@ class QemuPlatform(StartStop):
 
     def helper_processes(self) -> dict[str, tuple[int, frozenset[int]]]:
         """Host processes besides QEMU that serve this guest's I/O: ``qsd<N>`` (the
-        storage daemon of disk N) -> (pid, its iothread's thread ids)."""
-        return {f"qsd{d.index}": (d.pid, d.iothread_tids) for d in self._daemons
-                if d.pid is not None}
+        storage daemon of disk N) -> (pid, its iothread's thread ids), and ``vfs<N>``
+        (shared directory N) -> (the host pid of the child virtiofsd sandboxed itself
+        in, no iothreads: its threads are its ``main`` and ``other``). The parent
+        virtiofsd only waits for that child, so it is not sampled."""
+        found = {f"qsd{d.index}": (d.pid, d.iothread_tids) for d in self._daemons
+                 if d.pid is not None}
+        for fs in self._virtiofsds:
+            child = fs.worker_pid()
+            if child is not None:
+                found[f"vfs{fs.index}"] = (child, frozenset())
+        return found
 
     def _check_host(self) -> None:
         needs_tap = any(n.backend == "tap" for n in self.spec.nics)

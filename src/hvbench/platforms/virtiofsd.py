@@ -4,6 +4,7 @@ also ends the child it sandboxes itself in."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from hvbench.errors import HostError
@@ -23,6 +24,26 @@ def virtiofsd_argv(share: SharedDirSpec, directory: str, socket: str,
             "-o", f"cache={share.cache}", "-o", "log_level=warn"]
 
 
+def sandbox_child(pid: int, proc: Path = Path("/proc")) -> int | None:
+    """The host pid of the process virtiofsd ``pid`` forked into its own PID (and
+    mount, network) namespace once QEMU connected: that child serves the share, the
+    parent only waits for it. None before the connection (no child yet) or when
+    ``pid`` is gone. ``/proc/PID/task/PID/children`` names the children by their host
+    pids; a kernel without it (``CONFIG_PROC_CHILDREN``) is answered by the ``PPid``
+    of every process in ``proc``."""
+    with contextlib.suppress(OSError):
+        listed = (proc / str(pid) / "task" / str(pid) / "children").read_text().split()
+        return int(listed[0]) if listed else None
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            status = (entry / "status").read_text()
+            if f"\nPPid:\t{pid}\n" in status:
+                return int(entry.name)
+    return None
+
+
 class Virtiofsd(SocketDaemon):
     """The virtiofsd of shared directory ``index``: ``directory`` on the host, its
     socket ``vfs<index>.sock`` in ``socket_dir``."""
@@ -33,6 +54,11 @@ class Virtiofsd(SocketDaemon):
         self.share = share
         self.index = index
         self.directory = directory
+
+    def worker_pid(self) -> int | None:
+        """The host pid of the sandboxed child that serves the share (see
+        :func:`sandbox_child`); None while not running or before QEMU connected."""
+        return None if self.pid is None else sandbox_child(self.pid)
 
     @property
     def argv(self) -> list[str]:

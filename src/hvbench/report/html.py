@@ -223,6 +223,8 @@ class ReportInput:
     findings: TextTable | None = None
     #: The latency of guest disk cells by layer (None: no guest-side evidence).
     layers: TextTable | None = None
+    #: The ranked "% of native" tables (:mod:`hvbench.report.leaderboard`).
+    leaderboard: tuple[TextTable, ...] = ()
     #: The tuning section of a tuning run (``hvbench tune``), HTML; empty otherwise.
     tuning: str = ""
     #: A fleet run's host run: the fleet's tables (:func:`hvbench.report.fleet.
@@ -953,6 +955,15 @@ def _layers_section(table: TextTable | None) -> str:
             "in the virtualization path, in the host device.</p>" + _text_table(table))
 
 
+def _leaderboard_section(tables: Sequence[TextTable]) -> str:
+    if not tables:
+        return ""
+    return ('<h2 id="leaderboard">Leaderboard</h2><p>Per phase, the guests ranked by '
+            "their headline metric in % of native with its 95 % interval, and the "
+            "bottleneck the diagnosis named; the note under each table says which orders "
+            "the intervals support.</p>" + "".join(_text_table(t) for t in tables))
+
+
 def _findings_section(table: TextTable | None) -> str:
     if table is None:
         return ""
@@ -993,7 +1004,8 @@ def render_fleet_html(fleet_id: str, tables: Sequence[TextTable], *, tcg: bool) 
 def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     """Links to the environment, every workload and the optional sections present
     (``sections``: anchor -> present)."""
-    titles = {"series": "Time series", "scenarios": "Scenarios", "lifecycle": "Lifecycle",
+    titles = {"leaderboard": "Leaderboard", "series": "Time series",
+              "scenarios": "Scenarios", "lifecycle": "Lifecycle",
               "propagation": "Propagation", "diagnosis": "Diagnosis",
               "layers": "Latency by layer",
               "latency": "Latency", "findings": "Findings", "tuning": "Tuning",
@@ -1026,7 +1038,8 @@ def render_html(data: ReportInput) -> str:
     # The CoV of every sampled series is only shown for scenario runs: skip the work
     # (a storage matrix has hundreds of thousands of samples) elsewhere.
     scenario_run = any(r.scenario for r in data.rows)
-    extra = {"series": _series_section(data, cells),
+    extra = {"leaderboard": _leaderboard_section(data.leaderboard),
+             "series": _series_section(data, cells),
              "scenarios": _scenario_section(data, build_scenario_report(
                  data.rows, data.samples if scenario_run else (), cells, data.platforms),
                  cells),

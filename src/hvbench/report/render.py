@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from hvbench.analysis.latency import Histogram, cdf
+from hvbench.analysis.leaderboard import leaderboards
 from hvbench.analysis.stats import Summary
 from hvbench.analysis.summaries import compared_to_native
 from hvbench.report.diagnosis import (
@@ -33,6 +34,7 @@ from hvbench.report.diagnosis import (
 from hvbench.report.export import measurement_table, to_csv, to_json, to_parquet
 from hvbench.report.findings import findings_json, findings_table, is_seed_study, run_findings
 from hvbench.report.html import ReportInput, SeriesChoice
+from hvbench.report.leaderboard import leaderboard_json, leaderboard_table
 from hvbench.report.model import RunReport, summary_meta
 from hvbench.report.propagation import FIT_HEADERS, SHARE_HEADERS
 from hvbench.report.scenarios import scenario_json, scenario_tables
@@ -132,6 +134,7 @@ def terminal_tables(report: RunReport, options: TerminalOptions = TerminalOption
     tables: list[Table | DiagnosisView] = [
         phase_table(p, report.natives.get(p.workload), report.why(p.workload, p.phase),
                     extra=options.stats) for p in report.phases]
+    tables += [rich_table(t) for t in leaderboard_tables(report)]
     fits = propagation_fit_table_of(report.propagation_fits)
     if fits is not None:
         tables.append(fits)
@@ -146,6 +149,14 @@ def terminal_tables(report: RunReport, options: TerminalOptions = TerminalOption
         tables.append(DiagnosisView(diagnosis_groups(report.verdicts,
                                                      verbose=options.verbose)))
     return tables + domain_io_tables(report)
+
+
+def leaderboard_tables(report: RunReport) -> list[TextTable]:
+    """The ranked "% of native" table of every phase with native and several guests
+    (:func:`~hvbench.analysis.leaderboard.leaderboards`), each row's bottleneck from the
+    diagnosis."""
+    return [leaderboard_table(b)
+            for b in leaderboards(report.phases, report.natives, report.verdicts)]
 
 
 BRIEF_TITLE = ("Summary: each phase's headline metric, native's mean ± 95% CI, the "
@@ -221,13 +232,19 @@ def report_json(report: RunReport, findings: str | None = None,
     ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
     equation, R², intercept; empty without propagation; with propagation cells also
     ``share_headers`` and ``shares``, each phase's share of the propagation time),
-    ``diagnosis`` (every cell's verdict), with staged cpu neighbours ``stages`` (CPU per
-    stage), with libvirt platforms ``libvirt_domains``, and with ``findings``
+    ``diagnosis`` (every cell's verdict), with a native and several guests in a phase
+    ``leaderboard`` (the guests ranked by % of native, see
+    :func:`~hvbench.analysis.leaderboard.leaderboard_json`), with staged cpu
+    neighbours ``stages`` (CPU per stage), with libvirt platforms ``libvirt_domains``,
+    and with ``findings``
     (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours; with
     ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's host run) ``fleet``."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
                              "propagation": _propagation_section(report),
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
+    boards = leaderboards(report.phases, report.natives, report.verdicts)
+    if boards:
+        extra["leaderboard"] = [leaderboard_json(b) for b in boards]
     if report.stages:
         extra["stages"] = stage_json(report.stages)
     if report.layers:
@@ -272,14 +289,16 @@ def html_input(report: RunReport, series: SeriesChoice | None,
         diagnosis=diagnosis_groups(report.verdicts),
         headline=headline(report.verdicts),
         layers=layer_table(report.layers) if report.layers else None,
+        leaderboard=tuple(leaderboard_tables(report)),
         findings=findings_text_table(report, findings), warnings=report.warnings)
 
 
 def section_titles(report: RunReport) -> dict[str, list[str]]:
     """The titles of the sections each renderer shows, for parity checks: phases as
-    ``workload / phase``, then the propagation fits and the scenario tables."""
+    ``workload / phase``, then the leaderboards, the propagation fits and the scenario tables."""
     phases = [f"{p.workload} / {p.phase}" for p in report.phases]
-    extra: list[str] = ["propagation fits"] if report.propagation_fits else []
+    extra: list[str] = [t.title for t in leaderboard_tables(report)]
+    extra += ["propagation fits"] if report.propagation_fits else []
     extra += [PROPAGATION_SHARE_TITLE] if report.propagation_shares else []
     extra += [t.title for t in scenario_tables(report.scenarios)]
     extra += [t.title for t in stage_tables(report.stages)]

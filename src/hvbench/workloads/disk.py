@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import secrets
 import shutil
 import subprocess
 import tempfile
@@ -39,6 +40,7 @@ from hvbench.errors import CommandError, HvbenchError, SpecError, stderr_tail
 from hvbench.host.caches import drop_host_caches
 from hvbench.host.inputs import decode_text, read_text_input
 from hvbench.host.paths import work_dir
+from hvbench.model.qemu_argv import guest_share_mount
 from hvbench.model.study import (
     DiskWorkloadSpec,
     LibvirtPlatformSpec,
@@ -47,7 +49,7 @@ from hvbench.model.study import (
     QemuPlatformSpec,
     disk_for,
 )
-from hvbench.platforms.base import BenchDisk, ExecResult, Platform
+from hvbench.platforms.base import BenchDisk, ExecResult, Platform, SharedDirs
 from hvbench.workloads.fio import (
     OUTPUT_FORMAT,
     RAW_KIND,
@@ -91,6 +93,9 @@ class DiskTarget:
     #: A device, or the native stand-in for one (a file allocated up front): it is
     #: written in place, never deleted, as a disk is.
     raw: bool = False
+    #: ``directory`` was made for this run in a shared directory (``target =
+    #: "filesystem"``) and is removed with everything in it when the target is released.
+    owned: bool = False
 
 
 
@@ -115,11 +120,35 @@ def _check_fio(result: ExecResult, what: str) -> ExecResult:
     return result
 
 
-def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
-    """Create the test location: format and mount the guest disk for ``file`` targets.
+def _share_target(platform: Platform, native_dir: str | None) -> DiskTarget:
+    """A fresh directory in the shared directory: in a guest its first virtio-fs mount,
+    natively ``native_dir`` (the host directory the guests share) or the scratch
+    directory (on the work directory's filesystem, where unnamed shares are made)."""
+    if platform.is_guest:
+        shares = platform.shared_dirs() if isinstance(platform, SharedDirs) else ()
+        if not shares:
+            raise SpecError(f"platform {platform.name}: target = \"filesystem\" needs a "
+                            "shared directory: expected filesystem = { cache = \"auto\" }")
+        base = shares[0][0]
+    else:
+        base = native_dir or platform.scratch_dir()
+    directory = f"{base}/hvbench-{secrets.token_hex(4)}"
+    _check(platform.exec(["mkdir", directory], timeout=60),
+           "making the test directory in the shared directory")
+    return DiskTarget(f"{directory}/hvbench.dat", directory, None, owned=True)
 
-    Raises :class:`CommandError` if mkfs or mount fail in the guest.
+
+def prepare_target(platform: Platform, spec: DiskWorkloadSpec,
+                   native_dir: str | None = None) -> DiskTarget:
+    """Create the test location: format and mount the guest disk for ``file`` targets;
+    for ``filesystem`` targets a fresh directory in the shared directory (natively in
+    ``native_dir`` when given, see :func:`~hvbench.model.study.native_share_dir`).
+
+    Raises :class:`CommandError` if mkfs, mount or mkdir fail, :class:`SpecError` for a
+    ``filesystem`` target on a guest without a shared directory.
     """
+    if spec.target == "filesystem":
+        return _share_target(platform, native_dir)
     device = platform.bench_disk() if isinstance(platform, BenchDisk) else None
     if device is not None and not platform.is_guest:
         # The host measures the storage a guest is given: raw, never formatted.
@@ -151,7 +180,12 @@ def prepare_target(platform: Platform, spec: DiskWorkloadSpec) -> DiskTarget:
 
 
 def release_target(platform: Platform, target: DiskTarget) -> None:
-    """Unmount the guest filesystem (best effort: the guest may be gone)."""
+    """Unmount the guest filesystem, remove a directory made in a shared directory
+    (best effort: the guest may be gone)."""
+    if target.owned:
+        with contextlib.suppress(HvbenchError):
+            platform.exec(["rm", "-rf", "--", target.directory], timeout=300)
+        return
     if platform.is_guest and target.directory == GUEST_MOUNT:
         with contextlib.suppress(HvbenchError):
             platform.exec(["umount", GUEST_MOUNT], timeout=120)
@@ -403,6 +437,12 @@ def _load_time_target(spec: DiskWorkloadSpec, platform: PlatformSpec,
     if isinstance(platform, LibvirtPlatformSpec) and platform.existing:
         where = platform.path or GUEST_MOUNT
         return JobTarget(where, f"{where}/hvbench.dat", spec.target == "device"), None, False
+    if spec.target == "filesystem":
+        # The share's free space is the host directory's, known only once the study
+        # resolves it: the run checks it (plan_job_file, stat -f on the target).
+        native = isinstance(platform, NativePlatformSpec)
+        where = str(work_dir()) if native else guest_share_mount(0)
+        return JobTarget(where, f"{where}/hvbench.dat", False), None, native
     if isinstance(platform, QemuPlatformSpec | LibvirtPlatformSpec):
         disk = disk_for(platform)
         size = disk.size if disk is not None else None

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import Cell, DiskWorkloadSpec
+from hvbench.model.study import Cell, DiskWorkloadSpec, native_share_dir
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.base import Platform
 from hvbench.run.cells.base import (
@@ -52,7 +52,10 @@ class DiskCell(Simple):
 
     def prepare(self, ctx: CellContext) -> None:
         self._platform = ctx.started()
-        self._target = disk.prepare_target(self._platform, ctx.spec(DiskWorkloadSpec))
+        spec = ctx.spec(DiskWorkloadSpec)
+        native_dir = native_share_dir(ctx.study, ctx.cell.workload.name) \
+            if spec.target == "filesystem" and not self._platform.is_guest else None
+        self._target = disk.prepare_target(self._platform, spec, native_dir)
 
     def run(self, ctx: CellContext) -> CellResult:
         platform = ctx.started()
