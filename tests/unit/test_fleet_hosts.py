@@ -132,3 +132,70 @@ def test_fleet_options_refused_before_anything_starts(
     assert main(["run", *args, "--db", str(db)]) == 2
     assert words in capsys.readouterr().err
     assert not db.exists()
+
+
+class _Flag:
+    """A stand-in for the attempt's Dask Event and Queue (name, client ignored)."""
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        self.is_set = False
+
+    def set(self) -> None:
+        self.is_set = True
+
+    def clear(self) -> None:
+        self.is_set = False
+
+
+class _Inbox:
+    closed = False
+
+    def __init__(self, *_: Any) -> None:
+        pass
+
+    def start(self) -> None:
+        pass
+
+    def task_done(self, *_: Any) -> None:
+        pass
+
+    def close(self, _timeout: float) -> list[object]:
+        _Inbox.closed = True
+        return []
+
+
+def test_ctrl_c_between_two_submissions_stops_the_hosts_already_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An interrupt while the host tasks are being submitted sets the attempt's stop
+    event (the first host's task would otherwise run on), ends the inbox and marks
+    every host's run interrupted."""
+    study = parse_study(STUDY, "s.toml", 1 << 34)
+    events: list[_Flag] = []
+
+    def event(*args: Any, **kwargs: Any) -> _Flag:
+        events.append(_Flag())
+        return events[-1]
+
+    submitted: list[str] = []
+
+    class Future:
+        def add_done_callback(self, _fn: Any) -> None:
+            pass
+
+    def pinned(_client: Any, address: str, *_: Any) -> Future:
+        if submitted:
+            raise KeyboardInterrupt
+        submitted.append(address)
+        return Future()
+
+    monkeypatch.setattr(fleet, "Event", event)
+    monkeypatch.setattr(fleet, "Queue", _Flag)
+    monkeypatch.setattr(fleet, "FleetInbox", _Inbox)
+    with Store(tmp_path / "team.db") as store:
+        fleet_id, runs = fleet.start_fleet(StandIn(["h1", "h2"]), study, store)
+        monkeypatch.setattr(fleet, "_pinned", pinned)
+        with pytest.raises(KeyboardInterrupt):
+            fleet.run_fleet(StandIn(["h1", "h2"]), study, store, fleet_id=fleet_id, runs=runs)
+        assert submitted == ["tcp://h1:1"] and events and events[0].is_set
+        assert _Inbox.closed
+        assert {store.get_run(r.run_id).status for r in runs} == {"interrupted"}

@@ -443,19 +443,20 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
     # subscribed before any task exists, so a worker lost from now on is an event
     inbox = FleetInbox(client, queue, attempt)
     inbox.start()
-    for r in runs:
-        store.set_status(r.run_id, "running")
-        if not r.todo:
-            r.ended = None
-            continue
-        job = HostJob(study.text, study.path, tuple(r.cell_ids), study.study.repetitions,
-                      r.run_id, tuple(sorted(
-                          {(c, rep) for c in r.cell_ids
-                           for rep in range(study.study.repetitions)} - r.todo)),
-                      queue_name, event_name, study.overrides)
-        r.future = _pinned(client, r.address, run_on_host, job)
-        r.future.add_done_callback(partial(inbox.task_done, r.host))
-        tell(r.host, 0, len(r.todo))
+    try:
+        for r in runs:
+            store.set_status(r.run_id, "running")
+            if _submit(client, study, r, queue_name, event_name, inbox=inbox):
+                tell(r.host, 0, len(r.todo))
+    except BaseException:
+        # Ctrl-C between two submissions: the hosts already given their task stop too.
+        with contextlib.suppress(Exception):
+            stop.set()
+        with contextlib.suppress(Exception):
+            inbox.close(STOP_GRACE_S)
+        for r in runs:
+            store.set_status(r.run_id, "interrupted", finished_at=_now())
+        raise
     tracker = FleetTracker(store, runs, tell)
     try:
         # a worker that left before the subscription took effect sent no event
@@ -490,6 +491,23 @@ def run_fleet(client: Any, study: Study, store: Store, *, fleet_id: str,
     return FleetOutcome(fleet_id, {r.host: r.run_id for r in runs},
                         {r.host: r.committed for r in runs},
                         {r.host: r.ended for r in runs})
+
+
+def _submit(client: Any, study: Study, r: HostRun, queue_name: str, event_name: str, *,
+            inbox: FleetInbox) -> bool:
+    """Give host ``r`` its task (its missing repetitions), pinned to its worker; False
+    when it has nothing left to run."""
+    if not r.todo:
+        r.ended = None
+        return False
+    job = HostJob(study.text, study.path, tuple(r.cell_ids), study.study.repetitions,
+                  r.run_id, tuple(sorted(
+                      {(c, rep) for c in r.cell_ids
+                       for rep in range(study.study.repetitions)} - r.todo)),
+                  queue_name, event_name, study.overrides)
+    r.future = _pinned(client, r.address, run_on_host, job)
+    r.future.add_done_callback(partial(inbox.task_done, r.host))
+    return True
 
 
 @dataclass(frozen=True)
