@@ -20,7 +20,7 @@ import time
 
 from distributed import Client, LocalCluster, Queue
 
-from hvbench.run.fleet import HOST_RESOURCE, HostRun, RepetitionResult, commit
+from hvbench.run.fleet import HOST_RESOURCE, HostRun, RepetitionResult, commit, hvbench_workers
 from hvbench.store.database import Store
 from hvbench.store.pgserver import PostgresServer
 from hvbench.store.records import (
@@ -61,7 +61,8 @@ def main() -> None:
         ids = store.add_cells(rid, [CellRecord("c", "p", {}, "w", {})])
         host = HostRun("bench", "", rid, ids, {("c", r) for r in range(args.rounds + 5)})
         queue = Queue("bench-results", client=client)
-        address = next(iter(client.scheduler_info()["workers"]))
+        # the scheduler asked directly: scheduler_info() is the client's cache
+        address = next(iter(hvbench_workers(client).values()))
         took = []
         for rep in range(args.rounds + 5):
             start = time.perf_counter()
