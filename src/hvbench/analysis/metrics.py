@@ -492,9 +492,10 @@ def _thread_metrics() -> list[MetricSpec]:
                                   ("r_s", "r/s", "block reads/s (v2 only)"),
                                   ("w_s", "w/s", "block writes/s (v2 only)"))),
     ]
-    # The target's QEMU (``qemu``), a scenario neighbour's (``nb<i>``) and the
-    # lifecycle's idle guests (``qemu<i>``).
-    for who in ("qemu", "nb<i>", "qemu<i>"):
+    # The target's QEMU (``qemu``), a scenario neighbour's (``nb<i>``), the
+    # lifecycle's idle guests (``qemu<i>``), a vhost-user disk's qemu-storage-daemon
+    # (``qsd<i>``) and a share's virtiofsd (``vfs<i>``).
+    for who in ("qemu", "nb<i>", "qemu<i>", "qsd<i>", "vfs<i>"):
         # Before the <class> pattern, which would also match it.
         out.append(_m(f"{who}.total.wakeups_known", "flag",
                       f"{who} nr_wakeups read (0: the kernel keeps no schedstats)",
