@@ -36,7 +36,8 @@ def register(sub: Any) -> None:
     remove = fleet_sub.add_parser(
         "remove-bundle", help="(used by run --hosts over SSH) remove a bundle directory "
                               "install-bundle made (one without its marker is left alone)")
-    remove.add_argument("directory", type=Path, metavar="DIR")
+    remove.add_argument("directory", type=Path, metavar="DIR",
+                        help="the bundle directory to remove (it must hold the install marker)")
     remove.set_defaults(handler=handle_remove)
 
 
