@@ -27,7 +27,7 @@ from rich.text import Text
 from hvbench.cli.common import add_db_option, db_of, print_report
 from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.model.study import Study, select_cells, with_repetitions
-from hvbench.report.model import resolve_run_id
+from hvbench.report.model import resolve_fleet_id, resolve_run_id
 from hvbench.run.eta import RunEta, clock_text, item_estimates
 from hvbench.run.plan import StudyPlan
 from hvbench.store.database import Store, is_url
@@ -39,7 +39,9 @@ def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run a study (default: the bundled quick study)")
     run.add_argument("study", nargs="?", help="study file (TOML)")
     run.add_argument("--resume", metavar="RUN",
-                     help="complete an interrupted run (its cells and repetitions as started)")
+                     help="complete an interrupted run (its cells and repetitions as started): "
+                          "its id or a unique prefix; with --hosts or --scheduler a fleet "
+                          "id or a unique prefix")
     add_db_option(run)
     # SUPPRESS: `hvbench -q run` keeps -q (a subparser's default would replace it).
     run.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
@@ -64,7 +66,7 @@ def register(sub: Any) -> None:
     run.add_argument("--scheduler", metavar="ADDR",
                      help="run on every host of a fleet: the Dask scheduler whose workers "
                           "`hvbench worker --scheduler ADDR` started (each host runs the "
-                          "whole study; --resume takes a fleet id)")
+                          "whole study; --resume takes a fleet id or a prefix)")
     run.add_argument("--certs", type=Path, metavar="DIR",
                      help="with a tls:// --scheduler: the coordinator's TLS bundle "
                           "(DIR/coordinator of `hvbench fleet init DIR`)")
@@ -75,7 +77,7 @@ def register(sub: Any) -> None:
     run.add_argument("--hosts", metavar="HOST[=CLASS],...",
                      help="run on these hosts: one hvbench worker each, started over SSH "
                           "(OpenSSH client configuration; each host runs the whole study "
-                          "unless --spread; --resume takes a fleet id)")
+                          "unless --spread; --resume takes a fleet id or a prefix)")
     run.add_argument("--spread", action="store_true",
                      help="with --hosts or --scheduler: split the repetitions across the "
                           "hosts of each class (HOST=CLASS; no class: all hosts are one) "
@@ -276,9 +278,10 @@ def _run_fleet(client: Any, args: argparse.Namespace, new_study: Study | None,
 
     with Store(db_of(args)) as store:
         if new_study is None:
-            runs = fleet.resume_fleet(client, store, args.resume)
+            # A unique prefix of the fleet id, as a run's --resume takes one.
+            fleet_id = resolve_fleet_id(store, args.resume, store.location)
+            runs = fleet.resume_fleet(client, store, fleet_id)
             study = resume_study(store, runs[0].run_id)
-            fleet_id = args.resume
         else:
             study = new_study
             fleet_id, runs = fleet.start_fleet(client, study, store, hosts,
