@@ -24,7 +24,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from hvbench.cli.common import add_db_option, db_of, print_report
+from hvbench.cli.common import add_db_option, db_of, invoked_program, print_report
 from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.model.study import Study, select_cells, with_repetitions
 from hvbench.report.model import resolve_fleet_id, resolve_run_id
@@ -148,7 +148,7 @@ def _run_here(args: argparse.Namespace, new_study: Study | None, out: Console,
         print_report(store, run_id, out, err)
         if not quiet:
             err.print("next:", markup=False)
-            for line in next_commands(run_id, db_of(args)):
+            for line in next_commands(run_id, db_of(args), invoked_program()):
                 err.print(line, markup=False, soft_wrap=True)
         # After a resume: the run as a whole, not only what this invocation ran.
         ok, failed = len(store.done(run_id)), len(store.failures(run_id))
@@ -328,8 +328,8 @@ def _run_fleet(client: Any, args: argparse.Namespace, new_study: Study | None,
 
 def resume_command(args: argparse.Namespace, fleet_id: str, again: str) -> str:
     """The command that completes fleet ``fleet_id`` as it was started: its workers'
-    options (``again``) and ``--db`` when one was given (pure)."""
-    argv = ["hvbench", "run", "--resume", fleet_id, *shlex.split(again)]
+    options (``again``) and ``--db`` when one was given."""
+    argv = [invoked_program(), "run", "--resume", fleet_id, *shlex.split(again)]
     if args.db:
         argv += ["--db", str(args.db)]
     return shlex.join(argv)
@@ -515,7 +515,7 @@ def _run_with_progress(study: Study, store: Store, resume: str | None, err: Cons
                     else "stopped by an error"
                 progress.console.print(
                     f"run {started[0]} {why}; complete it with "
-                    f"`{run_command(['run', '--resume', started[0]], db)}`",
+                    f"`{run_command(['run', '--resume', started[0]], db, invoked_program())}`",
                     style="red", markup=False, soft_wrap=True)
             raise
     for line in failure_lines(store, outcome.run_id):
@@ -527,18 +527,19 @@ def _run_with_progress(study: Study, store: Store, resume: str | None, err: Cons
     return outcome.run_id
 
 
-def run_command(argv: list[str], db: str) -> str:
-    """``hvbench ARGV --db DB`` as one shell-quoted line to copy (pure)."""
-    return shlex.join(["hvbench", *argv, "--db", db])
+def run_command(argv: list[str], db: str, program: str = "hvbench") -> str:
+    """``PROGRAM ARGV --db DB`` as one shell-quoted line to copy (pure); ``program``:
+    :func:`~hvbench.cli.common.invoked_program`'s."""
+    return shlex.join([program, *argv, "--db", db])
 
 
-def next_commands(run_id: str, db: str) -> list[str]:
+def next_commands(run_id: str, db: str, program: str = "hvbench") -> list[str]:
     """What a finished run tells its user to type next: the report, the diagnosis and
     the HTML report of ``run_id`` in ``db`` (pure)."""
-    return [f"  report:  {run_command(['report', run_id], db)}",
-            f"  explain: {run_command(['explain', run_id], db)}",
+    return [f"  report:  {run_command(['report', run_id], db, program)}",
+            f"  explain: {run_command(['explain', run_id], db, program)}",
             "  HTML:    " + run_command(['report', run_id, '--format', 'html', '-o',
-                                         f'{run_id}.html'], db)]
+                                         f'{run_id}.html'], db, program)]
 
 
 def _repetitions_text(study: Study) -> str:
