@@ -118,6 +118,9 @@ def test_runs_table_never_truncates_an_id_in_80_columns() -> None:
     text = _text(runs_table(runs, "/var/tmp/some/where/hvbench.db"), width=80)
     for run in runs:
         assert run.id in text
+    # Nothing but the study name folds: the status is whole (it was "interr…" beside
+    # a creation time that repeated the id's).
+    assert text.count("interrupted") == 3 and "…" not in text
 
 
 ATTACH_STUDY = """
