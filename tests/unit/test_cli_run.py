@@ -274,3 +274,19 @@ def test_a_fleet_resume_takes_a_unique_prefix(tmp_path: Path,
         run_cli._run_fleet(object(), args, None, console, console, hosts=None,
                            classes=None, again="")
     assert asked == ["fleet-20261126-000000-aaaa"]
+
+
+def test_a_dry_run_of_a_fleet_resume_takes_its_prefix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "f.db"
+    study = load_study(EXAMPLES / "quick.toml")
+    with Store(db) as store:
+        store.create_run(run_id="20261126-000001-abcd", study_name="quick",
+                         study_path="quick.toml", study_text=study.text, seed=0, env={},
+                         hvbench_version="0", git_commit=None,
+                         fleet_id="fleet-20261126-000001-ffff", host="h1")
+        store.add_cells("20261126-000001-abcd", [cell_record(c) for c in study.cells])
+        store.record_order("20261126-000001-abcd", 0, [c.name for c in study.cells])
+    assert main(["run", "--resume", "fleet-2026", "--hosts", "h1", "--dry-run",
+                 "--db", str(db)]) == 0
+    assert "dry run: nothing was started" in capsys.readouterr().out

@@ -109,7 +109,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         db = db_of(args)
         store = Store(db, create=False) if is_url(db) or Path(db).is_file() else None
         try:
-            args.resume = _resolve_resume(store, args.resume)
+            args.resume = _resolve_dry_resume(store, args)
             study = resume_study(store, args.resume) if args.resume and store else \
                 _study(args)
             done = done_in(store, args.resume) if args.resume and store else set()
@@ -153,6 +153,17 @@ def _run_here(args: argparse.Namespace, new_study: Study | None, out: Console,
         # After a resume: the run as a whole, not only what this invocation ran.
         ok, failed = len(store.done(run_id)), len(store.failures(run_id))
     return run_exit_code(ok, failed)
+
+
+def _resolve_dry_resume(store: Store | None, args: argparse.Namespace) -> str | None:
+    """The run a dry run of ``--resume`` plans from: with ``--hosts`` or ``--scheduler``
+    the first host run of the fleet the id or prefix names (each host's share is planned
+    alike), else the run. Raises :class:`SpecError` as :func:`resolve_fleet_id` and
+    :func:`resolve_run_id` do."""
+    if store is not None and args.resume and (args.hosts or args.scheduler):
+        fleet_id = resolve_fleet_id(store, args.resume, store.location)
+        return str(store.fleet_runs(fleet_id)[0].id)
+    return _resolve_resume(store, args.resume)
 
 
 def _resolve_resume(store: Store | None, resume: str | None) -> str | None:
