@@ -27,9 +27,10 @@ APT_POSTGRESQL := postgresql
 APT_CHROMIUM := chromium fonts-dejavu-core
 # sshd for the remote libvirt URI and fleet --hosts tests.
 APT_SSHD := openssh-server
-# Only tests use these: fio's own example jobs (run as users have them) and sysstat's
-# iostat, which the disk monitor is checked against.
-APT_TEST_TOOLS := fio-examples sysstat
+# Only tests use these: fio's own example jobs (run as users have them), sysstat's
+# iostat, which the disk monitor is checked against, zsh, which loads the generated
+# completion and completes with it, and groff-base, whose groff renders the generated man page.
+APT_TEST_TOOLS := fio-examples sysstat zsh groff-base
 
 APT_GROUPS := libvirt postgresql chromium sshd test-tools
 TEST_APT   := $(APT_GROUPS:%=$(STAMP)/apt-%)

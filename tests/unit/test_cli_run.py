@@ -118,6 +118,9 @@ def test_runs_table_never_truncates_an_id_in_80_columns() -> None:
     text = _text(runs_table(runs, "/var/tmp/some/where/hvbench.db"), width=80)
     for run in runs:
         assert run.id in text
+    # Nothing but the study name folds: the status is whole (it was "interr…" beside
+    # a creation time that repeated the id's).
+    assert text.count("interrupted") == 3 and "…" not in text
 
 
 ATTACH_STUDY = """
@@ -218,3 +221,72 @@ def test_an_ambiguous_prefix_names_every_candidate(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "\n" not in message
     assert all(run_id in message for run_id in ids), message
+
+
+def _fleet_runs(db: Path, fleet_ids: list[str]) -> None:
+    """One host run per fleet id, as start_fleet stores them."""
+    with Store(db) as store:
+        for i, fleet_id in enumerate(fleet_ids):
+            store.create_run(run_id=f"20261126-00000{i}-abcd", study_name="quick",
+                             study_path="quick.toml", study_text="", seed=0, env={},
+                             hvbench_version="0", git_commit=None, fleet_id=fleet_id,
+                             host="h1")
+
+
+def test_fleet_ids_resolve_from_a_unique_prefix(tmp_path: Path) -> None:
+    from hvbench.report.model import resolve_fleet_id
+
+    db = tmp_path / "f.db"
+    _fleet_runs(db, ["fleet-20261126-000000-aaaa", "fleet-20261126-000000-abbb",
+                     "fleet-20261127-000000-cccc"])
+    with Store(db) as store:
+        assert resolve_fleet_id(store, "fleet-20261127", "f.db") == \
+            "fleet-20261127-000000-cccc"
+        assert resolve_fleet_id(store, "fleet-20261126-000000-aaaa", "f.db") == \
+            "fleet-20261126-000000-aaaa"
+        with pytest.raises(SpecError, match=r"is the start of 2 fleet ids .*aaaa.*abbb"):
+            resolve_fleet_id(store, "fleet-20261126", "f.db")
+        with pytest.raises(SpecError, match="no fleet run 'fleet-2025'"):
+            resolve_fleet_id(store, "fleet-2025", "f.db")
+
+
+def test_a_fleet_resume_takes_a_unique_prefix(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --resume PREFIX --hosts/--scheduler` resumes the one fleet the prefix names
+    (the fleet's workers are not needed to see which: resume_fleet is stood in for)."""
+    import argparse
+
+    from hvbench.cli import run as run_cli
+    from hvbench.run import fleet
+
+    db = tmp_path / "f.db"
+    _fleet_runs(db, ["fleet-20261126-000000-aaaa", "fleet-20261127-000000-cccc"])
+    asked: list[str] = []
+
+    def resume_fleet(client: object, store: Store, fleet_id: str) -> list[object]:
+        asked.append(fleet_id)
+        raise fleet.FleetError("stop here")
+
+    monkeypatch.setattr(fleet, "resume_fleet", resume_fleet)
+    args = argparse.Namespace(resume="fleet-20261126", db=str(db), spread=False)
+    console = Console(file=io.StringIO())
+    with pytest.raises(fleet.FleetError, match="stop here"):
+        run_cli._run_fleet(object(), args, None, console, console, hosts=None,
+                           classes=None, again="")
+    assert asked == ["fleet-20261126-000000-aaaa"]
+
+
+def test_a_dry_run_of_a_fleet_resume_takes_its_prefix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "f.db"
+    study = load_study(EXAMPLES / "quick.toml")
+    with Store(db) as store:
+        store.create_run(run_id="20261126-000001-abcd", study_name="quick",
+                         study_path="quick.toml", study_text=study.text, seed=0, env={},
+                         hvbench_version="0", git_commit=None,
+                         fleet_id="fleet-20261126-000001-ffff", host="h1")
+        store.add_cells("20261126-000001-abcd", [cell_record(c) for c in study.cells])
+        store.record_order("20261126-000001-abcd", 0, [c.name for c in study.cells])
+    assert main(["run", "--resume", "fleet-2026", "--hosts", "h1", "--dry-run",
+                 "--db", str(db)]) == 0
+    assert "dry run: nothing was started" in capsys.readouterr().out

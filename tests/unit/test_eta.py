@@ -118,3 +118,16 @@ def test_a_quiet_run_shows_no_bar() -> None:
     file = console.file
     assert isinstance(file, io.StringIO)
     assert file.getvalue() == ""
+
+
+def test_the_printed_commands_run_as_typed_from_an_unactivated_venv() -> None:
+    """`make demo` runs .venv/bin/hvbench without activating the venv: the commands it
+    prints start with that path unless hvbench is on PATH."""
+    from hvbench.cli.common import invoked_program
+
+    assert invoked_program(".venv/bin/hvbench", on_path=False) == ".venv/bin/hvbench"
+    assert invoked_program(".venv/bin/hvbench", on_path=True) == "hvbench"
+    assert invoked_program("hvbench", on_path=False) == "hvbench"  # found on PATH
+    assert invoked_program("/x/hvbench/cli/main.py", on_path=False) == "hvbench"
+    assert next_commands("r1", "d.db", ".venv/bin/hvbench")[0] == \
+        "  report:  .venv/bin/hvbench report r1 --db d.db"

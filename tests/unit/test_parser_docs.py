@@ -89,6 +89,41 @@ def test_the_zsh_function_parses(tmp_path: Path) -> None:
     subprocess.run(["zsh", "-n", str(script)], check=True, timeout=30)
 
 
+#: Drives an interactive zsh on a pseudo-terminal (zsh's own zpty module): with the
+#: generated function on its fpath and compinit loaded, it types ``hvbench repo<TAB>``,
+#: then `` --for<TAB>`` and Enter; ``hvbench`` is a shell function there that prints the
+#: words it was called with, so the printed line is what completion made of the input.
+_ZSH_DRIVER = r"""
+zmodload zsh/zpty
+zpty z 'zsh -f -i'
+zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D"
+zpty -w z 'hvbench() { print -r -- "RESULT<$*>" }'
+zpty -w -n z $'hvbench repo\t'
+zpty -w z $' --for\t\n'
+out=''
+while zpty -r z line; do
+  out+=$line
+  [[ $out == *'RESULT<'[a-z-]*'>'* ]] && break
+done
+zpty -d z
+print -r -- ${${${out//$'\r'/}##*RESULT<}%%>*}
+"""
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completes_a_subcommand_and_its_options(tmp_path: Path) -> None:
+    """The generated function, loaded by zsh's completion system, completes a
+    subcommand (``repo`` -> ``report``) and then one of that subcommand's options."""
+    functions = tmp_path / "functions"
+    functions.mkdir()
+    (functions / "_hvbench").write_text(generate("zsh", build_parser(), __version__))
+    driver = tmp_path / "drive.zsh"
+    driver.write_text(_ZSH_DRIVER)
+    done = subprocess.run(["zsh", "-f", str(driver), str(functions)], capture_output=True,
+                          text=True, check=False, timeout=60)
+    assert done.stdout.strip() == "report --format", (done.stdout, done.stderr)
+
+
 def test_completion_command_prints_the_script(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["completion", "bash"]) == 0
     assert "complete -o filenames -F _hvbench hvbench" in capsys.readouterr().out

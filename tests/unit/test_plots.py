@@ -12,6 +12,7 @@ from hvbench.analysis.stats import Fit
 from hvbench.report.plots import (
     BarChart,
     Interval,
+    LatencyCurve,
     Line,
     Panel,
     PlotError,
@@ -23,6 +24,7 @@ from hvbench.report.plots import (
     fit_polynomial,
     fits_for,
     grouped_bars,
+    latency_figure,
     stacked_bars,
     time_series_grid,
     trend_lines,
@@ -158,3 +160,31 @@ def test_fit_polynomial_and_reference_lines() -> None:
                            [ReferenceLine("theoretical NIC 1000 Mbit/s", 0.0, 8e-9)])
     check_svg(with_nic)
     assert with_nic != trend_lines("t", "bytes", "s", series)
+
+
+def _width_pt(svg: str) -> float:
+    return float(check_svg(svg).attrib["width"].removesuffix("pt"))
+
+
+def test_bar_charts_are_sized_by_their_bars() -> None:
+    """One bar is not drawn page-wide (the page shows a figure at its own size): the
+    width grows with the bars, up to a cap past which the page scales it down."""
+    one = chart(groups=["write"], series=["vm"], values={("write", "vm"): Interval(110.0)})
+    many_groups = [f"phase{i}" for i in range(12)]
+    many = chart(groups=many_groups, series=["native", "vm"],
+                 values={(g, s): Interval(100.0 + i) for i, g in enumerate(many_groups)
+                         for s in ("native", "vm")})
+    widths = [_width_pt(grouped_bars(c)) for c in (one, chart(), many)]
+    assert widths[0] <= widths[1] < widths[2]
+    assert widths[0] < 0.5 * widths[2]
+
+
+def test_latency_panels_share_the_latency_axis() -> None:
+    curves = [LatencyCurve("native", [(0.05, 0.5), (0.1, 1.0)], native=True),
+              LatencyCurve("vm", [(1.0, 0.5), (40.0, 0.999), (60.0, 1.0)])]
+    fig = latency_figure("w / read", curves)
+    body, tail = fig.axes
+    # The tail stops before the last point (nothing is slower); the CDF does not: one
+    # shared axis still puts a latency at the same place in both panels.
+    assert body.get_xlim() == tail.get_xlim()
+    assert body.get_xlim()[1] >= 60.0

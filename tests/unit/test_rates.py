@@ -133,7 +133,7 @@ def test_a_relative_fixed_rate_keeps_its_declaration_in_the_stored_definition() 
      "workload fixed: rate_of: several max-rate web workloads (max, max2)"),
     (FIXED + SWEEP.replace("file_kb = 70", "file_kb = 10"),
      "scenario colo.r30pct: neighbours[0]: file_kb: 10 kB is not measured"),
-    (FIXED + SWEEP.replace('"60%"', '"fast"'), "scenario[0]: neighbours[0]: rate: rate "
+    (FIXED + SWEEP.replace('"60%"', '"fast"'), "scenario[0]: neighbours[0].rate: rate "
      "'fast': expected requests/s or a percentage"),
 ])
 def test_relative_rate_errors_name_file_field_and_expectation(extra: str, message: str
@@ -170,7 +170,7 @@ def test_a_list_of_neighbour_rates_gives_one_scenario_per_rate() -> None:
 
 
 def test_an_empty_rate_list_is_refused() -> None:
-    assert "neighbours[0]: rate: expected a rate or a non-empty list" in refused(
+    assert "neighbours[0].rate: expected a rate or a non-empty list" in refused(
         BASE + FIXED + SWEEP.replace('["30%", "60%", 120]', "[]"))
 
 

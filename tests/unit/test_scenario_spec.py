@@ -83,7 +83,9 @@ def test_platform_name_and_json_carry_the_scenario() -> None:
      "no workload is named 'nope'"),
     ('[[scenario]]\nname = "x"\nstart = { count = 0 }\n', "start.count"),
     ('[[scenario]]\nname = "x"\nweights = { io = 2 }\n[[scenario]]\nname = "x"\n'
-     'weights = { io = 3 }\n', "both named 'x'"),
+     'weights = { io = 3 }\n', "scenario[1]: name: 'x' is the name of scenario[0] too"),
+    ('[[scenario]]\nname = "x"\nneighbours = [{ role = "idle", rate = 5, rw = "read" }]\n',
+     "rate, rw do not apply to role = \"idle\""),
 ])
 def test_scenario_errors_name_file_field_and_expectation(extra: str, message: str) -> None:
     with pytest.raises(SpecError) as err:

@@ -19,6 +19,7 @@ from hvbench.analysis.stats import (
     t_quantile,
     welch_interval,
 )
+from hvbench.analysis.summaries import fmt_value
 
 
 @pytest.mark.parametrize(
@@ -272,3 +273,11 @@ def test_slope_test_edges() -> None:
         slope_test([0, 1], [1, 2])
     with pytest.raises(ValueError, match="distinct x"):
         slope_test([1, 1, 1], [1, 2, 3])
+
+
+@pytest.mark.parametrize(("value", "shown"), [(1012.4, "1012"), (999.6, "1000"),
+                                              (-999.7, "-1000"), (998.4, "998"),
+                                              (0.752, "0.752"), (3.0, "3")])
+def test_table_numbers_never_turn_exponential_at_1000(value: float, shown: str) -> None:
+    """The demo's table printed 1e+03 executions/s next to 1012 and 859."""
+    assert fmt_value(value) == shown

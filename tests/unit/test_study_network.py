@@ -84,8 +84,9 @@ def test_a_network_workload_without_a_lab_section_gets_an_empty_lab() -> None:
     [
         (('peer = ["host", "client", "guest"]', 'peer = "nowhere"'),
          "peer: expected host, guest or a [[lab.host]] name (client), got 'nowhere'"),
-        (('rate = "100mbit"', 'rate = "fast"'), "lab.host[0].rate: rate 'fast'"),
-        (('name = "client"', 'name = "native"'), "the name 'native' is reserved"),
+        (('rate = "100mbit"', 'rate = "fast"'), "net.toml:9: lab.host[0]: rate: rate 'fast'"),
+        (('name = "client"', 'name = "native"'),
+         "lab.host[0]: name: host name 'native' is reserved"),
         (('name = "client"', 'name = "host"'), "host name 'host' is reserved"),
         (('backend = "tap"', 'backend = "user"'), 'peer = "guest" needs backend = "tap"'),
         (('nic = { model = ["virtio-net", "e1000"], backend = "tap" }', 'memory_mib = 256'),

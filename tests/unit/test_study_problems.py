@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from hvbench.errors import SpecError
+from hvbench.model.lab import host_name_problems
 from hvbench.model.problems import TomlLines, Where, did_you_mean, fields_at, problems
 from hvbench.model.spec import VmSpec
 from hvbench.model.study import parse_study
@@ -28,12 +29,15 @@ def test_malformed_study_errors_match_golden(name: str) -> None:
     assert f"{info.value}\n" == path.with_suffix(".errors.txt").read_text()
 
 
-def test_every_problem_is_listed_with_its_line() -> None:
-    text = (BAD / "typos.toml").read_text().splitlines()
+@pytest.mark.parametrize(("name", "count"), [("typos", 8), ("scenarios", 7), ("lab", 7)])
+def test_every_problem_is_listed_with_its_line(name: str, count: int) -> None:
+    """Every problem of the file, not the first: one per misspelt or bad key, and each
+    reserved or repeated name (the fixture's comment says what it holds)."""
+    text = (BAD / f"{name}.toml").read_text().splitlines()
     with pytest.raises(SpecError) as info:
-        parse_study("\n".join(text), "typos.toml", HOST_RAM)
+        parse_study("\n".join(text), f"{name}.toml", HOST_RAM)
     lines = str(info.value).splitlines()
-    assert len(lines) == 8
+    assert len(lines) == count
     for line in lines:
         # FILE:LINE: ... and the named line of the file holds the key the message names.
         _, number, rest = line.split(":", 2)
@@ -114,3 +118,23 @@ def test_problems_lists_every_error_of_a_model() -> None:
     assert lines == ["cli: vcpus: Input should be a valid integer, unable to parse string "
                      "as an integer",
                      "cli: machin: unknown field (did you mean 'machine'?)"]
+
+
+def test_platform_scenario_and_lab_problems_are_listed_together() -> None:
+    """A problem in [[platform]] does not hide those of [[scenario]] and [lab]."""
+    text = "\n".join([
+        '[study]', 'name = "mixed"', '[[platform]]', 'kind = "qemu"', 'machine = "q36"',
+        '[[workload]]', 'profile = "dd"', 'direct = true',
+        '[[scenario]]', 'name = "x"', 'weights = { io = 0 }',
+        '[lab]', 'subnet = "10.0.0.0/16"',
+    ])
+    with pytest.raises(SpecError) as info:
+        parse_study(text, "mixed.toml", HOST_RAM)
+    entries = [line.split(": ")[1] for line in str(info.value).splitlines()]
+    assert entries == ["platform[0]", "scenario[0]", "lab"]
+
+
+def test_a_lab_lists_every_reserved_or_repeated_name() -> None:
+    found = host_name_problems(["a", "host", "a", "guest", "b"], {"b": "someone"})
+    assert [index for index, _ in found] == [1, 2, 3, 4]
+    assert "appears twice" in found[1][1] and "stands for someone" in found[3][1]

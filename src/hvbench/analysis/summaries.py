@@ -118,8 +118,10 @@ def phase_key(phase: str) -> tuple[int, int, str]:
 
 
 def fmt_value(value: float) -> str:
-    """A number as the tables print it: whole above 1000, else 3 significant digits."""
-    return f"{value:.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+    """A number as the tables print it: whole above 1000, else 3 significant digits
+    (999.6 rounds up to 1000 there: whole too, never ``1e+03``)."""
+    short = f"{value:.3g}"
+    return f"{value:.0f}" if abs(value) >= 1000 or "e+" in short else short
 
 
 def compared_to_native(metric: str) -> bool:

@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import fnmatch
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -239,3 +240,14 @@ def no_match_error(patterns: Sequence[str], names: Sequence[str], what: str) -> 
     label = "closest" if close else "available"
     return SpecError(f"no {what} matches {wanted}; {label} {what}s: "
                      f"{', '.join(shown) or 'none'}")
+
+
+def invoked_program(argv0: str | None = None, on_path: bool | None = None) -> str:
+    """How the user types hvbench again in a command hvbench prints: ``hvbench`` when
+    that is on PATH, else the path they ran it by (``.venv/bin/hvbench`` in the demo,
+    whose venv is not activated) so a copied line runs."""
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    found = shutil.which("hvbench") is not None if on_path is None else on_path
+    if found or Path(argv0).name != "hvbench" or "/" not in argv0:
+        return "hvbench"
+    return argv0

@@ -48,10 +48,10 @@ def register(sub: Any) -> None:
              "examples/seeds/, shows the measured ones unasked)")
     report.add_argument(
         "--fleet", metavar="FLEET",
-        help="a fleet run's report instead: its hosts, each workload's main metric per "
-             "host with its %% of that host's native, the CoV across hosts next to the "
-             "CoV within hosts, the outlier hosts, and with 2 hosts their verdict paired "
-             "by cell (--format table, json or html)")
+        help="a fleet run's report instead (its id or a unique prefix): its hosts, each "
+             "workload's main metric per host with its %% of that host's native, the "
+             "CoV across hosts next to the CoV within hosts, the outlier hosts, and "
+             "with 2 hosts their verdict paired by cell (--format table, json or html)")
     report.add_argument(
         "--all-metrics", action="store_true",
         help="with --fleet: also the host-to-host table of every metric (not only each "
@@ -112,8 +112,11 @@ def _fleet_document(store: Store, fleet_id: str, fmt: str, out: Console, *,
     """``--fleet``: the tables printed (None), or the JSON or HTML document."""
     from hvbench.report.fleet import fleet_json_text, fleet_tables, load_fleet_report
     from hvbench.report.html import render_fleet_html
+    from hvbench.report.model import resolve_fleet_id
     from hvbench.report.tables import rich_table
 
+    # A unique prefix, as for a run id and `run --resume` of a fleet.
+    fleet_id = resolve_fleet_id(store, fleet_id, store.location)
     report = load_fleet_report(store, fleet_id)
     if fmt == "json":
         return fleet_json_text(report).encode()

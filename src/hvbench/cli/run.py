@@ -24,10 +24,10 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from hvbench.cli.common import add_db_option, db_of, print_report
+from hvbench.cli.common import add_db_option, db_of, invoked_program, print_report
 from hvbench.errors import HvbenchError, InterruptedRun, SpecError
 from hvbench.model.study import Study, select_cells, with_repetitions
-from hvbench.report.model import resolve_run_id
+from hvbench.report.model import resolve_fleet_id, resolve_run_id
 from hvbench.run.eta import RunEta, clock_text, item_estimates
 from hvbench.run.plan import StudyPlan
 from hvbench.store.database import Store, is_url
@@ -39,7 +39,9 @@ def register(sub: Any) -> None:
     run = sub.add_parser("run", help="run a study (default: the bundled quick study)")
     run.add_argument("study", nargs="?", help="study file (TOML)")
     run.add_argument("--resume", metavar="RUN",
-                     help="complete an interrupted run (its cells and repetitions as started)")
+                     help="complete an interrupted run (its cells and repetitions as started): "
+                          "its id or a unique prefix; with --hosts or --scheduler a fleet "
+                          "id or a unique prefix")
     add_db_option(run)
     # SUPPRESS: `hvbench -q run` keeps -q (a subparser's default would replace it).
     run.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS,
@@ -64,7 +66,7 @@ def register(sub: Any) -> None:
     run.add_argument("--scheduler", metavar="ADDR",
                      help="run on every host of a fleet: the Dask scheduler whose workers "
                           "`hvbench worker --scheduler ADDR` started (each host runs the "
-                          "whole study; --resume takes a fleet id)")
+                          "whole study; --resume takes a fleet id or a prefix)")
     run.add_argument("--certs", type=Path, metavar="DIR",
                      help="with a tls:// --scheduler: the coordinator's TLS bundle "
                           "(DIR/coordinator of `hvbench fleet init DIR`)")
@@ -75,7 +77,7 @@ def register(sub: Any) -> None:
     run.add_argument("--hosts", metavar="HOST[=CLASS],...",
                      help="run on these hosts: one hvbench worker each, started over SSH "
                           "(OpenSSH client configuration; each host runs the whole study "
-                          "unless --spread; --resume takes a fleet id)")
+                          "unless --spread; --resume takes a fleet id or a prefix)")
     run.add_argument("--spread", action="store_true",
                      help="with --hosts or --scheduler: split the repetitions across the "
                           "hosts of each class (HOST=CLASS; no class: all hosts are one) "
@@ -107,7 +109,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         db = db_of(args)
         store = Store(db, create=False) if is_url(db) or Path(db).is_file() else None
         try:
-            args.resume = _resolve_resume(store, args.resume)
+            args.resume = _resolve_dry_resume(store, args)
             study = resume_study(store, args.resume) if args.resume and store else \
                 _study(args)
             done = done_in(store, args.resume) if args.resume and store else set()
@@ -146,11 +148,22 @@ def _run_here(args: argparse.Namespace, new_study: Study | None, out: Console,
         print_report(store, run_id, out, err)
         if not quiet:
             err.print("next:", markup=False)
-            for line in next_commands(run_id, db_of(args)):
+            for line in next_commands(run_id, db_of(args), invoked_program()):
                 err.print(line, markup=False, soft_wrap=True)
         # After a resume: the run as a whole, not only what this invocation ran.
         ok, failed = len(store.done(run_id)), len(store.failures(run_id))
     return run_exit_code(ok, failed)
+
+
+def _resolve_dry_resume(store: Store | None, args: argparse.Namespace) -> str | None:
+    """The run a dry run of ``--resume`` plans from: with ``--hosts`` or ``--scheduler``
+    the first host run of the fleet the id or prefix names (each host's share is planned
+    alike), else the run. Raises :class:`SpecError` as :func:`resolve_fleet_id` and
+    :func:`resolve_run_id` do."""
+    if store is not None and args.resume and (args.hosts or args.scheduler):
+        fleet_id = resolve_fleet_id(store, args.resume, store.location)
+        return str(store.fleet_runs(fleet_id)[0].id)
+    return _resolve_resume(store, args.resume)
 
 
 def _resolve_resume(store: Store | None, resume: str | None) -> str | None:
@@ -276,9 +289,10 @@ def _run_fleet(client: Any, args: argparse.Namespace, new_study: Study | None,
 
     with Store(db_of(args)) as store:
         if new_study is None:
-            runs = fleet.resume_fleet(client, store, args.resume)
+            # A unique prefix of the fleet id, as a run's --resume takes one.
+            fleet_id = resolve_fleet_id(store, args.resume, store.location)
+            runs = fleet.resume_fleet(client, store, fleet_id)
             study = resume_study(store, runs[0].run_id)
-            fleet_id = args.resume
         else:
             study = new_study
             fleet_id, runs = fleet.start_fleet(client, study, store, hosts,
@@ -325,8 +339,8 @@ def _run_fleet(client: Any, args: argparse.Namespace, new_study: Study | None,
 
 def resume_command(args: argparse.Namespace, fleet_id: str, again: str) -> str:
     """The command that completes fleet ``fleet_id`` as it was started: its workers'
-    options (``again``) and ``--db`` when one was given (pure)."""
-    argv = ["hvbench", "run", "--resume", fleet_id, *shlex.split(again)]
+    options (``again``) and ``--db`` when one was given."""
+    argv = [invoked_program(), "run", "--resume", fleet_id, *shlex.split(again)]
     if args.db:
         argv += ["--db", str(args.db)]
     return shlex.join(argv)
@@ -512,7 +526,7 @@ def run_with_progress(study: Study, store: Store, resume: str | None, err: Conso
                     else "stopped by an error"
                 progress.console.print(
                     f"run {started[0]} {why}; complete it with "
-                    f"`{run_command(['run', '--resume', started[0]], db)}`",
+                    f"`{run_command(['run', '--resume', started[0]], db, invoked_program())}`",
                     style="red", markup=False, soft_wrap=True)
             raise
     for line in failure_lines(store, outcome.run_id):
@@ -524,18 +538,19 @@ def run_with_progress(study: Study, store: Store, resume: str | None, err: Conso
     return outcome.run_id
 
 
-def run_command(argv: list[str], db: str) -> str:
-    """``hvbench ARGV --db DB`` as one shell-quoted line to copy (pure)."""
-    return shlex.join(["hvbench", *argv, "--db", db])
+def run_command(argv: list[str], db: str, program: str = "hvbench") -> str:
+    """``PROGRAM ARGV --db DB`` as one shell-quoted line to copy (pure); ``program``:
+    :func:`~hvbench.cli.common.invoked_program`'s."""
+    return shlex.join([program, *argv, "--db", db])
 
 
-def next_commands(run_id: str, db: str) -> list[str]:
+def next_commands(run_id: str, db: str, program: str = "hvbench") -> list[str]:
     """What a finished run tells its user to type next: the report, the diagnosis and
     the HTML report of ``run_id`` in ``db`` (pure)."""
-    return [f"  report:  {run_command(['report', run_id], db)}",
-            f"  explain: {run_command(['explain', run_id], db)}",
+    return [f"  report:  {run_command(['report', run_id], db, program)}",
+            f"  explain: {run_command(['explain', run_id], db, program)}",
             "  HTML:    " + run_command(['report', run_id, '--format', 'html', '-o',
-                                         f'{run_id}.html'], db)]
+                                         f'{run_id}.html'], db, program)]
 
 
 def _repetitions_text(study: Study) -> str:

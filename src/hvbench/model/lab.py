@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -96,6 +97,26 @@ class LabHostSpec(_Frozen):
         return self.rate is not None or self.needs_netem
 
 
+def host_name_problems(names: Sequence[str],
+                       reserved: Mapping[str, str] | None = None) -> list[tuple[int, str]]:
+    """(index, problem) for every host name that is reserved or repeats an earlier one
+    (pure). ``reserved`` adds names the caller keeps for itself, each with its reason."""
+    taken = dict.fromkeys(RESERVED_HOST_NAMES, "hvbench's own host and its guests")
+    taken.update(reserved or {})
+    out: list[tuple[int, str]] = []
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        if name in taken:
+            own = ", ".join(sorted(RESERVED_HOST_NAMES))
+            why = (f"the names {own} stand for {taken[name]}" if name in RESERVED_HOST_NAMES
+                   else f"it stands for {taken[name]}")
+            out.append((index, f"host name {name!r} is reserved ({why})"))
+        elif name in seen:
+            out.append((index, f"host name {name!r} appears twice"))
+        seen.add(name)
+    return out
+
+
 class LabSpec(_Frozen):
     """The lab: its hosts (unique names, not ``host`` or ``guest``) and its subnet.
 
@@ -109,17 +130,9 @@ class LabSpec(_Frozen):
     @field_validator("hosts")
     @classmethod
     def _check_hosts(cls, value: tuple[LabHostSpec, ...]) -> tuple[LabHostSpec, ...]:
-        seen: set[str] = set()
-        for host in value:
-            if host.name in RESERVED_HOST_NAMES:
-                raise ValueError(
-                    f"host name {host.name!r} is reserved (the names "
-                    f"{', '.join(sorted(RESERVED_HOST_NAMES))} stand for hvbench's own "
-                    "host and its guests)"
-                )
-            if host.name in seen:
-                raise ValueError(f"host name {host.name!r} appears twice")
-            seen.add(host.name)
+        found = host_name_problems([host.name for host in value])
+        if found:
+            raise ValueError("; ".join(problem for _, problem in found))
         return value
 
     @field_validator("subnet")

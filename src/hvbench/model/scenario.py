@@ -87,7 +87,8 @@ class NeighbourSpec(_Strict):
         allowed = {"role", "count", "vcpus", "memory_mib"} | _ROLE_FIELDS[self.role]
         extra = sorted(given - allowed)
         if extra:
-            raise ValueError(f"{extra[0]} does not apply to role = \"{self.role}\"")
+            verb = "does" if len(extra) == 1 else "do"
+            raise ValueError(f"{', '.join(extra)} {verb} not apply to role = \"{self.role}\"")
         if self.bitrate is not None and self.load != "iperf3":
             raise ValueError("bitrate applies to load = \"iperf3\" only")
         if self.rate_of is not None and not is_relative(self.rate):

@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from hvbench.errors import SpecError
-from hvbench.model.lab import LabHostSpec, LabSpec, parse_rate
+from hvbench.model.lab import LabHostSpec, LabSpec, host_name_problems, parse_rate
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
 from hvbench.model.problems import Loc, TomlLines, Where, did_you_mean, joined, printable
@@ -897,14 +897,19 @@ def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int
     pair = _collect(errors, lambda: _pop_rules(raw.get("workload"), path))
     indexed = _collect(errors, lambda: _indexed_variants(
         pair[0] if pair else raw.get("workload"), "workload", path, lines))
-    if errors or section is None or platforms is None or pair is None or indexed is None:
+    known = [v for v, _ in indexed] if indexed is not None else None
+    if section is not None and platforms is not None:
+        _collect(errors, lambda: _check_ab(section, platforms, path))
+    # Scenarios and the lab are checked too; workload names only when the workloads are.
+    scenarios = _collect(errors, lambda: _scenarios(raw.get("scenario"), path, known, lines))
+    lab = _collect(errors, lambda: _lab_spec(raw.get("lab"), path, known or [],
+                                             scenarios or [], lines))
+    if errors or section is None or platforms is None or pair is None or indexed is None \
+            or scenarios is None:
         raise joined(errors)
     rules = pair[1]
     workloads = [v for v, _ in indexed]
     workload_rules = {v.name: rules[i] for v, i in indexed if i in rules}
-    _check_ab(section, platforms, path)
-    scenarios = _scenarios(raw.get("scenario"), path, workloads)
-    lab = _lab_spec(raw.get("lab"), path, workloads, scenarios)
     cells = tuple(_cells(platforms, workloads, scenarios))
     if not cells:
         raise SpecError(f"{path}: workload: no cell remains (peer = \"guest\", lifecycle "
@@ -997,75 +1002,119 @@ def _cells(platforms: Sequence[Variant], workloads: Sequence[Variant],
                     yield Cell(f"{p.name}@{sc.name}/{w.name}", p, w, sc)
 
 
-def _scenarios(raw: Any, path: str, workloads: Sequence[Variant]) -> list[Variant]:
+def _scenarios(raw: Any, path: str, workloads: Sequence[Variant] | None,
+               lines: TomlLines | None = None) -> list[Variant]:
     """The ``[[scenario]]`` entries, expanded like platforms (``weights.io = [0.5, 1, 2]``
-    gives three variants). Each entry needs a ``name``."""
+    gives three variants). Each entry needs a ``name``. ``workloads``: the study's, to
+    check the names an entry applies to (None: not checked, the workloads had problems).
+    Raises :class:`SpecError` listing the problems of every entry."""
     if raw is None:
         return []
     if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
         raise SpecError(f"{path}: scenario: expected [[scenario]] tables")
     out: list[Variant] = []
+    errors: list[SpecError] = []
     for index, entry in enumerate(raw):
-        where = f"{path}: scenario[{index}]"
-        _check_filters(entry, where)
-        name = entry.get("name")
-        if not isinstance(name, str) or not re.fullmatch(SCENARIO_NAME_PATTERN, name) \
-                or name == ALONE:
-            raise SpecError(f"{where}: name: expected a name of lowercase letters, digits, "
-                            f"- and _ (not {ALONE!r}), got {name!r}")
-        for full, concrete, values in _rate_expanded(entry, name, where):
-            try:
-                spec = ScenarioSpec.model_validate(concrete)
-            except ValidationError as exc:
-                raise spec_error(exc, _where(path, "scenario", index, values)) from exc
-            _check_scenario_workloads(spec, workloads, where)
-            out.append(Variant(full, spec, values))
-    names = [v.name for v in out]
-    duplicate = next((n for n in names if names.count(n) > 1), None)
-    if duplicate:
-        raise SpecError(f"{path}: scenario: two scenarios are both named {duplicate!r}")
+        try:
+            out += _scenario_entry(entry, path, index, workloads, lines)
+        except SpecError as exc:
+            errors.append(exc)
+    # Entries' names as written (an entry with other problems still has its name) and
+    # the variants' names.
+    names = [e.get("name") for e in raw]
+    variants = [v.name for v in out]
+    errors += [Where(path, "scenario", i, lines=lines).error(
+        "name", f"{name!r} is the name of scenario[{names.index(name)}] too")
+        for i, name in enumerate(names) if isinstance(name, str) and names.index(name) < i]
+    errors += [SpecError(f"{path}: scenario: two scenarios are both named {name!r}")
+               for name in dict.fromkeys(n for n in variants if variants.count(n) > 1)
+               if name not in names]
+    if errors:
+        raise joined(errors)
     return out
 
 
-def _rate_expanded(entry: dict[str, Any], name: str, where: str
+def _scenario_entry(entry: dict[str, Any], path: str, index: int,
+                    workloads: Sequence[Variant] | None,
+                    lines: TomlLines | None) -> list[Variant]:
+    """The variants of one ``[[scenario]]`` entry. Raises :class:`SpecError` listing its
+    problems: the name, the filters, the rates, the first variant's fields (as for
+    platforms) and every unknown workload name."""
+    where = Where(path, "scenario", index, lines=lines)
+    errors: list[SpecError] = []
+    _collect(errors, lambda: _check_filters(entry, where))
+    name = entry.get("name")
+    if not isinstance(name, str) or not re.fullmatch(SCENARIO_NAME_PATTERN, name) \
+            or name == ALONE:
+        errors.append(where.error("name", "expected a name of lowercase letters, digits, "
+                                          f"- and _ (not {ALONE!r}), got {name!r}"))
+        name = "scenario"  # a stand-in, so the rest of the entry is checked too
+    out: list[Variant] = []
+    for full, concrete, values in _collect(errors, lambda: list(
+            _rate_expanded(entry, name, where))) or []:
+        try:
+            spec = ScenarioSpec.model_validate(concrete)
+        except ValidationError as exc:
+            errors.append(spec_error(exc, _where(path, "scenario", index, values, lines),
+                                     model=ScenarioSpec))
+            break
+        out.append(Variant(full, spec, values))
+    wanted = entry.get("workloads")
+    if workloads is not None and isinstance(wanted, list):
+        errors += _scenario_workload_problems(wanted, workloads, where)
+    if errors:
+        raise joined(errors)
+    return out
+
+
+def _rate_expanded(entry: dict[str, Any], name: str, where: Where
                    ) -> Iterator[tuple[str, dict[str, Any], dict[str, Any]]]:
     """:func:`expand_entry` after the neighbour rate axis: a web neighbour's list of
     rates (``rate = ["30%", "60%"]``) gives one scenario per rate, named with a suffix
-    (``colo.r30pct``) for reading; the rate itself stays in the definition."""
+    (``colo.r30pct``) for reading; the rate itself stays in the definition. Raises
+    :class:`SpecError` listing every rate that is not one, before the first variant."""
     neighbours = entry.get("neighbours") or []
     swept = [(i, nb["rate"]) for i, nb in enumerate(neighbours)
              if isinstance(nb, dict) and isinstance(nb.get("rate"), list)]
     if not swept:
         yield from expand_entry(entry, name)
         return
+    errors: list[SpecError] = []
+    checked: dict[tuple[int, int], float | str] = {}
     for i, rates in swept:
+        key = f"neighbours[{i}].rate"
         if not rates:
-            raise SpecError(f"{where}: neighbours[{i}]: rate: expected a rate or a "
-                            "non-empty list of rates")
-    for combo in itertools.product(*(rates for _, rates in swept)):
+            errors.append(SpecError(f"{where.at(('neighbours', i, 'rate'))}: {key}: "
+                                    "expected a rate or a non-empty list of rates"))
+        for position, rate in enumerate(rates):
+            try:
+                checked[i, position] = check_rate(rate)
+            except ValueError as exc:
+                errors.append(SpecError(f"{where.at(('neighbours', i, 'rate'))}: {key}: {exc}"))
+    if errors:
+        raise joined(errors)
+    for combo in itertools.product(*(enumerate(rates) for _, rates in swept)):
         concrete_nbs = [dict(nb) if isinstance(nb, dict) else nb for nb in neighbours]
         suffix = []
-        for (i, _), rate in zip(swept, combo, strict=True):
-            try:
-                checked = check_rate(rate)
-            except ValueError as exc:
-                raise SpecError(f"{where}: neighbours[{i}]: rate: {exc}") from exc
+        for (i, _), (position, rate) in zip(swept, combo, strict=True):
             concrete_nbs[i]["rate"] = rate
-            suffix.append(rate_suffix(checked))
+            suffix.append(rate_suffix(checked[i, position]))
         variant = {**entry, "neighbours": concrete_nbs}
-        axis = {f"neighbours[{i}].rate": rate for (i, _), rate in
+        axis = {f"neighbours[{i}].rate": rate for (i, _), (_, rate) in
                 zip(swept, combo, strict=True)}
         for full, concrete, values in expand_entry(variant, f"{name}.{'-'.join(suffix)}"):
             yield full, concrete, {**axis, **values}
 
 
-def _check_scenario_workloads(spec: ScenarioSpec, workloads: Sequence[Variant],
-                              where: str) -> None:
+def _scenario_workload_problems(wanted: Sequence[object], workloads: Sequence[Variant],
+                                where: Where) -> list[SpecError]:
+    """One problem per name of an entry's ``workloads`` list that names no workload of
+    the study (a value that is not a string is the model's to refuse)."""
     names = {w.name for w in workloads} | {w.name.split(".")[0] for w in workloads}
-    for wanted in spec.workloads:
-        if wanted not in names:
-            raise SpecError(f"{where}: workloads: no workload is named {wanted!r} (known: "
-                            f"{', '.join(sorted(names))})")
+    return [where.error("workloads", f"no workload is named {name!r}"
+                        f"{did_you_mean(name, sorted(names))} (known: "
+                        f"{', '.join(sorted(names))})")
+            for name in wanted if isinstance(name, str) and name not in names]
 
 
 def check_scenario_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
@@ -1095,30 +1144,58 @@ def cell_exists(platform: PlatformSpec, workload: WorkloadSpec) -> bool:
 
 
 def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant],
-              scenarios: Sequence[Variant] = ()) -> LabSpec | None:
+              scenarios: Sequence[Variant] = (),
+              lines: TomlLines | None = None) -> LabSpec | None:
     """The ``[lab]`` section (``subnet``, ``[[lab.host]]``); an empty lab when a network,
-    web or propagation workload, or a network neighbour, needs it but none is declared."""
+    web or propagation workload, or a network neighbour, needs it but none is declared.
+    Raises :class:`SpecError` listing every problem: each host's, each reserved or
+    repeated host name, and the lab's own fields."""
     needs = any(isinstance(w.spec, NetworkWorkloadSpec | WebWorkloadSpec
                            | PropagationWorkloadSpec) for w in workloads)
     needs = needs or any(s.spec.lab_clients() for s in scenarios)
     if raw is None:
         return _with_repositories(LabSpec(), workloads) if needs else None
+    where = Where(path, "lab", lines=lines)
     if not isinstance(raw, dict):
-        raise SpecError(f"{path}: lab: expected a table with subnet and [[lab.host]] entries")
+        raise SpecError(f"{where}: expected a table with subnet and [[lab.host]] entries")
     data = dict(raw)
-    if "host" in data:
-        data["hosts"] = data.pop("host")
+    key = "host" if "host" in data else "hosts"
+    entries = data.pop(key, [])
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise where.error(key, "expected [[lab.host]] tables, each with a name")
+    # The lab's own fields, spelled as the file spells them (host, not the model's hosts).
+    errors = [where.error(name, "unknown field" + (did_you_mean(name, LAB_FIELDS)
+                                                   or f" (fields: {', '.join(LAB_FIELDS)})"))
+              for name in sorted(set(data) - set(LAB_FIELDS))]
     try:
-        lab = LabSpec.model_validate(data)
+        lab = LabSpec.model_validate({k: v for k, v in data.items() if k in LAB_FIELDS})
     except ValidationError as exc:
-        # Name the field as the file spells it: [[lab.host]], not the model's hosts.
-        message = str(spec_error(exc, f"{path}: lab", model=LabSpec)).replace(
-            "lab: hosts", "lab.host")
-        raise SpecError(message) from exc
-    if lab.host(NATIVE_SERVER_HOST) is not None:
-        raise SpecError(f"{path}: lab.host: the name {NATIVE_SERVER_HOST!r} is reserved for "
-                        "the native web server's host")
-    return _with_repositories(lab, workloads)
+        errors.append(spec_error(exc, where, model=LabSpec))
+    hosts = [_lab_host(entry, Where(path, "lab.host", i, lines=lines), errors)
+             for i, entry in enumerate(entries)]
+    # Names as written, so a host with another problem is still checked for them.
+    names = [str(e.get("name")) for e in entries]
+    reserved = {NATIVE_SERVER_HOST: "the native web server's host"}
+    errors += [Where(path, "lab.host", i, lines=lines).error("name", problem)
+               for i, problem in host_name_problems(names, reserved)]
+    if errors:
+        raise joined(errors)
+    full = lab.model_copy(update={"hosts": tuple(h for h in hosts if h is not None)})
+    return _with_repositories(full, workloads)
+
+
+#: The fields of ``[lab]`` besides its ``[[lab.host]]`` tables, which are ``host``.
+LAB_FIELDS = ("host", "subnet")
+
+
+def _lab_host(entry: dict[str, Any], where: Where,
+              errors: list[SpecError]) -> LabHostSpec | None:
+    """One ``[[lab.host]]``, or None with its problems appended to ``errors``."""
+    try:
+        return LabHostSpec.model_validate(entry)
+    except ValidationError as exc:
+        errors.append(spec_error(exc, where, model=LabHostSpec))
+        return None
 
 
 def _with_repositories(lab: LabSpec, workloads: Sequence[Variant]) -> LabSpec:

@@ -130,6 +130,7 @@ __all__ = [
     "ReportInput",
     "SeriesChoice",
     "bar_charts",
+    "cell_name_html",
     "fleet_section",
     "grouped_warnings",
     "host_disk_rows",
@@ -311,7 +312,10 @@ def bar_charts(stats: Sequence[PhaseStats], natives: Mapping[str, str | None]
             metric = item.throughput_metric()
             if metric:
                 by_metric[metric].append(item)
-        for metric, phases in by_metric.items():
+        # The headline metrics' figures first, boot time's last: a reader opens the
+        # report for the workload's numbers (issue 29: the first figure was boot time).
+        for metric, phases in sorted(by_metric.items(),
+                                     key=lambda pair: all(p.phase == "boot" for p in pair[1])):
             label = short_label(metric)
             values = {(p.phase, platform): _interval(s) for p in phases
                       for platform, s in p.metrics[metric].items()}
@@ -634,7 +638,7 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}
 font-size:1.1em}
 .warn{background:#fff6d6;border-left:4px solid #e0a800;padding:.4em 1em}
 .fail{background:#fde8e8;border-left:4px solid #c00;padding:.4em 1em}
-figure{margin:1em 0}figure img{width:100%;height:auto;display:block}
+figure{margin:1em 0}figure img{max-width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:1em;overflow:auto}
 nav a{margin-right:1em}details{display:inline}summary{cursor:pointer;color:#555}
 .headline{font-size:1.15em;font-weight:bold;margin:.8em 0}
@@ -642,8 +646,9 @@ nav a{margin-right:1em}details{display:inline}summary{cursor:pointer;color:#555}
 .cards{display:grid;grid-template-columns:repeat(auto-fill,minmax(24em,1fr));gap:.6em}
 .card{border:1px solid #ccc;border-radius:4px;padding:.3em .7em;text-align:left;
 font-size:.85em}.card h3{font-size:1em;margin:.2em 0}.card .pct{font-weight:normal;
-color:#555}.card dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em .6em;
-margin:.3em 0}.card dt{color:#555}.card dd{margin:0}
+white-space:nowrap;color:#555}
+.card dl{display:grid;grid-template-columns:max-content 1fr;gap:.1em .6em;margin:.3em 0}
+.card dt{color:#555}.card dd{margin:0}.nw{white-space:nowrap}
 """
 
 
@@ -925,10 +930,22 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
     return "\n".join(parts)
 
 
+_NAME_PARTS = re.compile(r"([^/@]+)([/@]?)")
+
+
+def cell_name_html(name: str) -> str:
+    """A cell name that wraps only after its ``/`` and ``@``: each platform, scenario
+    and workload name stays whole (``virtio-blk-iothread`` never breaks at a hyphen),
+    and a copy of the text is the name as typed (no look-alike hyphen)."""
+    return "".join(f'<span class="nw">{_e(part)}</span>{_e(sep)}' + ("<wbr>" if sep else "")
+                   for part, sep in _NAME_PARTS.findall(name))
+
+
 def _card(block: CellBlock) -> str:
     pct = f' <span class="pct">{_e(block.pct)}</span>' if block.pct else ""
     items = "".join(f"<dt>{_e(label)}</dt><dd>{_e(text)}</dd>" for label, text in block.lines)
-    return f'<div class="card"><h3>{_e(block.cell)}{pct}</h3><dl>{items}</dl></div>'
+    return (f'<div class="card"><h3>{cell_name_html(block.cell)}{pct}</h3><dl>{items}</dl>'
+            "</div>")
 
 
 def _diagnosis_section(groups: Sequence[FixGroup]) -> str:

@@ -249,17 +249,40 @@ def resolve_run_id(store: Store, run: str | None, db: str) -> str:
     """
     if run is None:
         return latest_run_id(store, db)
-    matches = store.run_ids(prefix=run)
-    if run in matches:
-        return run
+    return _unique_prefix(run, store.run_ids(prefix=run), "run ids",
+                          f"{db}: no run {run!r} (`hvbench runs --db {db}` lists them)", db)
+
+
+def resolve_fleet_id(store: Store, fleet: str, db: str) -> str:
+    """``fleet`` as a stored fleet run's id: an exact id, or a prefix only one has (as
+    :func:`resolve_run_id` takes run ids).
+
+    Raises:
+        SpecError: no fleet id starts with ``fleet``, or more than one does (named).
+    """
+    if store.fleet_runs(fleet):
+        return fleet
+    # A fleet id is a column of its host runs: the runs whose fleet it may be are read.
+    ids = sorted({f for f in (store.get_run(r).fleet_id for r in store.run_ids()) if f})
+    return _unique_prefix(fleet, [f for f in ids if f.startswith(fleet)],
+                          "fleet ids", f"{db}: no fleet run {fleet!r}"
+                          + (f" (fleet runs: {', '.join(ids[-5:])})" if ids else ""), db)
+
+
+def _unique_prefix(given: str, matches: Sequence[str], plural: str, none: str,
+                   db: str) -> str:
+    """The one of ``matches`` that is ``given`` or the only one; else a
+    :class:`SpecError` (``none`` when nothing matches, the candidates when several do)."""
+    if given in matches:
+        return given
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise SpecError(f"{db}: no run {run!r} (`hvbench runs --db {db}` lists them)")
+        raise SpecError(none)
     # Every candidate, so the next try can copy one (a line stays readable up to 20).
     shown = ", ".join(matches[:20]) + (f" and {len(matches) - 20} more"
                                        if len(matches) > 20 else "")
-    raise SpecError(f"{db}: {run!r} is the start of {len(matches)} run ids ({shown}): "
+    raise SpecError(f"{db}: {given!r} is the start of {len(matches)} {plural} ({shown}): "
                     "give more of it")
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "fits_for",
     "grouped_bars",
     "latency_cdf",
+    "latency_figure",
     "platform_colors",
     "series_colors",
     "stacked_bars",
@@ -195,9 +196,19 @@ def _use_log(values: Sequence[float]) -> bool:
     return len(positive) >= 2 and max(positive) / min(positive) > LOG_RATIO
 
 
-def _bar_width_in(groups: int, series: int) -> float:
-    # At least 10 in: the page shows every figure at its full width.
-    return min(max(10.0, 1.5 + 0.18 * groups * series + 0.3 * groups), _MAX_WIDTH_IN)
+#: A bar chart's plot area: this much per bar and per group gap, at least one group's
+#: room, at most what :data:`_MAX_WIDTH_IN` leaves; the figure adds fixed margins (the
+#: y axis on the left; the title and the legend outside may run past the plot area, the
+#: SVG's tight box keeps them). The page shows a figure at its own size, or scaled down
+#: to its width: one bar is not drawn as wide as the page.
+_BAR_IN, _GROUP_GAP_IN, _MIN_AXES_IN = 0.42, 0.35, 1.0
+_LEFT_IN, _RIGHT_IN = 0.8, 0.2
+
+
+def _bar_axes_in(groups: int, series: int) -> float:
+    """Inches of plot area for ``groups`` x ``series`` bars."""
+    content = _BAR_IN * groups * series + _GROUP_GAP_IN * groups
+    return min(max(_MIN_AXES_IN, content), _MAX_WIDTH_IN - _LEFT_IN - _RIGHT_IN)
 
 
 def grouped_bars(chart: BarChart) -> str:
@@ -209,7 +220,10 @@ def grouped_bars(chart: BarChart) -> str:
     if not chart.groups or not chart.series or not chart.values:
         raise PlotError(f"{chart.title}: nothing to draw")
     with _style():
-        fig = Figure(figsize=(_bar_width_in(len(chart.groups), len(chart.series)), 3.6))
+        axes_in = _bar_axes_in(len(chart.groups), len(chart.series))
+        width = _LEFT_IN + axes_in + _RIGHT_IN
+        fig = Figure(figsize=(width, 3.6))
+        fig.subplots_adjust(left=_LEFT_IN / width, right=(_LEFT_IN + axes_in) / width)
         ax = fig.add_subplot()
         log = _use_log([v.value for v in chart.values.values()])
         _draw_bars(ax, chart, log)
@@ -416,37 +430,46 @@ def latency_cdf(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os")
     if not any(c.points for c in curves):
         raise PlotError(f"{title}: no latency points")
     with _style():
-        fig = Figure(figsize=(10.0, 3.6))
-        body, tail = fig.subplots(1, 2)
-        given = {c.label: c.color for c in curves if c.color}
-        given.update({c.label: NATIVE_COLOR for c in curves if c.native and not c.color})
-        colors = series_colors([c.label for c in curves], given)
-        for curve, color in zip(curves, colors, strict=True):
-            if not curve.points:
-                continue
-            style: dict[str, Any] = {"color": color}
-            if curve.native:
-                style["linestyle"] = "--"
-            xs = [p[0] for p in curve.points]
-            body.step(xs, [p[1] for p in curve.points], where="post", label=curve.label,
+        return _svg(latency_figure(title, curves, items))
+
+
+def latency_figure(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os"
+                   ) -> Figure:
+    """:func:`latency_cdf`'s figure, not yet drawn (its panels share the latency axis)."""
+    fig = Figure(figsize=(10.0, 3.6))
+    # One latency axis for both panels: a latency reads at the same place in each.
+    body, tail = fig.subplots(1, 2, sharex=True)
+    given = {c.label: c.color for c in curves if c.color}
+    given.update({c.label: NATIVE_COLOR for c in curves if c.native and not c.color})
+    colors = series_colors([c.label for c in curves], given)
+    for curve, color in zip(curves, colors, strict=True):
+        if not curve.points:
+            continue
+        style: dict[str, Any] = {"color": color}
+        if curve.native:
+            style["linestyle"] = "--"
+        xs = [p[0] for p in curve.points]
+        body.step(xs, [p[1] for p in curve.points], where="post", label=curve.label,
+                  linewidth=1.2, **style)
+        slow = tail_points(curve.points)
+        if slow:
+            tail.step([p[0] for p in slow], [p[1] for p in slow], where="post",
                       linewidth=1.2, **style)
-            slow = tail_points(curve.points)
-            if slow:
-                tail.step([p[0] for p in slow], [p[1] for p in slow], where="post",
-                          linewidth=1.2, **style)
-        for ax in (body, tail):
-            ax.set_xscale("log")
-            ax.set_xlabel("completion latency (ms)")
-            ax.grid(True, which="major", axis="both", alpha=0.35)
-        body.set_ylabel(f"share of {items} completed")
-        body.set_ylim(0.0, 1.0)
-        tail.set_yscale("log")
-        tail.set_ylabel(f"share of {items} slower")
-        body.set_title(title, loc="left")
-        # Below both panels: a legend inside would sit on the curves.
-        fig.legend(loc="lower center", bbox_to_anchor=(0.5, -0.08),
-                   ncols=min(len(curves), 5) or 1)
-        return _svg(fig)
+    for ax in (body, tail):
+        ax.set_xscale("log")
+        ax.set_xlabel("completion latency (ms)")
+        ax.grid(True, which="major", axis="both", alpha=0.35)
+    body.set_ylabel(f"share of {items} completed")
+    body.set_ylim(0.0, 1.0)
+    tail.set_yscale("log")
+    tail.set_ylabel(f"share of {items} slower")
+    fig.suptitle(title, x=0.01, ha="left", fontsize=10)
+    body.set_title("share completed", loc="left", fontsize=8.5)
+    tail.set_title("tail: share still slower", loc="left", fontsize=8.5)
+    # Below both panels: a legend inside would sit on the curves.
+    fig.legend(loc="lower center", bbox_to_anchor=(0.5, -0.08),
+               ncols=min(len(curves), 5) or 1)
+    return fig
 
 
 def objective_timeline(title: str, points: Sequence[tuple[int, str, float]],
