@@ -30,8 +30,11 @@ APT_SSHD := openssh-server
 # Only tests use these: fio's own example jobs (run as users have them) and sysstat's
 # iostat, which the disk monitor is checked against.
 APT_TEST_TOOLS := fio-examples sysstat
+# The gridftp propagation method (seed 000's GSIFTP): the GridFTP server and its client,
+# globus-url-copy. Outside the demo: only seeds/000-propagation.toml and its tests use it.
+APT_GRIDFTP := globus-gridftp-server-progs globus-gass-copy-progs
 
-APT_GROUPS := libvirt postgresql chromium sshd test-tools
+APT_GROUPS := libvirt postgresql chromium sshd test-tools gridftp
 TEST_APT   := $(APT_GROUPS:%=$(STAMP)/apt-%)
 
 .PHONY: all deps test-deps venv image lint unit integration test test-fast demo clean cli-docs
@@ -91,6 +94,9 @@ $(STAMP)/apt-sshd: Makefile
 $(STAMP)/apt-test-tools: Makefile
 	$(call apt_install,$(APT_TEST_TOOLS))
 
+$(STAMP)/apt-gridftp: Makefile
+	$(call apt_install,$(APT_GRIDFTP))
+
 $(STAMP)/venv: pyproject.toml $(STAMP)/apt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -99,7 +105,8 @@ $(STAMP)/venv: pyproject.toml $(STAMP)/apt
 
 deps: $(STAMP)/apt $(STAMP)/venv
 
-# What the tests use beyond the demo (libvirt, PostgreSQL, Chromium, sshd, test tools).
+# What the tests use beyond the demo (libvirt, PostgreSQL, Chromium, sshd, test tools,
+# GridFTP).
 test-deps: deps $(TEST_APT)
 
 # The image is cached under ~/.cache/hvbench keyed by package versions; this is a no-op

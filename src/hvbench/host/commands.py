@@ -31,6 +31,8 @@ PACKAGES = {
     "rsync": "rsync",
     "curl": "curl",
     "zstd": "zstd",
+    "globus-gridftp-server": "globus-gridftp-server-progs",
+    "globus-url-copy": "globus-gass-copy-progs",
     "unshare": "util-linux",
 }
 

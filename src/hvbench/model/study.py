@@ -466,14 +466,15 @@ class PropagationWorkloadSpec(_Strict):
 
     Phases: ``initial`` (request to first byte), ``transfer`` (first to last byte),
     ``terminal`` (last byte to the guest's agent answering: checksum, image set-up,
-    boot) and ``shutdown``. ``method``: ``scp``, ``http``, ``rsync``; the modern ones
+    boot) and ``shutdown``. ``method``: ``scp``, ``http``, ``rsync``, ``gridftp`` (the
+    seeds' GSIFTP: globus-url-copy from an anonymous GridFTP server); the modern ones
     the seeds lacked: ``http-zstd`` (compressed on the wire) and ``overlay`` (the node
     keeps the base image in a cache and boots a qcow2 copy-on-write overlay over it;
     only a checksum-verified first fetch moves bytes).
     """
 
     kind: Literal["propagation"] = "propagation"
-    method: Literal["scp", "http", "rsync", "http-zstd", "overlay"] = "scp"
+    method: Literal["scp", "http", "rsync", "gridftp", "http-zstd", "overlay"] = "scp"
     image_size: ByteSize = 256 << 20
     #: The [[lab.host]] that serves images; added with ``link_rate`` if not declared.
     repository: str = Field(default=REPOSITORY_HOST, min_length=1)
