@@ -33,6 +33,7 @@ PACKAGES = {
     "zstd": "zstd",
     "globus-gridftp-server": "globus-gridftp-server-progs",
     "globus-url-copy": "globus-gass-copy-progs",
+    "vblade": "vblade",
     "unshare": "util-linux",
 }
 
