@@ -17,6 +17,7 @@ import pytest
 
 from hvbench.errors import HostError
 from hvbench.image.builder import GuestImage
+from hvbench.model.aoe import guest_attach_argv, guest_device
 from hvbench.model.lab import LabHostSpec, LabSpec
 from hvbench.model.spec import NicSpec, VmSpec
 from hvbench.model.study import parse_study
@@ -24,7 +25,7 @@ from hvbench.netlab.lab import NetLab
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.runner import MEMORY_CGROUP_KIND, run_study
 from hvbench.store.database import Store
-from hvbench.workloads.aoe import AoeServer, guest_attach_argv, guest_device
+from hvbench.workloads.aoe import AoeServer
 
 pytestmark = pytest.mark.integration
 SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"
@@ -105,11 +106,14 @@ def test_phy_loop_device_natively_and_in_a_tcg_guest(image: GuestImage, tmp_path
 
 def test_nbd_export_of_a_lab_host_host_and_guest_initiator(image: GuestImage,
                                                            tmp_path: Path) -> None:
+    """001-nbd.toml reduced: NBD through QEMU's client and the guest's nbd-client, and
+    AoE through the guest's aoe driver (the study's aoe:storage, resolved by the
+    run's lab), each writing and reading with dd; the native side over NBD."""
     values, _ = _run("001-nbd.toml", [
         "study.repetitions=1", "workload.dd.file_size=16M", "platform.nbd.disk.size=32M",
         'platform.nbd.exclude=[{ initiator = "guest", bus = "lsi-scsi" }, '
         '{ initiator = "host", bus = "virtio-blk" }]'], tmp_path)
-    for platform in ("native-nbd", "nbd.lsi-scsi-host", "nbd.virtio-blk-guest"):
+    for platform in ("native-nbd", "nbd.lsi-scsi-host", "nbd.virtio-blk-guest", "aoe"):
         for phase in ("write", "read"):
             assert values[(platform, phase, "mb_s")] > 0
     # The shaped 1 Gbit/s link bounds both sides (125 MB/s, with a margin for bursts).

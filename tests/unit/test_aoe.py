@@ -6,17 +6,15 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from hvbench.errors import CommandError
+from hvbench.model.aoe import guest_attach_argv, guest_device
 from hvbench.model.lab import LabHostSpec
+from hvbench.model.spec import DiskSpec, aoe_address, aoe_address_parts, source_kind
+from hvbench.model.study import NativeDiskSpec
 from hvbench.netlab.lab import LabHost
-from hvbench.workloads.aoe import (
-    AoeServer,
-    guest_attach_argv,
-    guest_device,
-    vblade_argv,
-    vblade_ready,
-)
+from hvbench.workloads.aoe import AoeServer, vblade_argv, vblade_ready
 
 
 def test_vblade_exports_the_file_on_the_lab_interface() -> None:
@@ -39,9 +37,30 @@ def test_guest_attach_loads_aoe_on_one_nic_and_waits_for_the_device() -> None:
     argv = guest_attach_argv(netif="eth0", shelf=0, slot=1, wait_s=7)
     assert argv[:2] == ["sh", "-c"]
     script = argv[2]
-    assert 'modprobe aoe aoe_iflist="$1"' in script and "aoe-discover" in script
+    assert 'modprobe aoe ${1:+aoe_iflist="$1"}' in script and "aoe-discover" in script
     assert argv[3:] == ["aoe-attach", "eth0", "7", "/dev/etherd/e0.1"]
+    # Without a NIC name the driver listens on every interface.
+    assert guest_attach_argv(shelf=2, slot=0)[3:5] == ["aoe-attach", ""]
     assert guest_device(12, 3) == "/dev/etherd/e12.3"
+
+
+def test_aoe_sources_are_guest_initiated_raw_lab_exports() -> None:
+    disk = DiskSpec(source="aoe:storage", initiator="guest", bus="virtio-blk")
+    assert source_kind("aoe:storage") == "aoe-host" and disk.guest_attached
+    assert disk.label().startswith("virtio-blk-none-aoe-storage-raw")
+    resolved = disk.model_copy(update={"source": aoe_address("storage", 1, 0)})
+    assert resolved.source == "aoe://storage/e1.0" and resolved.label() == disk.label()
+    assert aoe_address_parts("aoe://storage/e1.0") == ("storage", 1, 0)
+    with pytest.raises(ValueError, match="not a resolved AoE export"):
+        aoe_address_parts("aoe:storage")
+    with pytest.raises(ValidationError, match="set initiator = \"guest\""):
+        DiskSpec(source="aoe:storage")
+    with pytest.raises(ValidationError, match="vblade exports a raw file"):
+        DiskSpec(source="aoe:storage", initiator="guest", format="qcow2")
+    with pytest.raises(ValidationError, match="no aoe module"):
+        NativeDiskSpec(source="aoe:storage")
+    with pytest.raises(ValueError, match=r"aoe:HOST"):
+        source_kind("aoe://storage")
 
 
 @pytest.mark.skipif(shutil.which("vblade") is None, reason="vblade is not installed")

@@ -6,8 +6,8 @@ veth and the lab bridge. AoE is plain Ethernet (EtherType 0x88a2), not IP: the
 initiator must sit on the same bridge, which a guest with a tap NIC on the lab bridge
 does. This host's kernel has no ``aoe`` module, so the initiator is always the guest
 (the bundled image carries Debian's ``aoe.ko`` and aoetools' ``aoe-discover``):
-:func:`guest_attach_argv` is the guest's command that loads the module, triggers a
-discovery and waits for ``/dev/etherd/e<shelf>.<slot>``.
+:func:`hvbench.model.aoe.guest_attach_argv` is the guest's command that loads the
+module, triggers a discovery and waits for ``/dev/etherd/e<shelf>.<slot>``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from hvbench.errors import HostError
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
 from hvbench.host.started import StartStop
+from hvbench.model.aoe import guest_device
 from hvbench.netlab.lab import LabHost
 from hvbench.platforms.process import BackgroundProcess
 
@@ -31,8 +32,6 @@ READY_S = 15.0
 LAB_NETIF = "eth0"
 #: AoE addresses: shelf 0-65534, slot 0-255 (the protocol's major and minor fields).
 MAX_SHELF, MAX_SLOT = 65534, 255
-#: How long the guest waits for the device after a discovery, seconds.
-GUEST_WAIT_S = 20
 
 
 def vblade_argv(*, shelf: int, slot: int, netif: str, path: str) -> list[str]:
@@ -48,27 +47,6 @@ def vblade_ready(output: str, shelf: int, slot: int) -> bool:
     """Whether vblade's output announces the export (``pid N: e0.0, N sectors``): it
     prints that once the file is open and its raw socket bound."""
     return re.search(rf"pid \d+: e{shelf}\.{slot}, \d+ sectors", output) is not None
-
-
-def guest_device(shelf: int, slot: int) -> str:
-    """The guest's block device of AoE address ``e<shelf>.<slot>``."""
-    return f"/dev/etherd/e{shelf}.{slot}"
-
-
-#: In the guest: load aoe on the NIC $1, discover, wait up to $2 s for device $3.
-_ATTACH = ('modprobe aoe aoe_iflist="$1" && aoe-discover && i=0 && '
-           'while [ ! -b "$3" ]; do '
-           '[ "$i" -ge "$2" ] && echo "no $3 after $2 s" >&2 && exit 1; '
-           'sleep 1; i=$((i+1)); aoe-discover; done')
-
-
-def guest_attach_argv(*, netif: str, shelf: int, slot: int,
-                      wait_s: int = GUEST_WAIT_S) -> list[str]:
-    """The guest command attaching ``e<shelf>.<slot>`` over ``netif``: the aoe module
-    restricted to that NIC, a discovery (repeated each second: the first query may
-    leave before the NIC's link is up), ``wait_s`` seconds at most."""
-    return ["sh", "-c", _ATTACH, "aoe-attach", netif, str(wait_s),
-            guest_device(shelf, slot)]
 
 
 class AoeServer(StartStop):
