@@ -31,8 +31,14 @@ APT_SSHD := openssh-server
 # iostat, which the disk monitor is checked against, zsh, which loads the generated
 # completion and completes with it, and groff-base, whose groff renders the generated man page.
 APT_TEST_TOOLS := fio-examples sysstat zsh groff-base
+# The gridftp propagation method (seed 000's GSIFTP): the GridFTP server and its client,
+# globus-url-copy. Outside the demo: only seeds/000-propagation.toml and its tests use it.
+APT_GRIDFTP := globus-gridftp-server-progs globus-gass-copy-progs
+# ATA over Ethernet storage (seed 001's EBS protocol): vblade, the target a lab host
+# runs; the initiator is the guest's (the image carries aoe.ko and aoetools).
+APT_AOE := vblade
 
-APT_GROUPS := libvirt postgresql chromium sshd test-tools
+APT_GROUPS := libvirt postgresql chromium sshd test-tools gridftp aoe
 TEST_APT   := $(APT_GROUPS:%=$(STAMP)/apt-%)
 
 .PHONY: all deps test-deps venv image lint unit integration test test-fast demo clean cli-docs
@@ -92,6 +98,12 @@ $(STAMP)/apt-sshd: Makefile
 $(STAMP)/apt-test-tools: Makefile
 	$(call apt_install,$(APT_TEST_TOOLS))
 
+$(STAMP)/apt-gridftp: Makefile
+	$(call apt_install,$(APT_GRIDFTP))
+
+$(STAMP)/apt-aoe: Makefile
+	$(call apt_install,$(APT_AOE))
+
 $(STAMP)/venv: pyproject.toml $(STAMP)/apt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
@@ -100,7 +112,8 @@ $(STAMP)/venv: pyproject.toml $(STAMP)/apt
 
 deps: $(STAMP)/apt $(STAMP)/venv
 
-# What the tests use beyond the demo (libvirt, PostgreSQL, Chromium, sshd, test tools).
+# What the tests use beyond the demo (libvirt, PostgreSQL, Chromium, sshd, test tools,
+# GridFTP, vblade).
 test-deps: deps $(TEST_APT)
 
 # The image is cached under ~/.cache/hvbench keyed by package versions; this is a no-op

@@ -1,8 +1,9 @@
 """Image propagation with the real programs: a net lab whose ``headnode`` (on a 1 Gbit/s
-link) runs the repository's dropbear, rsync daemon and lighttpd; the root namespace
-fetches a 120 MiB image with scp, rsync, curl, curl | zstd, or boots an overlay over
-its cached base, and boots it under TCG. Then examples/propagation.toml, reduced with
-``--set`` (every method, a 120 MiB image, twice), through the runner into a store."""
+link) runs the repository's dropbear, rsync daemon, lighttpd and globus-gridftp-server;
+the root namespace fetches a 120 MiB image with scp, rsync, curl, curl | zstd,
+globus-url-copy, or boots an overlay over its cached base, and boots it under TCG.
+Then examples/propagation.toml, reduced with ``--set`` (every method, a 120 MiB image,
+twice), through the runner into a store."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ pytestmark = [
 SIZE = 120 << 20
 VM = VmSpec(accel="tcg")
 LAB = LabSpec(hosts=(LabHostSpec(name="headnode", rate="1gbit"),))
-SERVERS = ("dropbear", "rsync", "lighttpd", "scp", "curl", "zstd", "qemu-system")
+SERVERS = ("dropbear", "rsync", "lighttpd", "scp", "curl", "zstd", "globus-",
+           "qemu-system")
 
 
 class CountingWindow:
@@ -117,7 +119,7 @@ def check_common(outcomes: list[PhaseOutcome], repo: ImageRepository,
     return m, doc
 
 
-@pytest.mark.parametrize("method", ["scp", "rsync", "http", "http-zstd"])
+@pytest.mark.parametrize("method", ["scp", "rsync", "http", "http-zstd", "gridftp"])
 def test_propagation_fetches_verifies_and_boots(method: str, image: GuestImage,
                                                 no_leaks: Path) -> None:
     spec = PropagationWorkloadSpec.model_validate({"method": method, "image_size": SIZE})
@@ -144,6 +146,9 @@ def test_propagation_fetches_verifies_and_boots(method: str, image: GuestImage,
         assert wire >= SIZE
     if method == "http":
         assert doc["curl"]["size_download"] == SIZE
+    if method == "gridftp":
+        assert [a[0] for a in doc["client"]["argv"]] == ["globus-url-copy"]
+        assert doc["repository"]["servers"]["gridftp"]["port"] == 2811
     assert outcomes[1].series, "the transfer's progress series"
     assert my_processes() == []
 

@@ -1,12 +1,13 @@
 """Seed 001's storage paths end to end, each a reduced run of its shipped example: a
 loop device given whole to a TCG guest and measured natively ("phy"; a mounted one is
 refused first), an NBD export of a lab host read through QEMU's NBD client and
-natively through fio's, and buffered dd over 2 x RAM with the native side in a memory
-cgroup of the guest's RAM."""
+natively through fio's, buffered dd over 2 x RAM with the native side in a memory
+cgroup of the guest's RAM, and an ATA over Ethernet export attached by the guest."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -16,9 +17,15 @@ import pytest
 
 from hvbench.errors import HostError
 from hvbench.image.builder import GuestImage
+from hvbench.model.aoe import guest_attach_argv, guest_device
+from hvbench.model.lab import LabHostSpec, LabSpec
+from hvbench.model.spec import NicSpec, VmSpec
 from hvbench.model.study import parse_study
+from hvbench.netlab.lab import NetLab
+from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.runner import MEMORY_CGROUP_KIND, run_study
 from hvbench.store.database import Store
+from hvbench.workloads.aoe import AoeServer
 
 pytestmark = pytest.mark.integration
 SEEDS = Path(__file__).resolve().parents[2] / "examples" / "seeds"
@@ -99,11 +106,14 @@ def test_phy_loop_device_natively_and_in_a_tcg_guest(image: GuestImage, tmp_path
 
 def test_nbd_export_of_a_lab_host_host_and_guest_initiator(image: GuestImage,
                                                            tmp_path: Path) -> None:
+    """001-nbd.toml reduced: NBD through QEMU's client and the guest's nbd-client, and
+    AoE through the guest's aoe driver (the study's aoe:storage, resolved by the
+    run's lab), each writing and reading with dd; the native side over NBD."""
     values, _ = _run("001-nbd.toml", [
         "study.repetitions=1", "workload.dd.file_size=16M", "platform.nbd.disk.size=32M",
         'platform.nbd.exclude=[{ initiator = "guest", bus = "lsi-scsi" }, '
         '{ initiator = "host", bus = "virtio-blk" }]'], tmp_path)
-    for platform in ("native-nbd", "nbd.lsi-scsi-host", "nbd.virtio-blk-guest"):
+    for platform in ("native-nbd", "nbd.lsi-scsi-host", "nbd.virtio-blk-guest", "aoe"):
         for phase in ("write", "read"):
             assert values[(platform, phase, "mb_s")] > 0
     # The shaped 1 Gbit/s link bounds both sides (125 MB/s, with a margin for bursts).
@@ -133,3 +143,34 @@ def test_buffered_dd_over_2x_ram_native_in_a_memory_cgroup(image: GuestImage,
     # over 2 x its RAM misses the cache, and the misses are charged to the reader.
     assert kept[0]["io_stat"], "the native side's cgroup accounts its block I/O"
     assert values[("native", "read", "cgroup.io.read_kb_s")] > 0
+
+
+def test_aoe_export_of_a_lab_host_attached_by_the_guest(image: GuestImage,
+                                                        tmp_path: Path) -> None:
+    """vblade on the lab host `storage`, a TCG guest on the lab bridge: the guest's aoe
+    module finds e0.0, dd writes 4 MiB to it and reads it back, and the frames crossed
+    the storage host's veth (AoE is Ethernet: nothing else carries them)."""
+    lab_spec = LabSpec(hosts=(LabHostSpec(name="storage", rate="1gbit"),))
+    with NetLab(lab_spec) as lab, \
+            AoeServer(lab.host("storage"), tmp_path, 16 << 20) as server:
+        nic = NicSpec(model="virtio-net", backend="tap", bridge=lab.bridge,
+                      address=f"{lab.allocate_address()}/{lab.prefix_len}")
+        veth = lab.host("storage").veth
+        with QemuPlatform(VmSpec(accel="tcg", nics=(nic,)), image=image) as guest:
+            attached = guest.exec(guest_attach_argv(netif="eth0", shelf=0, slot=0),
+                                  timeout=60)
+            assert attached.ok, attached.stderr
+            rx0 = int((Path("/sys/class/net") / veth / "statistics" / "rx_bytes").read_text())
+            device = guest_device(0, 0)
+            wrote = guest.exec(["dd", "if=/dev/urandom", f"of={device}", "bs=64k",
+                                "count=64", "oflag=direct"], timeout=120)
+            assert wrote.ok, wrote.stderr
+            sums = guest.exec(["sh", "-c", f"dd if={device} bs=64k count=64 iflag=direct "
+                               "2>/dev/null | sha256sum"], timeout=120)
+            rx1 = int((Path("/sys/class/net") / veth / "statistics" / "rx_bytes").read_text())
+        assert server.image is not None
+        served = hashlib.sha256(server.image.read_bytes()[:4 << 20]).hexdigest()
+    assert sums.ok and sums.text().split()[0] == served
+    # The read's 4 MiB came back over the storage host's veth (rx: what it sent).
+    assert rx1 - rx0 >= 4 << 20
+    assert not list(tmp_path.glob("aoe-*")), "the export's directory is removed"

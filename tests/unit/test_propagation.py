@@ -30,6 +30,7 @@ from hvbench.workloads.propagation import (
     curl_argv,
     directory_bytes,
     first_arrival,
+    gridftp_argv,
     progress_series,
     propagation_outcomes,
     rsync_argv,
@@ -41,6 +42,7 @@ from hvbench.workloads.propagation import (
 )
 from hvbench.workloads.repository import (
     METHOD_SERVERS,
+    GridftpServer,
     HttpServer,
     ImageRepository,
     NodeImageCache,
@@ -50,6 +52,8 @@ from hvbench.workloads.repository import (
     check_safe_path,
     dropbear_argv,
     dropbear_public_key,
+    gridftp_hosts,
+    gridftp_server_argv,
     image_name,
     known_hosts_line,
     rsyncd_config,
@@ -116,7 +120,8 @@ def test_safe_paths_only_reach_the_remote_shell() -> None:
 
 
 def test_every_method_has_a_server() -> None:
-    assert set(METHOD_SERVERS) == {"scp", "rsync", "http", "http-zstd", "overlay"}
+    assert set(METHOD_SERVERS) == {"scp", "rsync", "http", "http-zstd", "overlay",
+                                   "gridftp"}
     assert image_name(SIZE) == f"system-{SIZE}.raw"
 
 
@@ -131,6 +136,24 @@ def test_unknown_method_is_refused_before_anything_is_created(tmp_path: Path) ->
         repo.server("scp")
     repo.stop()
     repo.stop()  # safe twice
+
+
+def test_gridftp_server_is_anonymous_read_only_to_the_images_on_the_lab_address() -> None:
+    argv = gridftp_server_argv(address="10.0.0.10", port=2811, images="/r/images",
+                               config="/r/g/gridftp.conf", hosts="/r/g/hosts")
+    # Its own /etc/hosts, in a private mount namespace, then the server.
+    assert argv[:4] == ["unshare", "--mount", "--propagation", "private"]
+    assert argv[argv.index("/r/g/hosts") + 1] == "/etc/hosts"
+    server = argv[argv.index("globus-gridftp-server"):]
+    assert "-S" not in server  # foreground
+    assert server[server.index("-c") + 1] == "/r/g/gridftp.conf"
+    assert "-aa" in server and server[server.index("-anonymous-user") + 1] == "root"
+    assert server[server.index("-rp") + 1] == "/r/images"
+    assert server[server.index("-p") + 1] == "2811"
+    for flag in ("-control-interface", "-data-interface"):
+        assert server[server.index(flag) + 1] == "10.0.0.10"
+    assert gridftp_hosts("10.0.0.10").splitlines() == ["127.0.0.1 localhost",
+                                                        "10.0.0.10 hvbench-repository"]
 
 
 # -- client argv --------------------------------------------------------------------------
@@ -160,6 +183,10 @@ def test_rsync_curl_and_zstd_argv() -> None:
     assert argv[argv.index("--noproxy") + 1] == "*"
     assert argv[argv.index("--write-out") + 1] == "%{stderr}%{json}"
     assert "--output" not in curl_argv("http://x/s.raw.zst", None)
+    assert gridftp_argv("ftp://10.0.0.10:2811/r/s.raw", "/n/s.raw") == [
+        "globus-url-copy", "-vb", "ftp://10.0.0.10:2811/r/s.raw", "file:///n/s.raw"]
+    with pytest.raises(ValueError, match="absolute"):
+        gridftp_argv("ftp://10.0.0.10:2811/r/s.raw", "n/s.raw")
     assert zstd_argv("/n/s.raw") == ["zstd", "-d", "-q", "--no-progress", "--no-sparse",
                                       "-f", "-o", "/n/s.raw", "-"]
 
@@ -171,7 +198,8 @@ def _repo_with_servers(tmp_path: Path) -> tuple[ImageRepository, RepoImage]:
     images = repo.root / "images"
     repo.servers = {"ssh": SshServer(host, repo.root / "ssh"),
                     "rsync": RsyncServer(host, repo.root / "rsync", images),
-                    "http": HttpServer(host, repo.root / "http", images)}
+                    "http": HttpServer(host, repo.root / "http", images),
+                    "gridftp": GridftpServer(host, repo.root / "gridftp", images)}
     image = RepoImage(image_name(SIZE), images / image_name(SIZE), SIZE, "ab" * 32)
     return repo, image
 
@@ -188,6 +216,8 @@ def test_client_commands_per_method(tmp_path: Path) -> None:
     for method in ("http", "overlay"):
         (curl,) = client_commands(method, repo, image, dest, 60)
         assert curl[-1] == f"http://10.213.7.10:80/{image.name}"
+    (gridftp,) = client_commands("gridftp", repo, image, dest, 60)
+    assert gridftp[-2:] == [f"ftp://10.213.7.10:2811{image.path}", f"file://{dest}"]
 
 
 # -- phases, metrics, outcomes ------------------------------------------------------------

@@ -69,7 +69,7 @@ def test_bad_sources_are_refused(source: str) -> None:
 
 @pytest.mark.parametrize(("fields", "words"), [
     ({"source": "/dev/loop0", "format": "qcow2"}, "given to the guest raw"),
-    ({"initiator": "guest"}, "only valid with an NBD source"),
+    ({"initiator": "guest"}, "only valid with an NBD or AoE source"),
     ({"source": "nbd:storage", "aio": "native"}, "network socket"),
 ])
 def test_bad_combinations_say_why(fields: dict[str, object], words: str) -> None:
@@ -80,7 +80,7 @@ def test_bad_combinations_say_why(fields: dict[str, object], words: str) -> None
 def test_a_guest_initiator_needs_a_nic_and_gets_no_qemu_drive() -> None:
     disk = DiskSpec(bus="lsi-scsi", source="nbd:storage", initiator="guest")
     assert disk.guest_attached and disk.label().endswith("-guest-initiator")
-    with pytest.raises(ValueError, match="needs a NIC for the guest's nbd-client"):
+    with pytest.raises(ValueError, match="needs a NIC for the guest's initiator"):
         VmSpec(disks=(disk,))
     spec = VmSpec(machine="pc", disks=(disk.model_copy(update={"source": URI}),),
                   nics=(NicSpec(backend="tap", bridge="br0", address="10.99.0.20/24"),))

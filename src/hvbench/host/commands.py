@@ -31,6 +31,9 @@ PACKAGES = {
     "rsync": "rsync",
     "curl": "curl",
     "zstd": "zstd",
+    "globus-gridftp-server": "globus-gridftp-server-progs",
+    "globus-url-copy": "globus-gass-copy-progs",
+    "vblade": "vblade",
     "unshare": "util-linux",
 }
 

@@ -35,6 +35,10 @@ TOOL_VERSION_PROBES: dict[str, tuple[list[str], str]] = {
     # PATH: QEMU's package keeps it beside its firmware).
     "qemu-storage-daemon": (["qemu-storage-daemon", "--version"], r"version\s+(\S+)"),
     "virtiofsd": (["/usr/lib/qemu/virtiofsd", "--version"], r"version\s+(\S+)"),
+    # The GridFTP propagation method's server and client ("globus_gridftp_server: 13.24
+    # (...)", "globus-url-copy: 10.12").
+    "globus-gridftp-server": (["globus-gridftp-server", "-version"], r"server:\s+(\S+)"),
+    "globus-url-copy": (["globus-url-copy", "-version"], r"globus-url-copy:\s+(\S+)"),
 }
 
 #: What is unavailable when hvbench does not run as root.

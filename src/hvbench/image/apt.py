@@ -30,6 +30,9 @@ ROOT_PACKAGES: tuple[str, ...] = (
     # The NBD client of a guest-initiator disk (seed 001's network storage, attached
     # by the guest itself over its NIC).
     "nbd-client",
+    # aoe-discover, the ATA over Ethernet initiator's discovery trigger (seed 001's
+    # storage protocol; the aoe module is the kernel's, see kmod.WANTED_MODULES).
+    "aoetools",
 )
 
 _DEPENDS_FLAGS = (

@@ -32,8 +32,8 @@ from hvbench.image.cpio import write_newc
 from hvbench.image.vmlinux import extract_vmlinux
 
 #: Bump whenever the image layout or the way it is built changes: it is part of the key.
-#: 6: the nvme and virtiofs modules.
-FORMAT_VERSION = 6
+#: 6: the nvme and virtiofs modules. 7: the aoe module and aoe-discover.
+FORMAT_VERSION = 7
 
 #: Kernel command line to boot the image with. ``panic=-1`` turns a broken /init into an
 #: immediate reboot, which QEMU's ``-no-reboot`` turns into an exit. The rest trims boot
@@ -72,7 +72,8 @@ DLOPENED_GLOBS: tuple[str, ...] = (
     "lib/x86_64-linux-gnu/libgcc_s.so.1",
 )
 #: Plain files copied as they are.
-GUEST_DATA: tuple[str, ...] = ("/etc/mke2fs.conf",)
+#: aoe-discover is a POSIX shell script (busybox's sh runs it).
+GUEST_DATA: tuple[str, ...] = ("/etc/mke2fs.conf", "/sbin/aoe-discover")
 BUSYBOX = "/bin/busybox"
 
 _MANIFEST = "manifest.json"

@@ -33,6 +33,8 @@ WANTED_MODULES: tuple[str, ...] = (
     "virtiofs",
     # network block devices of a guest-initiator disk (nbd-client)
     "nbd",
+    # ATA over Ethernet (seed 001's EBS protocol), attached by the guest over its NIC
+    "aoe",
     # network
     "virtio_net",
     "e1000",

@@ -75,7 +75,7 @@ def check_libvirt_spec(spec: VmSpec) -> None:
     for index, disk in enumerate(spec.disks):
         if disk.guest_attached:
             raise SpecError(f"disk {index}: initiator guest: a guest that attaches its own "
-                            "NBD disk is offered on kind = \"qemu\" only")
+                            "NBD or AoE disk is offered on kind = \"qemu\" only")
         if disk.bus == "nvme":
             raise SpecError(f"disk {index}: bus nvme: libvirt 9 has no emulated NVMe disk "
                             "bus (its <disk type='nvme'> is a host controller); use "

@@ -66,14 +66,22 @@ _DEVICE_SOURCE_RE = re.compile(r"^/dev/[A-Za-z0-9][A-Za-z0-9/_.:+-]*$")
 #: (``nbd:HOST``) and as the run resolves it (``nbd://ADDRESS:PORT/EXPORT``).
 _NBD_HOST_RE = re.compile(r"^nbd:([a-z][a-z0-9-]{0,11})$")
 _NBD_URI_RE = re.compile(r"^nbd://(\d+\.\d+\.\d+\.\d+):(\d{1,5})/([A-Za-z0-9_.-]+)$")
-SourceKind = Literal["image", "device", "nbd-host", "nbd-uri"]
+#: ``source`` of an ATA over Ethernet export of a net-lab host (``aoe:HOST``) and as the
+#: run resolves it (``aoe://HOST/e<shelf>.<slot>``).
+_AOE_HOST_RE = re.compile(r"^aoe:([a-z][a-z0-9-]{0,11})$")
+_AOE_ADDRESS_RE = re.compile(r"^aoe://([a-z][a-z0-9-]{0,11})/e(\d{1,5})\.(\d{1,3})$")
+SourceKind = Literal["image", "device", "nbd-host", "nbd-uri", "aoe-host", "aoe-address"]
+#: The source kinds a net-lab host serves (the disk's blocks cross its link).
+NETWORK_SOURCE_PREFIXES = ("nbd", "aoe")
 Initiator = Literal["host", "guest"]
 
 
 def source_kind(source: str | None) -> SourceKind:
     """What a disk ``source`` names: None an image file hvbench creates, ``/dev/...`` a
     host block device, ``nbd:HOST`` a lab host's NBD export, ``nbd://...`` that export
-    resolved to an address. Raises ValueError naming the accepted forms."""
+    resolved to an address, ``aoe:HOST`` a lab host's AoE export and ``aoe://HOST/eS.L``
+    that export resolved to its AoE address. Raises ValueError naming the accepted
+    forms."""
     if source is None:
         return "image"
     if _DEVICE_SOURCE_RE.fullmatch(source) and "/../" not in f"{source}/":
@@ -82,14 +90,39 @@ def source_kind(source: str | None) -> SourceKind:
         return "nbd-host"
     if _NBD_URI_RE.fullmatch(source):
         return "nbd-uri"
-    raise ValueError(f"source {source!r}: expected a host block device (/dev/...) or an "
-                     "NBD export of a lab host (nbd:HOST)")
+    if _AOE_HOST_RE.fullmatch(source):
+        return "aoe-host"
+    if _AOE_ADDRESS_RE.fullmatch(source):
+        return "aoe-address"
+    raise ValueError(f"source {source!r}: expected a host block device (/dev/...), an "
+                     "NBD export of a lab host (nbd:HOST) or its ATA over Ethernet export "
+                     "(aoe:HOST)")
 
 
 def nbd_host(source: str | None) -> str | None:
     """The lab host of an ``nbd:HOST`` source; None for any other source."""
     match = _NBD_HOST_RE.fullmatch(source or "")
     return match.group(1) if match else None
+
+
+def aoe_host(source: str | None) -> str | None:
+    """The lab host of an ``aoe:HOST`` source; None for any other source."""
+    match = _AOE_HOST_RE.fullmatch(source or "")
+    return match.group(1) if match else None
+
+
+def aoe_address(host: str, shelf: int, slot: int) -> str:
+    """The resolved source of ``host``'s AoE export ``e<shelf>.<slot>``."""
+    return f"aoe://{host}/e{shelf}.{slot}"
+
+
+def aoe_address_parts(source: str) -> tuple[str, int, int]:
+    """(host, shelf, slot) of a resolved ``aoe://HOST/eS.L`` source. Raises
+    ValueError for anything else."""
+    match = _AOE_ADDRESS_RE.fullmatch(source)
+    if match is None:
+        raise ValueError(f"source {source!r} is not a resolved AoE export")
+    return match.group(1), int(match.group(2)), int(match.group(3))
 
 
 def nbd_uri_parts(source: str) -> tuple[str, int, str]:
@@ -176,7 +209,8 @@ class DiskSpec(_Frozen):
     #: ``allocation``, ``size``); ``/dev/...``, a whole host block device given to the
     #: guest ("phy" in seed 001; raw, its own size); ``nbd:HOST``, an NBD export served
     #: from net-lab host HOST over its shaped link (an image of ``format``, ``allocation``
-    #: and ``size`` there), seed 001's network block storage.
+    #: and ``size`` there), seed 001's network block storage; ``aoe:HOST``, the same
+    #: served by vblade over ATA over Ethernet (raw; the guest is the initiator).
     source: str | None = None
     #: NBD sources: ``host``, QEMU's own NBD client opens the export (the initiator in
     #: the host) and gives it to the guest on ``bus``; ``guest``, the guest's own
@@ -190,8 +224,16 @@ class DiskSpec(_Frozen):
         if kind == "device" and self.format != "raw":
             raise ValueError(f"source {self.source}: a host block device is given to the "
                              f"guest raw, not as format={self.format}")
-        if self.initiator != "host" and not kind.startswith("nbd"):
-            raise ValueError("initiator is only valid with an NBD source (nbd:HOST)")
+        if self.initiator != "host" and not kind.startswith(NETWORK_SOURCE_PREFIXES):
+            raise ValueError("initiator is only valid with an NBD or AoE source (nbd:HOST, "
+                             "aoe:HOST)")
+        if kind.startswith("aoe") and self.initiator != "guest":
+            raise ValueError(f"source {self.source}: ATA over Ethernet is attached by the "
+                             "guest's aoe driver (this host's kernel has none): set "
+                             "initiator = \"guest\"")
+        if kind.startswith("aoe") and self.format != "raw":
+            raise ValueError(f"source {self.source}: vblade exports a raw file, not "
+                             f"format={self.format}")
         if kind.startswith("nbd") and self.aio == "native":
             raise ValueError("aio=native needs a local file or device: QEMU's NBD client "
                              "is a network socket (use aio = \"threads\")")
@@ -255,6 +297,10 @@ class DiskSpec(_Frozen):
         else:
             if kind == "nbd-host":
                 parts += ["nbd", nbd_host(self.source) or ""]
+            elif kind == "aoe-host":
+                parts += ["aoe", aoe_host(self.source) or ""]
+            elif kind == "aoe-address" and self.source is not None:
+                parts += ["aoe", aoe_address_parts(self.source)[0]]
             elif kind == "nbd-uri" and self.source is not None:
                 # The run names each export after its lab host: the same label as
                 # the study's nbd:HOST.
@@ -286,9 +332,10 @@ class DiskSpec(_Frozen):
 
     @property
     def guest_attached(self) -> bool:
-        """The guest attaches this disk itself (an NBD export, ``initiator = "guest"``):
-        QEMU gets no drive for it."""
-        return self.initiator == "guest" and source_kind(self.source).startswith("nbd")
+        """The guest attaches this disk itself (an NBD or AoE export, ``initiator =
+        "guest"``): QEMU gets no drive for it."""
+        return (self.initiator == "guest"
+                and source_kind(self.source).startswith(NETWORK_SOURCE_PREFIXES))
 
 
 FsCache = Literal["auto", "always", "none"]
@@ -407,7 +454,7 @@ class VmSpec(_Frozen):
             _check_microvm(self)
         _check_clocksource(self)
         if any(d.initiator == "guest" for d in self.disks) and not self.nics:
-            raise ValueError("initiator = \"guest\" needs a NIC for the guest's nbd-client "
+            raise ValueError("initiator = \"guest\" needs a NIC for the guest's initiator "
                              "(e.g. nic = { model = \"virtio-net\", backend = \"tap\" })")
         for nic in self.nics:
             if nic.queues is not None and nic.queues > self.vcpus:

@@ -42,6 +42,7 @@ from hvbench.model.spec import (
     ByteSize,
     DiskSpec,
     VmSpec,
+    aoe_host,
     format_size,
     nbd_host,
     source_kind,
@@ -157,8 +158,12 @@ class NativeDiskSpec(_Strict):
     @field_validator("source")
     @classmethod
     def _check_source(cls, value: str) -> str:
-        if source_kind(value) == "image":
+        kind = source_kind(value)
+        if kind == "image":
             raise ValueError("expected a host block device (/dev/...) or nbd:HOST")
+        if kind.startswith("aoe"):
+            raise ValueError(f"{value}: this host's kernel has no aoe module, so only a "
+                             "guest can attach an AoE export (initiator = \"guest\")")
         return value
 
 
@@ -469,14 +474,15 @@ class PropagationWorkloadSpec(_Strict):
 
     Phases: ``initial`` (request to first byte), ``transfer`` (first to last byte),
     ``terminal`` (last byte to the guest's agent answering: checksum, image set-up,
-    boot) and ``shutdown``. ``method``: ``scp``, ``http``, ``rsync``; the modern ones
+    boot) and ``shutdown``. ``method``: ``scp``, ``http``, ``rsync``, ``gridftp`` (the
+    seeds' GSIFTP: globus-url-copy from an anonymous GridFTP server); the modern ones
     the seeds lacked: ``http-zstd`` (compressed on the wire) and ``overlay`` (the node
     keeps the base image in a cache and boots a qcow2 copy-on-write overlay over it;
     only a checksum-verified first fetch moves bytes).
     """
 
     kind: Literal["propagation"] = "propagation"
-    method: Literal["scp", "http", "rsync", "http-zstd", "overlay"] = "scp"
+    method: Literal["scp", "http", "rsync", "gridftp", "http-zstd", "overlay"] = "scp"
     image_size: ByteSize = 256 << 20
     #: The [[lab.host]] that serves images; added with ``link_rate`` if not declared.
     repository: str = Field(default=REPOSITORY_HOST, min_length=1)
@@ -1247,11 +1253,13 @@ def platform_sources(spec: PlatformSpec) -> list[tuple[str, DiskSpec | None, str
             for i, d in enumerate(disks) if d.source is not None]
 
 
-def nbd_exports(platforms: Sequence[Variant]) -> dict[str, DiskSpec]:
+def nbd_exports(platforms: Sequence[Variant], host_of: Callable[[str | None], str | None]
+                = nbd_host) -> dict[str, DiskSpec]:
     """Lab host -> the export it serves (the first guest disk naming it gives size,
-    format and allocation; a host only natives name serves a default 1 GiB raw image)."""
+    format and allocation; a host only natives name serves a default 1 GiB raw image).
+    ``host_of``: :func:`nbd_host` for NBD exports, :func:`aoe_host` for AoE ones."""
     exports: dict[str, DiskSpec] = {}
-    found = [(nbd_host(source), disk) for v in platforms
+    found = [(host_of(source), disk) for v in platforms
              for _, disk, source in platform_sources(v.spec)]
     for host, disk in found:
         if host is not None and disk is not None:
@@ -1264,25 +1272,25 @@ def nbd_exports(platforms: Sequence[Variant]) -> dict[str, DiskSpec]:
 
 def check_storage_sources(platforms: Sequence[Variant], lab: LabSpec | None,
                           path: str) -> None:
-    """Every ``nbd:HOST`` names a ``[[lab.host]]`` of the study, and the guest disks
-    naming one host agree on the export's size, format and allocation (one export per
-    host, read by native and guest alike). Raises :class:`SpecError` naming the file,
-    platform and field."""
+    """Every ``nbd:HOST`` and ``aoe:HOST`` names a ``[[lab.host]]`` of the study, and
+    the guest disks naming one export agree on the export's size, format and allocation
+    (one export per host and protocol, read by native and guest alike). Raises
+    :class:`SpecError` naming the file, platform and field."""
     hosts = {h.name for h in lab.hosts} if lab else set()
     seen: dict[str, tuple[str, tuple[int, str, str]]] = {}
     for variant in platforms:
         for field, disk, source in platform_sources(variant.spec):
-            host = nbd_host(source)
+            host = nbd_host(source) or aoe_host(source)
             if host is None:
                 continue
             where = f"{path}: platform {variant.name}: {field} {source}"
             if host not in hosts:
-                raise SpecError(f"{where}: no [[lab.host]] is named {host!r} (the NBD "
-                                "server runs there, behind its shaped link)")
+                raise SpecError(f"{where}: no [[lab.host]] is named {host!r} (the "
+                                "storage server runs there, behind its shaped link)")
             if disk is None:
                 continue
             shape = (disk.size, disk.format, disk.allocation)
-            first = seen.setdefault(host, (variant.name, shape))
+            first = seen.setdefault(f"{source}", (variant.name, shape))
             if first[1] != shape:
                 raise SpecError(f"{where}: size, format and allocation differ from "
                                 f"platform {first[0]}'s disk on the same export")

@@ -43,6 +43,7 @@ from hvbench.host.proctree import die_with_parent as _die_with_parent
 from hvbench.host.started import StartStop
 from hvbench.host.tsc import tsc_khz
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage, find_image
+from hvbench.model.aoe import guest_attach_argv, guest_device
 from hvbench.model.qemu_argv import (
     LaunchPlan,
     ResolvedAccel,
@@ -57,6 +58,7 @@ from hvbench.model.spec import (
     DiskSpec,
     NicSpec,
     VmSpec,
+    aoe_address_parts,
     nbd_uri_parts,
     source_kind,
 )
@@ -406,15 +408,22 @@ class QemuPlatform(StartStop):
                                                 strict=True)):
             if not disk.guest_attached:
                 continue
-            address, port, export = nbd_uri_parts(uri)
-            device = f"/dev/nbd{number}"
-            number += 1
-            argv = ["sh", "-c", 'modprobe nbd && exec "$@"', "attach",
-                    NBD_CLIENT, address, str(port), device, "-N", export]
+            if source_kind(uri) == "aoe-address":
+                _, shelf, slot = aoe_address_parts(uri)
+                argv, device = guest_attach_argv(shelf=shelf, slot=slot), guest_device(
+                    shelf, slot)
+                client = "the aoe driver"
+            else:
+                address, port, export = nbd_uri_parts(uri)
+                device = f"/dev/nbd{number}"
+                number += 1
+                argv = ["sh", "-c", 'modprobe nbd && exec "$@"', "attach",
+                        NBD_CLIENT, address, str(port), device, "-N", export]
+                client = "nbd-client"
             done = self.exec(argv, timeout=GUEST_ATTACH_TIMEOUT)
             if not done.ok:
                 said = stderr_tail(done.stderr.decode(errors="replace")) or done.text()
-                raise self._boot_error(f"guest {self.name}: disk {index}: nbd-client could "
+                raise self._boot_error(f"guest {self.name}: disk {index}: {client} could "
                                        f"not attach {uri}: {said}")
             self._devices[index] = device
 
@@ -694,7 +703,7 @@ def existing_source(disk: DiskSpec, what: str) -> str | None:
     if kind == "device":
         require_free_device(disk.source, f"{what}: disk.source")
         return disk.source
-    if kind == "nbd-host":
+    if kind in ("nbd-host", "aoe-host"):
         raise HostError(f"{what}: disk.source {disk.source}: no lab serves this export "
                         "(a study declares it with a [[lab.host]] of that name)")
     return disk.source

@@ -11,7 +11,9 @@ the wiring of every guest NIC into the lab:
 For network block storage (a disk ``source = "nbd:HOST"``) it owns one NBD server per
 lab host named so (:class:`~hvbench.workloads.nbd.NbdServer`), started when the first
 guest or native platform naming it is built, and resolves the source to the export's
-``nbd://`` address.
+``nbd://`` address. An ATA over Ethernet source (``aoe:HOST``, guests only) gets a
+vblade per lab host (:class:`~hvbench.workloads.aoe.AoeServer`), one shelf each, and
+resolves to ``aoe://HOST/e<shelf>.0``.
 
 For propagation workloads it also owns the image repositories (one per repository lab
 host, servers started for every method the study uses there) and the node's directory,
@@ -34,7 +36,7 @@ from hvbench.host import facts
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.started import StartStop
 from hvbench.model.lab import LabHostSpec
-from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, nbd_host
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, aoe_address, aoe_host, nbd_host
 from hvbench.model.study import (
     NATIVE_SERVER_HOST,
     Cell,
@@ -44,6 +46,7 @@ from hvbench.model.study import (
 from hvbench.netlab.lab import NetLab
 from hvbench.platforms.base import Platform
 from hvbench.platforms.native import NativePlatform
+from hvbench.workloads.aoe import AoeServer
 from hvbench.workloads.endpoints import Endpoint, host_endpoint, lab_endpoint
 from hvbench.workloads.nbd import NbdServer
 from hvbench.workloads.repository import ImageRepository
@@ -78,6 +81,9 @@ class LabSession(StartStop):
         #: NBD servers by lab host name, and the export each serves.
         self.nbd_servers: dict[str, NbdServer] = {}
         self._nbd_exports = nbd_exports(study.platforms)
+        #: AoE servers by lab host name, and the export each serves.
+        self.aoe_servers: dict[str, AoeServer] = {}
+        self._aoe_exports = nbd_exports(study.platforms, aoe_host)
         self._storage_dir: Path | None = None
 
     def start(self) -> None:
@@ -113,8 +119,9 @@ class LabSession(StartStop):
         """Stop every NBD server (each removes its image), then the storage directory;
         the first error is raised after everything was tried."""
         directory, self._storage_dir = self._storage_dir, None
-        _stop_all(list(self.nbd_servers.values()), directory)
+        _stop_all([*self.nbd_servers.values(), *self.aoe_servers.values()], directory)
         self.nbd_servers.clear()
+        self.aoe_servers.clear()
 
     # -- network block storage ---------------------------------------------------------
     def resolve_source(self, source: str | None) -> str | None:
@@ -124,16 +131,35 @@ class LabSession(StartStop):
         lab lacks); any other source is returned unchanged."""
         host = nbd_host(source)
         if host is None:
-            return source
+            return self._resolve_aoe(source)
         server = self.nbd_servers.get(host)
         if server is None:
-            if self._storage_dir is None:
-                self._storage_dir = make_owned_dir(work_dir(), "storage-lab-")
             server = NbdServer(self.lab.host(host), self._nbd_exports.get(host, DiskSpec()),
-                               self._storage_dir)
+                               self._storage())
             server.start()
             self.nbd_servers[host] = server
         return server.uri
+
+    def _storage(self) -> Path:
+        if self._storage_dir is None:
+            self._storage_dir = make_owned_dir(work_dir(), "storage-lab-")
+        return self._storage_dir
+
+    def _resolve_aoe(self, source: str | None) -> str | None:
+        """``aoe:HOST`` as its AoE address, HOST's vblade started on first use (shelf:
+        the order of first use, so every export on the bridge has its own address);
+        any other source unchanged. Raises what :meth:`AoeServer.start` raises."""
+        host = aoe_host(source)
+        if host is None:
+            return source
+        server = self.aoe_servers.get(host)
+        if server is None:
+            export = self._aoe_exports.get(host, DiskSpec())
+            server = AoeServer(self.lab.host(host), self._storage(), export.size,
+                               shelf=len(self.aoe_servers))
+            server.start()
+            self.aoe_servers[host] = server
+        return aoe_address(host, server.shelf, server.slot)
 
     # -- guests ----------------------------------------------------------------------
     def guest_spec(self, vm: VmSpec, key: str, web_ports: Sequence[int] = ()) -> VmSpec:
@@ -145,7 +171,7 @@ class LabSession(StartStop):
         nics = tuple(self._wire(nic, f"{key}#{i}", web_ports if i == 0 else ())
                      for i, nic in enumerate(vm.nics))
         disks = tuple(d.model_copy(update={"source": self.resolve_source(d.source)})
-                      if nbd_host(d.source) else d for d in vm.disks)
+                      if nbd_host(d.source) or aoe_host(d.source) else d for d in vm.disks)
         return vm.model_copy(update={"nics": nics, "disks": disks})
 
     def _address(self, key: str) -> str:
@@ -268,7 +294,8 @@ def free_port(address: str) -> int:
         return int(sock.getsockname()[1])
 
 
-def _stop_all(servers: Sequence[ImageRepository | NbdServer], directory: Path | None
+def _stop_all(servers: Sequence[ImageRepository | NbdServer | AoeServer],
+              directory: Path | None
               ) -> None:
     """Stop ``servers`` in reverse order, then remove ``directory``; the first error is
     raised after everything was tried."""

@@ -11,6 +11,8 @@ method       client (argv lists, no shell)
 scp          ``scp -O`` (classic SCP protocol) with the repository's key and known_hosts
 rsync        ``rsync rsync://<repo>/images/<image> <dest>`` (daemon protocol, no ssh)
 http         ``curl -o <dest>``
+gridftp      ``globus-url-copy ftp://<repo>:2811<path> file://<dest>`` (one stream, the
+             seeds' GSIFTP without GSI: anonymous, clear text)
 http-zstd    ``curl <image>.zst | zstd -d -o <dest>``: two processes joined by a pipe
 overlay      a cache hit: nothing moves; a miss: as ``http``, then the verified image
              enters the node's base cache (:class:`NodeImageCache`)
@@ -92,6 +94,7 @@ from hvbench.platforms.qemu import AccelChoice, QemuPlatform
 from hvbench.workloads import timeline
 from hvbench.workloads.outcome import PhaseOutcome
 from hvbench.workloads.repository import (
+    GridftpServer,
     HttpServer,
     ImageRepository,
     RepoImage,
@@ -153,6 +156,15 @@ def curl_argv(url: str, dest: str | None) -> list[str]:
     if dest is not None:
         argv += ["--output", dest]
     return [*argv, url]
+
+
+def gridftp_argv(url: str, dest: str) -> list[str]:
+    """globus-url-copy of ``url`` into the absolute path ``dest``: one data stream
+    (the tool's default, as the seeds ran it), ``-vb`` for the transferred bytes in its
+    output; no ``-rst``, so a failed transfer is reported, never silently restarted."""
+    if not dest.startswith("/"):
+        raise ValueError(f"globus-url-copy needs an absolute destination, got {dest!r}")
+    return ["globus-url-copy", "-vb", url, f"file://{dest}"]
 
 
 def zstd_argv(dest: str) -> list[str]:
@@ -428,6 +440,8 @@ def client_commands(method: str, repo: ImageRepository, image: RepoImage,
     if method == "rsync" and isinstance(server, RsyncServer):
         return [rsync_argv(address=server.address, port=server.port, module=server.module,
                            name=image.name, dest=str(dest), timeout_s=int(timeout_s))]
+    if method == "gridftp" and isinstance(server, GridftpServer):
+        return [gridftp_argv(server.url(image.path), str(dest))]
     if isinstance(server, HttpServer):
         if method == "http-zstd":
             packed = repo.ensure_compressed(image)

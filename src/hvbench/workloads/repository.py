@@ -20,9 +20,18 @@ and serves them from the lab host's network namespace, one class per server proc
   For ``http-zstd`` the repository also stores ``<image>.zst``, compressed once
   (``zstd -T0 -3``) when first needed; that one-time cost is kept in
   :attr:`CompressedImage.seconds` and reported in the raw JSON, not in a transfer.
+- :class:`GridftpServer`: ``globus-gridftp-server`` in the foreground, for the seeds'
+  GridFTP (Nimbus's GSIFTP). Anonymous clear-text access mapped to root and restricted
+  to the image directory: the lab host is private and reached only from this machine,
+  and the seeds' GSI certificates would add a CA hvbench would have to create. Its data
+  channel binds the lab address too; a forked child per connection stays in the
+  server's process group, so stopping the server stops a transfer in flight. The
+  server names its own address at start-up, which a lab namespace cannot resolve, so
+  it runs in a private mount namespace with its own /etc/hosts (as dropbear gets its
+  home).
 
-Every server binds the lab host's address on its usual port (22, 873, 80): each lab
-host is its own network namespace, so nothing else listens there.
+Every server binds the lab host's address on its usual port (22, 873, 80, 2811): each
+lab host is its own network namespace, so nothing else listens there.
 
 The repository and the node share this machine's disk and page cache: the repository
 serves images from its page cache (where writing them left them), as a repository
@@ -57,8 +66,11 @@ from hvbench.workloads.web import lighttpd_config
 #: Which server each propagation method needs.
 METHOD_SERVERS: dict[str, str] = {
     "scp": "ssh", "rsync": "rsync", "http": "http", "http-zstd": "http", "overlay": "http",
+    "gridftp": "gridftp",
 }
-SSH_PORT, RSYNC_PORT, HTTP_PORT = 22, 873, 80
+SSH_PORT, RSYNC_PORT, HTTP_PORT, GRIDFTP_PORT = 22, 873, 80, 2811
+#: The name the GridFTP server's private /etc/hosts gives its address.
+GRIDFTP_HOST_NAME = "hvbench-repository"
 RSYNC_MODULE = "images"
 #: zstd settings of the repository's compressed copies.
 ZSTD_LEVEL = 3
@@ -151,6 +163,30 @@ def rsync_daemon_argv(*, config: str, address: str, port: int) -> list[str]:
 
 def lighttpd_argv(config: str) -> list[str]:
     return ["lighttpd", "-D", "-f", config]
+
+
+def gridftp_hosts(address: str) -> str:
+    """The ``/etc/hosts`` the GridFTP server sees: the server resolves its own listening
+    address to a name at start-up, and a lab namespace reaches no DNS server (the
+    lookup fails, "Temporary failure in name resolution", and the server exits)."""
+    return f"127.0.0.1 localhost\n{address} {GRIDFTP_HOST_NAME}\n"
+
+
+def gridftp_server_argv(*, address: str, port: int, images: str, config: str, hosts: str
+                        ) -> list[str]:
+    """``globus-gridftp-server`` in the foreground (no ``-S``), logging to stderr:
+    anonymous access (``-aa``) as root (``-anonymous-user root -allow-root``: the
+    images are root's), only ``images`` readable (``-rp``), control and data channels
+    on ``address``, ``config`` as its only configuration file (not the machine's
+    /etc/gridftp.conf). It runs in a private mount namespace where ``hosts`` (see
+    :func:`gridftp_hosts`) is bind-mounted over /etc/hosts, as dropbear gets its home:
+    the machine's file is never changed and the mount vanishes with the process."""
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", _BIND_AND_EXEC,
+            "sh", hosts, "/etc/hosts",
+            "globus-gridftp-server", "-c", config, "-aa", "-anonymous-user", "root",
+            "-allow-root", "-p", str(port), "-control-interface", address,
+            "-data-interface", address, "-rp", images, "-chdir-to", images,
+            "-d", "error,warn,info,transfer"]
 
 
 # -- the servers -----------------------------------------------------------------------
@@ -258,16 +294,20 @@ class SshServer(RepoServer):
                              home=str(self.home), root_home=pwd.getpwuid(0).pw_dir)
 
 
-class RsyncServer(RepoServer):
+class ImagesServer(RepoServer):
+    """A server of the repository's image directory ``images``."""
+
+    def __init__(self, host: LabHost, directory: Path, images: Path) -> None:
+        super().__init__(host, directory)
+        self.images = images
+
+
+class RsyncServer(ImagesServer):
     """``rsync --daemon`` serving ``images`` as module :data:`RSYNC_MODULE`."""
 
     kind = "rsync"
     port = RSYNC_PORT
     module = RSYNC_MODULE
-
-    def __init__(self, host: LabHost, directory: Path, images: Path) -> None:
-        super().__init__(host, directory)
-        self.images = images
 
     def prepare(self) -> list[str]:
         config = self.directory / "rsyncd.conf"
@@ -276,15 +316,11 @@ class RsyncServer(RepoServer):
         return rsync_daemon_argv(config=str(config), address=self.address, port=self.port)
 
 
-class HttpServer(RepoServer):
+class HttpServer(ImagesServer):
     """lighttpd serving ``images`` as its document root."""
 
     kind = "http"
     port = HTTP_PORT
-
-    def __init__(self, host: LabHost, directory: Path, images: Path) -> None:
-        super().__init__(host, directory)
-        self.images = images
 
     def prepare(self) -> list[str]:
         config = self.directory / "lighttpd.conf"
@@ -296,6 +332,29 @@ class HttpServer(RepoServer):
 
     def url(self, name: str) -> str:
         return f"http://{self.address}:{self.port}/{name}"
+
+
+class GridftpServer(ImagesServer):
+    """``globus-gridftp-server`` serving ``images`` to anonymous ``ftp://`` clients."""
+
+    kind = "gridftp"
+    port = GRIDFTP_PORT
+
+    def prepare(self) -> list[str]:
+        """Write the empty configuration and the private hosts file; the client is
+        required too, so a missing one fails before the server starts."""
+        for tool in ("globus-gridftp-server", "globus-url-copy", "unshare"):
+            require_tool(tool)
+        config, hosts = self.directory / "gridftp.conf", self.directory / "hosts"
+        config.write_text("# hvbench: every setting is on the command line\n")
+        hosts.write_text(gridftp_hosts(self.address))
+        return gridftp_server_argv(address=self.address, port=self.port,
+                                   images=check_safe_path(self.images), config=str(config),
+                                   hosts=str(hosts))
+
+    def url(self, path: Path) -> str:
+        """The ``ftp://`` URL of ``path`` (absolute: the server has no chroot)."""
+        return f"ftp://{self.address}:{self.port}{check_safe_path(path)}"
 
 
 # -- images ----------------------------------------------------------------------------
@@ -467,6 +526,8 @@ class ImageRepository(StopOnExit):
             return SshServer(self.host, root / "ssh")
         if kind == "rsync":
             return RsyncServer(self.host, root / "rsync", images)
+        if kind == "gridftp":
+            return GridftpServer(self.host, root / "gridftp", images)
         return HttpServer(self.host, root / "http", images)
 
     def server(self, method: str) -> RepoServer:
