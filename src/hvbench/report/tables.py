@@ -204,8 +204,8 @@ def rich_table(table: TextTable) -> Table:
 
 
 LAYER_TITLE = "Latency by layer (guest disk cells)"
-LAYER_HEADERS = ("cell", "fio clat ms", "in the guest ms", "virtualization path ms",
-                 "host device ms", "in flight: fio / guest / host")
+LAYER_HEADERS = ("cell", "fio clat ms", "in the guest ms", "virt. path ms",
+                 "host device ms", "in flight: fio, guest, host")
 
 
 def _ms(value: float | None) -> str:
@@ -219,11 +219,12 @@ def layer_table(rows: Sequence[LayerRow]) -> TextTable:
     body = tuple(
         (f"{r.platform}/{r.workload}/{r.phase}", _ms(r.clat_ms), _ms(r.guest_ms),
          _ms(r.virt_ms), _ms(r.device_ms),
-         " / ".join(_ms(v) for v in (r.depth, r.guest_queue, r.host_queue)))
+         ", ".join(_ms(v) for v in (r.depth, r.guest_queue, r.host_queue)))
         for r in rows)
     return TextTable(LAYER_TITLE, LAYER_HEADERS, body, note=(
-        "in the guest = fio completion latency - guest device await; virtualization path "
-        "= guest await - host device await; host device = its await. In flight: fio's "
+        "in the guest = fio completion latency - guest device await; virt. path "
+        "(virtualization) = guest await - host device await; host device = its await. "
+        "In flight: fio's "
         "mean iodepth, the guest's and the host device's avgqu-sz over the window. The "
         "host device is device-wide: others' I/O on it, or the host page cache, shows "
         "as a small or negative virtualization path."))
