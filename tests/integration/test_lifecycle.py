@@ -113,7 +113,13 @@ def test_idle_guests_use_cpu(image: GuestImage, no_leaks: Path) -> None:
     host_cpus = metrics["host_cpus"]
     assert host_cpus == os.cpu_count()
     assert metrics["qemu_cpu_pct"] <= 1.1 * metrics["host_busy_pct"] * host_cpus + 5
-    assert 0 < metrics["host_busy_pct"] <= 100
+    # /proc/stat counts ticks too: a host whose work all runs between ticks (the idle
+    # guests' and the sampler's timer wake-ups) can read 0 % busy (seen once in CI), so
+    # the check is that the host's shares were measured and add up to the ticks counted.
+    host = json.loads(idle.raw)["idle"]["summary"]
+    assert host["host.cpu.busy_pct"] + host["host.cpu.idle_pct"] + \
+        host["host.cpu.iowait_pct"] == pytest.approx(100.0)
+    assert metrics["host_busy_pct"] == host["host.cpu.busy_pct"] <= 100
     assert metrics["qemu_vcpu_pct"] <= metrics["qemu_cpu_pct"] + 1e-9
     assert metrics["qemu_cpu_pct_per_guest"] == pytest.approx(metrics["qemu_cpu_pct"] / 2)
     assert metrics["window_s"] == pytest.approx(3.0, abs=0.5)
