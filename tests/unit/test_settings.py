@@ -217,3 +217,14 @@ def test_a_definition_without_a_kind_falls_back_to_the_metrics() -> None:
     assert workload_class({"mbit_s": 1.0}, None, "tx") == "network"
     assert workload_class({"replies_s": 1.0}, {"profile": "x"}, "fixed") == "web"
     assert workload_class({"boot_s": 1.0}) == "other"
+
+
+def test_every_setting_diagnosis_and_tune_name_is_declared() -> None:
+    from hvbench.analysis.diagnosis import RULES
+    from hvbench.run.tune import FIX_SETTINGS
+
+    knobs = {r.knob for r in RULES if r.knob is not None}
+    seeds = {name for pairs in FIX_SETTINGS.values() for name, _ in pairs}
+    assert knobs and seeds
+    for name in knobs | seeds:
+        assert settings.lookup(name).name == name

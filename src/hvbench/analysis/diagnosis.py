@@ -721,8 +721,8 @@ def _slower_than_sibling(cell: CellModel, key: str, better: Sequence[Any]) -> st
     theirs = values.get(main)
     if not theirs or cell.values[main] > SIBLING_SLOWER_RATIO * theirs:
         return None
-    setting = f"{key.rsplit('.', maxsplit=1)[-1]}={_flat_of(cell, name).get(key)}"
-    return (f"{main} {_n(cell.values[main])} vs {_n(theirs)} on {name} ({setting}), "
+    return (f"{main} {_n(cell.values[main])} vs {_n(theirs)} on {name} "
+            f"({_flat_value(cell, name, key)}), "
             "the same otherwise")
 
 
@@ -819,7 +819,7 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
     if (ratio is None or ratio < EMULATED_COST_RATIO) and (
             tput is None or tput > EMULATED_THROUGHPUT_RATIO):
         return None
-    evidence = [f"{key.split('.')[1]}={model}: {cost.split('.')[1].replace('_', ' ')} "
+    evidence = [f"{settings.lookup(key).key}={model}: {cost.split('.')[1].replace('_', ' ')} "
                 f"{_n(mine)} vs {_n(theirs)} on {name} ({_flat_value(cell, name, key)})"]
     if tput is not None and main is not None:
         evidence.append(f"{main} {_n(cell.values[main])} vs {_n(values[main])} on {name}")
@@ -841,7 +841,7 @@ def _queue_vs(cell: CellModel, sibling: str, values: Mapping[str, float]) -> lis
 
 def _flat_value(cell: CellModel, sibling: str, key: str) -> str:
     """``key=value`` of a sibling platform's setting."""
-    return f"{key.rsplit('.', maxsplit=1)[-1]}={_flat_of(cell, sibling).get(key)}"
+    return f"{settings.lookup(key).key}={_flat_of(cell, sibling).get(key)}"
 
 
 def _emulated_disk(cell: CellModel) -> Hit | None:
@@ -1253,7 +1253,7 @@ def _effect(cell: CellModel, rule: Rule) -> str | None:
     name, values = sibling
     before, after = cell.values[cell.main], values[cell.main]
     delta = "" if not before else f" ({100.0 * (after - before) / before:+.0f} %)"
-    return (f"{rule.knob.split('.')[-1]}={_flat_of(cell, name).get(rule.knob)} on {name}: "
+    return (f"{_flat_value(cell, name, rule.knob)} on {name}: "
             f"{cell.main} {_n(after)} vs {_n(before)}{delta}")
 
 
