@@ -5,7 +5,11 @@ stored kind."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sqlite3
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +17,8 @@ import pytest
 from hvbench.analysis.resources import KIND_CLASSES, workload_class
 from hvbench.errors import SpecError
 from hvbench.model import settings
-from hvbench.model.study import WORKLOAD_KINDS, QemuPlatformSpec, parse_study
+from hvbench.model.stored import load_platform, load_workload
+from hvbench.model.study import WORKLOAD_KINDS, DiskWorkloadSpec, QemuPlatformSpec, parse_study
 from hvbench.model.tune import AXIS_VALUES
 from hvbench.store.records import cell_record
 
@@ -179,14 +184,16 @@ def test_stored_definitions_load_back_into_the_parsed_specs() -> None:
     study = parse_study(STUDY, "settings.toml", 8 << 30)
     assert any(c.scenario is not None for c in study.cells)
     for cell in study.cells:
-        loaded = settings.load_platform(cell_record(cell).platform, cell.name)
+        record = cell_record(cell)
+        loaded = load_platform(record.platform, cell.name)
+        assert load_workload(record.workload, cell.name) == cell.workload.spec
         assert loaded.spec == cell.platform.spec
         assert loaded.scenario == (cell.scenario.name if cell.scenario else None)
         assert settings.get(cell_record(cell).platform, "scenario") == loaded.scenario
-    guest = settings.load_platform(_guest())
+    guest = load_platform(_guest())
     assert isinstance(guest.spec, QemuPlatformSpec)
     assert guest.vm is not None and [d.cache for d in guest.vm.disks] == ["none", "writeback"]
-    assert settings.load_platform(_stored()["native/dd"]).vm is None
+    assert load_platform(_stored()["native/dd"]).vm is None
 
 
 def test_a_definition_this_version_cannot_read_names_the_field() -> None:
@@ -194,9 +201,14 @@ def test_a_definition_this_version_cannot_read_names_the_field() -> None:
     broken = {**guest, "vm": settings.with_setting(settings.vm_of(guest), "disk.cache",
                                                    "sometimes", index=1)}
     with pytest.raises(SpecError, match=r"^cell vm/dd: vm\.disks\[1\]\.cache: Input should"):
-        settings.load_platform(broken, "cell vm/dd")
+        load_platform(broken, "cell vm/dd")
     with pytest.raises(SpecError, match=r"^cell x: kind: 'qemo' .*\(did you mean 'qemu'\?\)$"):
-        settings.load_platform({"kind": "qemo"}, "cell x")
+        load_platform({"kind": "qemo"}, "cell x")
+    with pytest.raises(SpecError, match=r"^cell x: kind: missing"):
+        load_workload({"profile": "dd"}, "cell x")
+    with pytest.raises(SpecError, match=r"^cell x: profile: Input should be"):
+        load_workload({"kind": "disk", "profile": "ddd"}, "cell x")
+    assert isinstance(load_workload({"kind": "disk", "profile": "dd"}), DiskWorkloadSpec)
 
 
 def test_the_class_comes_from_the_stored_kind() -> None:
@@ -228,3 +240,49 @@ def test_every_setting_diagnosis_and_tune_name_is_declared() -> None:
     assert knobs and seeds
     for name in knobs | seeds:
         assert settings.lookup(name).name == name
+
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _fixture_cells() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    """(database, cell, platform, workload) of every stored fixture cell (read-only)."""
+    out = []
+    for db in sorted(FIXTURES.glob("**/*.db")):
+        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            out += [(db.name, name, json.loads(p), json.loads(w)) for name, p, w in
+                    conn.execute("SELECT name, platform_json, workload_json FROM cells")]
+    return out
+
+
+def test_every_stored_fixture_cell_loads_back_typed() -> None:
+    cells = _fixture_cells()
+    assert {w["kind"] for _, _, _, w in cells} == set(WORKLOAD_KINDS)
+    for db, name, platform, workload in cells:
+        loaded = load_platform(platform, f"{db}: {name}")
+        assert loaded.spec.kind == platform["kind"]
+        assert load_workload(workload, f"{db}: {name}").kind == workload["kind"]
+
+
+def _phase_metrics(db: Path) -> dict[tuple[str, str], tuple[str, set[str]]]:
+    """(workload, phase) -> (its stored kind, the metrics any platform stored)."""
+    out: dict[tuple[str, str], tuple[str, set[str]]] = {}
+    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        for workload, definition, phase, metric in conn.execute(
+                "SELECT DISTINCT c.workload_name, c.workload_json, m.phase, m.metric FROM cells c "
+                "JOIN repetitions r ON r.cell_id = c.id "
+                "JOIN measurements m ON m.repetition_id = r.id"):
+            kind = json.loads(definition)["kind"]
+            out.setdefault((workload, phase), (kind, set()))[1].add(metric)
+    return out
+
+
+def test_the_stored_kind_classes_every_fixture_phase_as_the_metrics_did() -> None:
+    seen = set()
+    for db in sorted((FIXTURES / "runs").glob("*.db")):
+        for (_, phase), (kind, metrics) in _phase_metrics(db).items():
+            by_metrics = dict.fromkeys(metrics, 0.0)
+            assert workload_class(by_metrics, {"kind": kind}, phase) == \
+                workload_class(by_metrics), (db.name, kind, phase)
+            seen.add((kind, workload_class(by_metrics, {"kind": kind}, phase)))
+    assert {c for _, c in seen} == {"disk", "network", "web", "other"}

@@ -23,6 +23,8 @@ from hvbench.analysis.summaries import PhaseStats
 from hvbench.model import settings
 
 __all__ = [
+    "KIND_CLASSES",
+    "PHASE_CLASSES",
     "CellModel",
     "asked_depth",
     "build_models",

@@ -38,6 +38,7 @@ from hvbench.analysis.replication import (
 )
 from hvbench.errors import SpecError
 from hvbench.model import settings
+from hvbench.model.stored import load_platform
 from hvbench.model.study import QemuPlatformSpec
 from hvbench.model.tune import toml_value
 
@@ -108,7 +109,7 @@ def plan(verdict: Verdict, platform_def: Mapping[str, Any]) -> Plan | Unverifiab
     if verdict.native or verdict.outcome != "cause":
         return Unverifiable(verdict.cell, f"outcome {verdict.outcome}: no cause to verify")
     try:
-        stored = settings.load_platform(platform_def, f"cell {verdict.cell}")
+        stored = load_platform(platform_def, f"cell {verdict.cell}")
     except SpecError as exc:
         return Unverifiable(verdict.cell, "its stored platform is not one this version "
                                           f"can re-run: {str(exc).splitlines()[0]}")

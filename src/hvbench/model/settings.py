@@ -12,8 +12,9 @@ Stored platform definitions (the JSON of a cell's platform spec, ``{"kind": "qem
 benchmark disk's or NIC's value: index 0, where disk and network workloads run),
 :func:`values` (every disk's or NIC's) and :func:`flat` (every setting at once, what two
 platforms differing in one setting differ in). :func:`with_setting` returns a VM mapping
-with one setting changed on every disk or NIC, or on one of them. :func:`load_platform`
-turns a stored definition back into the typed platform spec the study parser produces.
+with one setting changed on every disk or NIC, or on one of them.
+(:mod:`hvbench.model.stored` turns a whole stored definition back into the typed spec
+the study parser produced.)
 
 Pure: no file, no process.
 """
@@ -26,26 +27,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from hvbench.errors import SpecError
 from hvbench.model.problems import did_you_mean
-from hvbench.model.spec import DiskSpec, NicSpec, VmSpec, spec_error
-from hvbench.model.study import (
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
-    QemuPlatformSpec,
-)
+from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
 
 __all__ = [
     "SETTINGS",
     "Scope",
     "Setting",
-    "StoredPlatform",
     "flat",
     "get",
-    "load_platform",
     "lookup",
     "values",
     "vm_of",
@@ -243,44 +236,3 @@ def _put(target: dict[str, Any], key: str, value: Any) -> None:
         target.pop(key, None)
     else:
         target[key] = value
-
-
-# -- stored definitions back to typed specs -------------------------------------------
-
-#: The platform spec of each stored ``kind``.
-_PLATFORMS: Mapping[str, type[BaseModel]] = {
-    "native": NativePlatformSpec, "qemu": QemuPlatformSpec, "libvirt": LibvirtPlatformSpec,
-}
-
-
-@dataclass(frozen=True)
-class StoredPlatform:
-    """A stored platform definition read back: the spec the study parser produced for
-    it, and the scenario the cell ran in (None: alone)."""
-
-    spec: PlatformSpec
-    scenario: str | None = None
-
-    @property
-    def vm(self) -> VmSpec | None:
-        """The VM hvbench defined (None natively and for an existing libvirt domain)."""
-        return getattr(self.spec, "vm", None)
-
-
-def load_platform(platform: Mapping[str, Any], source: str = "stored platform"
-                  ) -> StoredPlatform:
-    """The typed platform spec of a stored definition (what ``cell_record`` dumped),
-    validated as the study parser validates it. Raises :class:`SpecError` naming
-    ``source`` and the field when the definition is not one this version can read (a
-    field since removed, a value since renamed)."""
-    data = {k: v for k, v in platform.items() if k != "scenario"}
-    kind = data.setdefault("kind", "qemu")
-    model = _PLATFORMS.get(kind) if isinstance(kind, str) else None
-    if model is None:
-        raise SpecError(f"{source}: kind: {kind!r} is not a platform kind (expected one of "
-                        f"{', '.join(_PLATFORMS)}){did_you_mean(str(kind), list(_PLATFORMS))}")
-    try:
-        spec: PlatformSpec = model.model_validate(data)  # type: ignore[assignment]
-    except ValidationError as exc:
-        raise spec_error(exc, source, model=model) from exc
-    return StoredPlatform(spec, _platform_value(platform, "scenario"))
