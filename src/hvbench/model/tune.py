@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from hvbench.errors import SpecError
 from hvbench.model import settings
 from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml, check_libvirt_spec
+from hvbench.model.problems import did_you_mean
 from hvbench.model.qemu_argv import LaunchPlan, io_args
 from hvbench.model.spec import (
     VmSpec,
@@ -303,8 +304,10 @@ def _check_axes(axes: Mapping[str, Any], where: str, allow_unsafe: bool
     out: dict[str, tuple[Any, ...]] = {}
     for axis, values in axes.items():
         if axis not in AXIS_VALUES:
-            raise SpecError(f"{where}.{axis}: unknown axis (expected one of "
-                            f"{', '.join(AXIS_VALUES)})")
+            known = "a platform setting tune cannot vary" if axis in settings.SETTINGS \
+                else "unknown axis"
+            raise SpecError(f"{where}.{axis}: {known} (expected one of "
+                            f"{', '.join(AXIS_VALUES)}){did_you_mean(axis, list(AXIS_VALUES))}")
         if not isinstance(values, list | tuple) or not values:
             raise SpecError(f"{where}.{axis}: expected a non-empty list of values")
         for value in values:
