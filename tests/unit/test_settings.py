@@ -245,11 +245,16 @@ def test_every_setting_diagnosis_and_tune_name_is_declared() -> None:
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
+def _read_only(db: Path) -> contextlib.closing[sqlite3.Connection]:
+    """A connection that never writes next to the fixture (immutable: no -wal, -shm)."""
+    return contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True))
+
+
 def _fixture_cells() -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
     """(database, cell, platform, workload) of every stored fixture cell (read-only)."""
     out = []
     for db in sorted(FIXTURES.glob("**/*.db")):
-        with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+        with _read_only(db) as conn:
             out += [(db.name, name, json.loads(p), json.loads(w)) for name, p, w in
                     conn.execute("SELECT name, platform_json, workload_json FROM cells")]
     return out
@@ -267,7 +272,7 @@ def test_every_stored_fixture_cell_loads_back_typed() -> None:
 def _phase_metrics(db: Path) -> dict[tuple[str, str], tuple[str, set[str]]]:
     """(workload, phase) -> (its stored kind, the metrics any platform stored)."""
     out: dict[tuple[str, str], tuple[str, set[str]]] = {}
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+    with _read_only(db) as conn:
         for workload, definition, phase, metric in conn.execute(
                 "SELECT DISTINCT c.workload_name, c.workload_json, m.phase, m.metric FROM cells c "
                 "JOIN repetitions r ON r.cell_id = c.id "
