@@ -32,6 +32,7 @@ __all__ = [
     "derive",
     "disk_device",
     "intent",
+    "phase_settings",
     "with_flatness",
     "workload_class",
 ]
@@ -373,19 +374,32 @@ def phase_means(stats: PhaseStats) -> dict[str, dict[str, float]]:
     return out
 
 
+def phase_settings(stats: PhaseStats,
+                   definitions: Mapping[tuple[str, str],
+                                        tuple[Mapping[str, Any], Mapping[str, Any]]]
+                   ) -> dict[str, dict[str, Any]]:
+    """platform -> its settings (:func:`hvbench.model.settings.flat`) for every
+    platform of one phase."""
+    return {p: settings.flat(definitions.get((p, stats.workload), ({}, {}))[0])
+            for p in stats.platforms}
+
+
 def cell_model(stats: PhaseStats, platform: str, native: str | None,
                definitions: Mapping[tuple[str, str], tuple[Mapping[str, Any], Mapping[str, Any]]],
                *, accelerator: str | None = None,
                link_rates: Mapping[str, float] | None = None,
                flat: Mapping[tuple[str, str, str], float] | None = None,
                host_configs: Mapping[str, Mapping[str, Any]] | None = None,
-               means: Mapping[str, Mapping[str, float]] | None = None) -> CellModel:
+               means: Mapping[str, Mapping[str, float]] | None = None,
+               platform_settings: Mapping[str, Mapping[str, Any]] | None = None
+               ) -> CellModel:
     """The model of ``platform`` in one phase. ``definitions``: (platform, workload) ->
     (platform definition, workload definition); ``link_rates``: lab host -> Mbit/s of
     its shaped link; ``flat``: (workload, phase, platform) -> the within-repetition
     CoV % of its throughput series; ``host_configs``: platform -> the host
     configuration read at its cell start; ``means``: :func:`phase_means` of ``stats``
-    when the caller has it (a matrix's every cell reads every sibling's)."""
+    when the caller has it (a matrix's every cell reads every sibling's), and
+    ``platform_settings`` likewise :func:`phase_settings`."""
     means = means if means is not None else phase_means(stats)
     values = dict(means.get(platform, {}))
     platform_def, workload_def = definitions.get((platform, stats.workload), ({}, {}))
@@ -401,8 +415,10 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     series_cov = (flat or {}).get((stats.workload, stats.phase, platform))
     if series_cov is not None:
         derived["res.series_cov_pct"] = series_cov
-    siblings = {p: (settings.flat(definitions.get((p, stats.workload), ({}, {}))[0]),
-                    means.get(p, {})) for p in stats.platforms if p != platform}
+    if platform_settings is None:
+        platform_settings = phase_settings(stats, definitions)
+    siblings = {p: (platform_settings[p], means.get(p, {}))
+                for p in stats.platforms if p != platform}
     return CellModel(
         workload=stats.workload, phase=stats.phase, platform=platform,
         kind=workload_class(stats.metrics, workload_def, stats.phase), main=main, values=values,
@@ -492,9 +508,10 @@ def build_models(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
     (``flat``, ``host_configs``: see :func:`cell_model`)."""
     out = []
     for phase in stats:
-        means = phase_means(phase)
+        means, platform_settings = phase_means(phase), phase_settings(phase, definitions)
         out += [cell_model(phase, p, natives.get(phase.workload), definitions,
                            accelerator=accelerator, link_rates=link_rates, flat=flat,
-                           host_configs=host_configs, means=means)
+                           host_configs=host_configs, means=means,
+                           platform_settings=platform_settings)
                 for p in phase.platforms]
     return out

@@ -190,17 +190,30 @@ def values(platform: Mapping[str, Any], name: str) -> tuple[Any, ...]:
     return tuple(i.get(setting.key) for i in _items(vm_of(platform), setting.scope))
 
 
+#: The settings of each scope, in :data:`SETTINGS` order.
+_BY_SCOPE: Mapping[str, tuple[Setting, ...]] = {
+    scope: tuple(s for s in SETTINGS.values() if s.scope == scope)
+    for scope in ("vm", "disk", "nic")}
+
+
 def flat(platform: Mapping[str, Any]) -> dict[str, Any]:
-    """Every setting of a stored platform definition by name (the benchmark disk's and
-    NIC's under ``disk.`` and ``nic.``; a further disk's or NIC's as ``disks[1].cache``,
-    ``nics[1].model``): two platforms differing in one setting differ in one key here.
-    Values the definition does not hold are None."""
-    out = {name: get(platform, name) for name in SETTINGS}
+    """Every setting of a stored platform definition by name, in :data:`SETTINGS`
+    order (the benchmark disk's and first NIC's under ``disk.`` and ``nic.``), then a
+    further disk's or NIC's as ``disks[1].cache``, ``nics[1].model``: two platforms
+    differing in one setting differ in one key here. Values the definition does not
+    hold are None."""
     vm = vm_of(platform)
-    for scope, plural in _LISTS.items():
-        for index, item in enumerate(_items(vm, scope)[1:], start=1):
-            out.update({f"{plural}[{index}].{s.key}": item.get(s.key)
-                        for s in SETTINGS.values() if s.scope == scope})
+    out = {"kind": _platform_value(platform, "kind"),
+           "scenario": _platform_value(platform, "scenario")}
+    out.update({s.name: vm.get(s.key) for s in _BY_SCOPE["vm"]})
+    items = {scope: _items(vm, scope) for scope in _LISTS}
+    for scope, found in items.items():
+        first = found[0] if found else {}
+        out.update({s.name: first.get(s.key) for s in _BY_SCOPE[scope]})
+    for scope, found in items.items():
+        for index, item in enumerate(found[1:], start=1):
+            out.update({f"{_LISTS[scope]}[{index}].{s.key}": item.get(s.key)
+                        for s in _BY_SCOPE[scope]})
     return out
 
 
