@@ -1,4 +1,4 @@
-"""Every platform setting, declared once, and the typed read model of stored platforms.
+"""Every platform setting, declared once, read and written on every disk and NIC.
 
 A setting is what a study, a tune axis, a diagnosis fix or a report names with a dotted
 key: ``disk.cache`` (each benchmark disk's ``cache``), ``nic.model`` (each NIC's
