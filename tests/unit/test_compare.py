@@ -22,6 +22,7 @@ from hvbench.analysis.compare import (
     min_p_value,
     permutation_p_value,
     select_keys,
+    setting_differences,
     side_repetitions,
     side_values,
 )
@@ -265,3 +266,28 @@ def test_cli_two_platforms_of_the_latest_run(tmp_path: Path,
     assert "not one of each" in capsys.readouterr().err
     assert main(["compare", ":a", ":nope", "--db", str(db)]) == 2
     assert "no measurements of platform 'nope' (platforms: a, b)" in capsys.readouterr().err
+
+
+def test_cli_names_the_platform_settings_a_cell_changed(tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    make_db(db, [ENV], {"vm": [1.0, 2.0]})
+    with Store(db) as store:  # a second run whose guest's second disk changed its cache
+        run = store.create_run(run_id="r2", study_name="s", study_path="s.toml",
+                               study_text="", seed=0, env=ENV, hvbench_version="0",
+                               git_commit=None)
+        platform = {"kind": "vm", "vm": {"disks": [{}, {"cache": "writeback"}]}}
+        store.add_cells(run, [CellRecord("vm/w", "vm", platform, "w", {"size": 1})])
+    with pytest.raises(ComparisonRefused,
+                       match=r"defined differently: vm/w \(disks\[1\]\.cache None vs "
+                             r"'writeback'\)"):
+        main_raise(["compare", "r1", "r2", "--db", str(db)])
+
+
+def test_setting_differences_cover_every_disk() -> None:
+    a: tuple[dict[str, Any], dict[str, Any]] = (
+        {"kind": "qemu", "vm": {"disks": [{"cache": "none"}, {"cache": "none"}]}}, {})
+    b: tuple[dict[str, Any], dict[str, Any]] = (
+        {"kind": "qemu", "vm": {"disks": [{"cache": "none"}, {"cache": "writeback"}]}}, {})
+    assert setting_differences(a, b) == [("disks[1].cache", "none", "writeback")]
+    assert setting_differences(a, a) == []
+    assert setting_differences({"size": 1}, {"size": 2}) == []

@@ -12,7 +12,8 @@ import pytest
 
 from hvbench.analysis.diagnosis import RULES, diagnose
 from hvbench.analysis.metrics import lookup
-from hvbench.analysis.resources import CellModel, derive, flat_definition, intent
+from hvbench.analysis.resources import CellModel, derive, intent
+from hvbench.model import settings
 from hvbench.report.model import load_run_report
 from hvbench.store.database import Store
 
@@ -54,7 +55,7 @@ def model(values: Mapping[str, float], *, native: Mapping[str, float] | None = N
     return CellModel("w", "write", "vm", kind, main, dict(values), dict(native or {}), cov,
                      platform or VM, workload, accel, link, derived,
                      derive(native, native=True, link_mbit=link) if native else {},
-                     {n: (flat_definition(p), v) for n, (p, v) in (siblings or {}).items()},
+                     {n: (settings.flat(p), v) for n, (p, v) in (siblings or {}).items()},
                      series_cov, host_config or {})
 
 

@@ -52,6 +52,7 @@ from hvbench.analysis.metrics import direction_of, main_metric
 from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.summaries import Row
 from hvbench.errors import SpecError
+from hvbench.model import settings
 
 __all__ = [
     "DEFAULT_ALPHA",
@@ -70,6 +71,7 @@ __all__ = [
     "metric_direction",
     "min_p_value",
     "permutation_p_value",
+    "setting_differences",
     "side_repetitions",
     "side_values",
 ]
@@ -157,6 +159,19 @@ def env_differences(a: Mapping[str, Any], b: Mapping[str, Any],
 def definition_differences(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str]:
     """Names present in both mappings whose definitions (stored JSON) differ."""
     return sorted(name for name in a.keys() & b.keys() if a[name] != b[name])
+
+
+def setting_differences(a: Any, b: Any) -> list[tuple[str, Any, Any]]:
+    """(setting, value in A, value in B) for every platform setting two stored cell
+    definitions differ in, on every disk and NIC (:func:`hvbench.model.settings.flat`).
+    A cell's definition is its (platform, workload) pair; anything else (a workload
+    alone) has no platform settings: []."""
+    if not (isinstance(a, tuple) and isinstance(b, tuple) and a and b
+            and isinstance(a[0], Mapping) and isinstance(b[0], Mapping)):
+        return []
+    flat_a, flat_b = settings.flat(a[0]), settings.flat(b[0])
+    return [(k, flat_a.get(k), flat_b.get(k)) for k in dict.fromkeys([*flat_a, *flat_b])
+            if flat_a.get(k) != flat_b.get(k)]
 
 
 def _keyed(rows: Iterable[Row], platform: str | None) -> Iterator[tuple[Key, Row]]:

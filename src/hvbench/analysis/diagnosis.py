@@ -20,9 +20,10 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from hvbench.analysis.resources import CellModel, derive, disk_device, flat_definition
+from hvbench.analysis.resources import CellModel, derive, disk_device
 from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
+from hvbench.model import settings
 from hvbench.model.spec import vm_spec_from_mapping
 
 __all__ = [
@@ -315,7 +316,7 @@ def _virtio_sibling(cell: CellModel, key: str, virtio: Sequence[str]
 
 
 def _flat(cell: CellModel) -> dict[str, Any]:
-    return flat_definition(cell.platform_def)
+    return settings.flat(cell.platform_def)
 
 
 def _gap_share(cell: CellModel, ceiling: float) -> float | None:
@@ -335,25 +336,20 @@ _DIRECT_CACHES = ("none", "directsync")
 
 
 def apply_changes(platform: Mapping[str, Any], changes: Sequence[Change]) -> dict[str, Any]:
-    """The ``vm`` mapping of a platform definition with the platform keys of
-    ``changes`` applied (``disk.*`` to its first disk, ``nic.*`` to its first NIC,
-    other keys to the VM); workload keys are left out."""
-    vm = dict(platform.get("vm") or {})
-    disks = [dict(d) for d in vm.get("disks") or []]
-    nics = [dict(n) for n in vm.get("nics") or []]
+    """The ``vm`` mapping of a platform definition with the platform settings of
+    ``changes`` applied (:func:`hvbench.model.settings.with_setting`; ``disk.*`` to the
+    benchmark disk, ``nic.*`` to the first NIC, whose traffic the finding measured;
+    other keys to the VM); workload keys are left out, and so are device settings of a
+    guest without such a device."""
+    vm: dict[str, Any] = dict(settings.vm_of(platform))
     for key, value in changes:
-        group, _, name = key.partition(".")
-        target = {"disk": disks[:1], "nic": nics[:1]}.get(group)
-        if group == "workload":
+        if key.startswith("workload."):
             continue
-        if target is None:
-            vm[key] = value
-        elif target:
-            if value is None:
-                target[0].pop(name, None)
-            else:
-                target[0][name] = value
-    vm["disks"], vm["nics"] = disks, nics
+        if settings.lookup(key).per_device and not settings.values(platform, key):
+            continue
+        vm = settings.with_setting(vm, key, value, index=0)
+    vm["disks"], vm["nics"] = [dict(d) for d in vm.get("disks") or []], [
+        dict(n) for n in vm.get("nics") or []]
     return vm
 
 
@@ -377,7 +373,8 @@ def _fit(cell: CellModel, wanted: Sequence[Change]) -> tuple[Change, ...]:
     validator asks for are added (an iothread or several queues need a virtio bus,
     aio=native an O_DIRECT cache mode), settings already in place are dropped, and a
     change the platform still refuses (an NBD disk has no aio=native) is left out."""
-    if cell.platform_def.get("kind", "qemu") != "qemu" or not cell.platform_def.get("vm"):
+    if settings.get(cell.platform_def, "kind") != "qemu" or not settings.vm_of(
+            cell.platform_def):
         return tuple(c for c in wanted if c[0].startswith("workload."))
     flat = _flat(cell)
     changes: list[Change] = []
@@ -389,15 +386,19 @@ def _fit(cell: CellModel, wanted: Sequence[Change]) -> tuple[Change, ...]:
     if dict(wanted).get("disk.aio") == "native" and cache not in _DIRECT_CACHES:
         changes.append(("disk.cache", "none"))
     changes += [c for c in wanted if c not in changes]
-    vm = cell.platform_def["vm"]
-    present = {"disk": bool(vm.get("disks")), "nic": bool(vm.get("nics"))}
     changes = [(k, v) for k, v in changes if k.startswith("workload.") or (
-        present.get(k.partition(".")[0], True) and flat.get(k) != v)]
+        _present(cell, k) and flat.get(k) != v)]
     kept: list[Change] = []
     for change in changes:
         if change[0].startswith("workload.") or _validates(cell.platform_def, [*kept, change]):
             kept.append(change)
     return tuple(kept)
+
+
+def _present(cell: CellModel, key: str) -> bool:
+    """Whether the cell's guest has what platform setting ``key`` applies to (a disk
+    setting needs a disk)."""
+    return not settings.lookup(key).per_device or bool(settings.values(cell.platform_def, key))
 
 
 def _toml(value: Any) -> str:
@@ -720,8 +721,8 @@ def _slower_than_sibling(cell: CellModel, key: str, better: Sequence[Any]) -> st
     theirs = values.get(main)
     if not theirs or cell.values[main] > SIBLING_SLOWER_RATIO * theirs:
         return None
-    setting = f"{key.rsplit('.', maxsplit=1)[-1]}={_flat_of(cell, name).get(key)}"
-    return (f"{main} {_n(cell.values[main])} vs {_n(theirs)} on {name} ({setting}), "
+    return (f"{main} {_n(cell.values[main])} vs {_n(theirs)} on {name} "
+            f"({_flat_value(cell, name, key)}), "
             "the same otherwise")
 
 
@@ -818,7 +819,7 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
     if (ratio is None or ratio < EMULATED_COST_RATIO) and (
             tput is None or tput > EMULATED_THROUGHPUT_RATIO):
         return None
-    evidence = [f"{key.split('.')[1]}={model}: {cost.split('.')[1].replace('_', ' ')} "
+    evidence = [f"{settings.lookup(key).key}={model}: {cost.split('.')[1].replace('_', ' ')} "
                 f"{_n(mine)} vs {_n(theirs)} on {name} ({_flat_value(cell, name, key)})"]
     if tput is not None and main is not None:
         evidence.append(f"{main} {_n(cell.values[main])} vs {_n(values[main])} on {name}")
@@ -840,7 +841,7 @@ def _queue_vs(cell: CellModel, sibling: str, values: Mapping[str, float]) -> lis
 
 def _flat_value(cell: CellModel, sibling: str, key: str) -> str:
     """``key=value`` of a sibling platform's setting."""
-    return f"{key.rsplit('.', maxsplit=1)[-1]}={_flat_of(cell, sibling).get(key)}"
+    return f"{settings.lookup(key).key}={_flat_of(cell, sibling).get(key)}"
 
 
 def _emulated_disk(cell: CellModel) -> Hit | None:
@@ -1252,7 +1253,7 @@ def _effect(cell: CellModel, rule: Rule) -> str | None:
     name, values = sibling
     before, after = cell.values[cell.main], values[cell.main]
     delta = "" if not before else f" ({100.0 * (after - before) / before:+.0f} %)"
-    return (f"{rule.knob.split('.')[-1]}={_flat_of(cell, name).get(rule.knob)} on {name}: "
+    return (f"{_flat_value(cell, name, rule.knob)} on {name}: "
             f"{cell.main} {_n(after)} vs {_n(before)}{delta}")
 
 

@@ -20,16 +20,19 @@ from typing import Any
 
 from hvbench.analysis.layers import latency_layers
 from hvbench.analysis.summaries import PhaseStats
+from hvbench.model import settings
 
 __all__ = [
+    "KIND_CLASSES",
+    "PHASE_CLASSES",
     "CellModel",
     "asked_depth",
     "build_models",
     "cell_model",
     "derive",
     "disk_device",
-    "flat_definition",
     "intent",
+    "phase_settings",
     "with_flatness",
     "workload_class",
 ]
@@ -40,8 +43,36 @@ SECTOR_KB = 0.5
 _BYTES_PER_S = {"mb_s": 1e6, "mbit_s": 1e6 / 8}
 
 
-def workload_class(metrics: Mapping[str, Any]) -> str:
-    """``disk``, ``network``, ``web`` or ``other``, from the headline metrics stored."""
+#: The diagnosis class of each stored workload kind: which rules apply to its phases.
+#: Lifecycle and propagation workloads time a guest's life and an image's journey, whose
+#: phases are no one device's I/O, apart from the exceptions in :data:`PHASE_CLASSES`.
+KIND_CLASSES: Mapping[str, str] = {
+    "disk": "disk", "network": "network", "web": "web",
+    "lifecycle": "other", "propagation": "other",
+}
+#: Phases whose class is not their kind's. ``boot`` (the runner's boot time of every
+#: guest cell) measures the guest's boot, not the workload. Lifecycle's ``create`` copies
+#: or converts an image on the host's disk, propagation's ``transfer`` writes the fetched
+#: image there: both are disk throughput (``mb_s``), read by the disk rules.
+PHASE_CLASSES: Mapping[tuple[str | None, str], str] = {
+    (None, "boot"): "other",
+    ("lifecycle", "create"): "disk",
+    ("propagation", "transfer"): "disk",
+}
+
+
+def workload_class(metrics: Mapping[str, Any], workload: Mapping[str, Any] | None = None,
+                   phase: str | None = None) -> str:
+    """``disk``, ``network``, ``web`` or ``other``: the class of a workload's phase from
+    its stored definition's ``kind`` (:data:`KIND_CLASSES`, :data:`PHASE_CLASSES`)."""
+    kind = (workload or {}).get("kind")
+    if isinstance(kind, str) and kind in KIND_CLASSES:
+        return PHASE_CLASSES.get((None, phase or ""),
+                                 PHASE_CLASSES.get((kind, phase or ""), KIND_CLASSES[kind]))
+    # The metric guess is only for old stored runs whose definitions lack a kind this
+    # version knows, and for callers that have no definition of the cell. Every cell
+    # hvbench has stored carries its workload spec's kind (the field is as old as the
+    # study parser), so this is no second source of truth.
     if "mb_s" in metrics or "ops_s" in metrics:
         return "disk"
     if "mbit_s" in metrics:
@@ -76,7 +107,8 @@ class CellModel:
     #: Derived ``res.*`` metrics of the cell and of the native cell.
     derived: dict[str, float] = field(default_factory=dict)
     native_derived: dict[str, float] = field(default_factory=dict)
-    #: The other platforms of the same phase: name -> (flat definition, metric means).
+    #: The other platforms of the same phase: name -> (their settings,
+    #: :func:`hvbench.model.settings.flat`, and metric means).
     siblings: Mapping[str, tuple[Mapping[str, Any], Mapping[str, float]]] = field(
         default_factory=dict)
     #: CoV % of the throughput series *within* a repetition (1 s bins of the 10 Hz
@@ -90,7 +122,7 @@ class CellModel:
     @property
     def is_native(self) -> bool:
         """True for the bare-host platform."""
-        return self.platform_def.get("kind") == "native"
+        return bool(settings.get(self.platform_def, "kind") == "native")
 
     def get(self, metric: str) -> float | None:
         """A stored or derived metric of the cell."""
@@ -104,27 +136,11 @@ class CellModel:
             return self.native_derived[metric]
         return self.native_values.get(metric)
 
-    def setting(self, key: str) -> Any:
-        """A value of the flat platform definition (``disk.cache``, ``nic.model``)."""
-        return flat_definition(self.platform_def).get(key)
-
-
-def flat_definition(platform: Mapping[str, Any]) -> dict[str, Any]:
-    """A platform definition as ``key -> value`` with the first disk under ``disk.``
-    and the first NIC under ``nic.`` (what two platforms differing in one setting
-    differ in), plus ``kind``, ``machine``, ``vcpus``, ``memory_mib`` and ``scenario``."""
-    vm = platform.get("vm") or {}
-    out: dict[str, Any] = {"kind": platform.get("kind", "qemu")}
-    for key in ("machine", "vcpus", "memory_mib", "accel", "cpu"):
-        if key in vm:
-            out[key] = vm[key]
-    for prefix, items in (("disk", vm.get("disks") or []), ("nic", vm.get("nics") or [])):
-        if items:
-            out.update({f"{prefix}.{k}": v for k, v in items[0].items()})
-    scenario = platform.get("scenario")
-    if scenario:
-        out["scenario"] = scenario.get("name") if isinstance(scenario, dict) else scenario
-    return out
+    def setting(self, name: str) -> Any:
+        """A platform setting of the cell (``disk.cache``: its benchmark disk's,
+        ``nic.model``: its first NIC's; :mod:`hvbench.model.settings`). Raises
+        :class:`~hvbench.errors.SpecError` for an unknown name."""
+        return settings.get(self.platform_def, name)
 
 
 def disk_device(values: Mapping[str, float]) -> str | None:
@@ -358,19 +374,32 @@ def phase_means(stats: PhaseStats) -> dict[str, dict[str, float]]:
     return out
 
 
+def phase_settings(stats: PhaseStats,
+                   definitions: Mapping[tuple[str, str],
+                                        tuple[Mapping[str, Any], Mapping[str, Any]]]
+                   ) -> dict[str, dict[str, Any]]:
+    """platform -> its settings (:func:`hvbench.model.settings.flat`) for every
+    platform of one phase."""
+    return {p: settings.flat(definitions.get((p, stats.workload), ({}, {}))[0])
+            for p in stats.platforms}
+
+
 def cell_model(stats: PhaseStats, platform: str, native: str | None,
                definitions: Mapping[tuple[str, str], tuple[Mapping[str, Any], Mapping[str, Any]]],
                *, accelerator: str | None = None,
                link_rates: Mapping[str, float] | None = None,
                flat: Mapping[tuple[str, str, str], float] | None = None,
                host_configs: Mapping[str, Mapping[str, Any]] | None = None,
-               means: Mapping[str, Mapping[str, float]] | None = None) -> CellModel:
+               means: Mapping[str, Mapping[str, float]] | None = None,
+               platform_settings: Mapping[str, Mapping[str, Any]] | None = None
+               ) -> CellModel:
     """The model of ``platform`` in one phase. ``definitions``: (platform, workload) ->
     (platform definition, workload definition); ``link_rates``: lab host -> Mbit/s of
     its shaped link; ``flat``: (workload, phase, platform) -> the within-repetition
     CoV % of its throughput series; ``host_configs``: platform -> the host
     configuration read at its cell start; ``means``: :func:`phase_means` of ``stats``
-    when the caller has it (a matrix's every cell reads every sibling's)."""
+    when the caller has it (a matrix's every cell reads every sibling's), and
+    ``platform_settings`` likewise :func:`phase_settings`."""
     means = means if means is not None else phase_means(stats)
     values = dict(means.get(platform, {}))
     platform_def, workload_def = definitions.get((platform, stats.workload), ({}, {}))
@@ -380,21 +409,23 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     cov = stats.metrics[main][platform].cov_pct if main and platform in stats.metrics[main] \
         else None
     native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
-    derived = derive(values, native=platform_def.get("kind") == "native", link_mbit=link)
+    derived = derive(values, native=settings.get(platform_def, "kind") == "native", link_mbit=link)
     derived.update(intent(values, workload_def))
     derived.update(link_share(values, _link_host(workload_def, link_rates or {}), link))
     series_cov = (flat or {}).get((stats.workload, stats.phase, platform))
     if series_cov is not None:
         derived["res.series_cov_pct"] = series_cov
-    siblings = {p: (flat_definition(definitions.get((p, stats.workload), ({}, {}))[0]),
-                    means.get(p, {})) for p in stats.platforms if p != platform}
+    if platform_settings is None:
+        platform_settings = phase_settings(stats, definitions)
+    siblings = {p: (platform_settings[p], means.get(p, {}))
+                for p in stats.platforms if p != platform}
     return CellModel(
         workload=stats.workload, phase=stats.phase, platform=platform,
-        kind=workload_class(stats.metrics), main=main, values=values,
+        kind=workload_class(stats.metrics, workload_def, stats.phase), main=main, values=values,
         native_values=native_values, main_cov_pct=cov, platform_def=platform_def,
         workload_def=workload_def, accelerator=accelerator, link_mbit=link,
         derived=derived,
-        native_derived=derive(native_values, native=native_def.get("kind") == "native",
+        native_derived=derive(native_values, native=settings.get(native_def, "kind") == "native",
                               link_mbit=link) if native_values else {},
         siblings=siblings,
         series_cov_pct=series_cov,
@@ -477,9 +508,10 @@ def build_models(stats: Sequence[PhaseStats], natives: Mapping[str, str | None],
     (``flat``, ``host_configs``: see :func:`cell_model`)."""
     out = []
     for phase in stats:
-        means = phase_means(phase)
+        means, platform_settings = phase_means(phase), phase_settings(phase, definitions)
         out += [cell_model(phase, p, natives.get(phase.workload), definitions,
                            accelerator=accelerator, link_rates=link_rates, flat=flat,
-                           host_configs=host_configs, means=means)
+                           host_configs=host_configs, means=means,
+                           platform_settings=platform_settings)
                 for p in phase.platforms]
     return out

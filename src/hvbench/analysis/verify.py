@@ -36,6 +36,10 @@ from hvbench.analysis.replication import (
     margin,
     needed_repetitions,
 )
+from hvbench.errors import SpecError
+from hvbench.model import settings
+from hvbench.model.stored import load_platform
+from hvbench.model.study import QemuPlatformSpec
 from hvbench.model.tune import toml_value
 
 __all__ = ["DEFAULT_REPETITIONS", "Plan", "Unverifiable", "VerifyOutcome", "VerifyResult",
@@ -104,10 +108,14 @@ def plan(verdict: Verdict, platform_def: Mapping[str, Any]) -> Plan | Unverifiab
     or why there is none."""
     if verdict.native or verdict.outcome != "cause":
         return Unverifiable(verdict.cell, f"outcome {verdict.outcome}: no cause to verify")
-    if platform_def.get("kind") != "qemu" or not platform_def.get("vm"):
-        kind = platform_def.get("kind")
+    try:
+        stored = load_platform(platform_def, f"cell {verdict.cell}")
+    except SpecError as exc:
+        return Unverifiable(verdict.cell, "its stored platform is not one this version "
+                                          f"can re-run: {str(exc).splitlines()[0]}")
+    if not isinstance(stored.spec, QemuPlatformSpec):
         return Unverifiable(verdict.cell, "only a guest hvbench defines (kind qemu) can be "
-                                          f"re-run with a fix; this is {kind!r}")
+                                          f"re-run with a fix; this is {stored.spec.kind!r}")
     fixable = [f for f in (verdict.dominant, *verdict.contributing)
                if f is not None and f.changes]
     finding = next((f for f in fixable if not _host_bound(f)), None)
@@ -130,7 +138,7 @@ def study_text(the_plan: Plan, platform_def: Mapping[str, Any],
                repetitions: int = DEFAULT_REPETITIONS) -> str:
     """The verification study of ``the_plan`` as TOML, from the stored definitions of
     the cell's platform and workload (validate it with the study parser)."""
-    vm = dict(platform_def.get("vm") or {})
+    vm = dict(settings.vm_of(platform_def))
     fixed_vm = apply_changes(platform_def, the_plan.changes)
     workload = {k: v for k, v in workload_def.items() if k != "name"}
     for key, value in the_plan.changes:

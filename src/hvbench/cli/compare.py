@@ -135,7 +135,12 @@ def _label(run: str, platform: str | None) -> str:
 def _check_comparable(store: Store, a: tuple[str, str | None], b: tuple[str, str | None],
                       force: bool) -> list[str]:
     """Refusals (as notes when forced) about differing environments and definitions."""
-    from hvbench.analysis.compare import ComparisonRefused, definition_differences, env_differences
+    from hvbench.analysis.compare import (
+        ComparisonRefused,
+        definition_differences,
+        env_differences,
+        setting_differences,
+    )
 
     problems = []
     if a[0] != b[0]:
@@ -143,13 +148,24 @@ def _check_comparable(store: Store, a: tuple[str, str | None], b: tuple[str, str
         if diffs:
             problems.append("the environments differ in key fields: " + ", ".join(
                 f"{f} ({va!r} vs {vb!r})" for f, va, vb in diffs))
-        changed = definition_differences(*(_definitions(store, *side) for side in (a, b)))
+        defs_a, defs_b = (_definitions(store, *side) for side in (a, b))
+        changed = definition_differences(defs_a, defs_b)
         if changed:
-            problems.append("these are defined differently: " + ", ".join(changed))
+            problems.append("these are defined differently: " + ", ".join(
+                _changed_text(name, setting_differences(defs_a[name], defs_b[name]))
+                for name in changed))
     if problems and not force:
         raise ComparisonRefused(f"compare {_label(*a)} with {_label(*b)}: refused, "
                                 f"{'; '.join(problems)}; pass --force to compare anyway")
     return problems
+
+
+def _changed_text(name: str, settings: list[tuple[str, Any, Any]]) -> str:
+    """``vm/dd (disk.cache 'none' vs 'writeback')``: a cell and the platform settings
+    it differs in (none named: its workload differs)."""
+    if not settings:
+        return name
+    return f"{name} ({', '.join(f'{s} {va!r} vs {vb!r}' for s, va, vb in settings)})"
 
 
 def _definitions(store: Store, run: str, platform: str | None) -> dict[str, Any]:

@@ -21,22 +21,16 @@ import tomllib
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hvbench.errors import SpecError
+from hvbench.model import settings
 from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml, check_libvirt_spec
+from hvbench.model.problems import did_you_mean
 from hvbench.model.qemu_argv import LaunchPlan, io_args
 from hvbench.model.spec import (
-    AioMode,
-    Allocation,
-    CacheMode,
-    DetectZeroes,
-    DiskBus,
-    ImageFormat,
-    NetBackend,
-    NicModel,
     VmSpec,
     spec_error,
 )
@@ -58,12 +52,9 @@ UNSAFE_SETTINGS: Mapping[str, tuple[Any, ...]] = {"disk.cache": ("unsafe",)}
 #: The axes a search can vary, with every value QEMU knows (AIO modes are narrowed to
 #: those this host's QEMU opens, see :func:`default_axes`).
 AXIS_VALUES: Mapping[str, tuple[Any, ...]] = {
-    "disk.bus": get_args(DiskBus),
-    "disk.cache": get_args(CacheMode),
-    "disk.aio": get_args(AioMode),
-    "disk.format": get_args(ImageFormat),
-    "disk.allocation": get_args(Allocation),
-    "disk.iothread": (False, True),
+    **{name: settings.lookup(name).choices for name in (
+        "disk.bus", "disk.cache", "disk.aio", "disk.format", "disk.allocation",
+        "disk.iothread")},
     #: Not a default axis: several request queues only help a guest with several vCPUs.
     "disk.queues": (1, 2, 4),
     #: Not default axes either (each needs an iothread, a virtio disk or a tap NIC with
@@ -71,12 +62,11 @@ AXIS_VALUES: Mapping[str, tuple[Any, ...]] = {
     #: off, QEMU's default, and 8x it; virtqueue sizes; discard and zero detection.
     "disk.poll_max_ns": (0, 32768, 262144),
     "disk.queue_size": (128, 256, 1024),
-    "disk.discard": (False, True),
-    "disk.detect_zeroes": get_args(DetectZeroes),
+    **{name: settings.lookup(name).choices for name in (
+        "disk.discard", "disk.detect_zeroes")},
     "nic.queues": (1, 2, 4),
-    "nic.model": get_args(NicModel),
-    "nic.backend": get_args(NetBackend),
-    "machine": ("q35", "pc", "microvm"),
+    **{name: settings.lookup(name).choices for name in ("nic.model", "nic.backend",
+                                                        "machine")},
     "vcpus": (1, 2, 4),
 }
 DISK_AXES = ("disk.bus", "disk.cache", "disk.aio", "disk.format", "disk.allocation",
@@ -228,35 +218,24 @@ def _vm(spec: Any) -> VmSpec | None:
     return None
 
 
-def setting(vm: Mapping[str, Any], axis: str) -> Any:
-    """The value of ``axis`` in a dumped VmSpec (``disk.cache``: the first disk's)."""
-    if axis.startswith(("disk.", "nic.")):
-        items = vm.get("disks" if axis.startswith("disk.") else "nics") or []
-        return items[0].get(axis.split(".", 1)[1]) if items else None
-    return vm.get(axis)
-
-
 def params_of(spec: Any, axes: Sequence[str]) -> Params:
     """A platform's value on every axis (from its spec, never its name)."""
-    vm = _vm(spec)
-    dumped = vm.model_dump(mode="json") if vm is not None else {}
-    return tuple((axis, setting(dumped, axis)) for axis in axes)
+    return params_of_definition(spec.model_dump(mode="json"), axes)
 
 
 def params_of_definition(platform: Mapping[str, Any], axes: Sequence[str]) -> Params:
-    """A stored platform definition's value on every axis (what resume reads)."""
-    vm = platform.get("vm") or {}
-    return tuple((axis, setting(vm, axis)) for axis in axes)
+    """A stored platform definition's value on every axis (what resume reads): the
+    benchmark disk's and first NIC's, which a search varies."""
+    return tuple((axis, settings.get(platform, axis)) for axis in axes)
 
 
-def _apply(vm: dict[str, Any], axis: str, value: Any) -> None:
-    if axis.startswith(("disk.", "nic.")):
-        key = "disks" if axis.startswith("disk.") else "nics"
-        items = [dict(i) for i in vm.get(key) or [{}]]
-        items[0][axis.split(".", 1)[1]] = value
-        vm[key] = items
-    else:
-        vm[axis] = value
+def _apply(vm: Mapping[str, Any], params: Iterable[tuple[str, Any]]) -> dict[str, Any]:
+    """A dumped VmSpec with the axes' values set on the benchmark disk (a tune file
+    declares one) and the first NIC."""
+    out = dict(vm)
+    for axis, value in params:
+        out = settings.with_setting(out, axis, value, index=0)
+    return out
 
 
 def trial_name(base: str, params: Params) -> str:
@@ -272,9 +251,7 @@ def trial_variant(spec: TuneSpec, params: Params) -> Variant:
     vm = _vm(spec.base.spec)
     if vm is None:  # parse_tune only accepts a guest as the base
         raise SpecError(f"{spec.study.path}: platform: the default configuration is no guest")
-    dumped: dict[str, Any] = vm.model_dump(mode="json")
-    for axis, value in params:
-        _apply(dumped, axis, value)
+    dumped = _apply(vm.model_dump(mode="json"), params)
     try:
         new_vm = VmSpec.model_validate(dumped)
     except ValidationError as exc:
@@ -327,8 +304,10 @@ def _check_axes(axes: Mapping[str, Any], where: str, allow_unsafe: bool
     out: dict[str, tuple[Any, ...]] = {}
     for axis, values in axes.items():
         if axis not in AXIS_VALUES:
-            raise SpecError(f"{where}.{axis}: unknown axis (expected one of "
-                            f"{', '.join(AXIS_VALUES)})")
+            known = "a platform setting tune cannot vary" if axis in settings.SETTINGS \
+                else "unknown axis"
+            raise SpecError(f"{where}.{axis}: {known} (expected one of "
+                            f"{', '.join(AXIS_VALUES)}){did_you_mean(axis, list(AXIS_VALUES))}")
         if not isinstance(values, list | tuple) or not values:
             raise SpecError(f"{where}.{axis}: expected a non-empty list of values")
         for value in values:
@@ -493,9 +472,7 @@ def platform_toml(variant: Variant, name: str = "tuned") -> str:
     vm = _vm(spec)
     if vm is None:
         raise SpecError(f"platform {variant.name}: not a guest")
-    dumped: dict[str, Any] = vm.model_dump(mode="json", exclude_defaults=True)
-    for axis, value in variant.values.items():
-        _apply(dumped, axis, value)
+    dumped = _apply(vm.model_dump(mode="json", exclude_defaults=True), variant.values.items())
     lines = ["[[platform]]", f'kind = "{spec.kind}"', f'name = "{name}"']
     if isinstance(spec, LibvirtPlatformSpec):
         lines.append(f"uri = {toml_value(spec.uri)}")

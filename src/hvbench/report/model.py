@@ -36,6 +36,7 @@ from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
 from hvbench.analysis.trends import propagation_workloads
 from hvbench.errors import SpecError
 from hvbench.host.hostconfig import RAW_KIND as HOST_CONFIG_KIND
+from hvbench.model import settings
 from hvbench.model.lab import parse_rate
 from hvbench.model.libvirt_xml import (
     DOMAIN_XML_KIND,
@@ -145,16 +146,15 @@ def guest_kernel(platform: Mapping[str, Any]) -> str | None:
     libvirt domains (their kernel is theirs). A definition stored before a setting
     existed was booted with hvbench's built-in command line of the time:
     ``mitigations=off``, and ``tsc=reliable`` (the TSC as clocksource)."""
-    vm = platform.get("vm")
-    if not isinstance(vm, Mapping):
+    if not isinstance(platform.get("vm"), Mapping):  # natively, or an existing domain
         return None
-    mitigations = vm.get("mitigations")
+    mitigations = settings.get(platform, "mitigations")
     if mitigations is None:
         text = "mitigations=off (built in; not declared by this older run)"
     else:
         text = "mitigations on (kernel default)" if mitigations else "mitigations=off"
-    text += ", " + clocksource_text(vm.get("clocksource"))
-    extra = vm.get("kernel_args") or ()
+    text += ", " + clocksource_text(settings.get(platform, "clocksource"))
+    extra = settings.get(platform, "kernel_args") or ()
     return text + "".join(f" {w}" for w in extra)
 
 
