@@ -894,24 +894,21 @@ def _no_storage_daemon(cell: CellModel) -> str | None:
         "not vhost-user: no storage daemon"
 
 
-def _polls(cell: CellModel) -> bool:
-    """Whether the cell's disk iothread polls: an iothread with ``poll_max_ns`` unset
-    (QEMU's adaptive default) or above 0."""
-    poll = cell.setting("disk.poll_max_ns")
-    return bool(cell.setting("disk.iothread")) and (poll is None or poll > 0)
-
-
 def _no_polling(cell: CellModel) -> str | None:
+    """Why the cell's disk does not poll (None: it does). An iothread polls with
+    ``poll_max_ns`` unset (QEMU's adaptive default) or above 0."""
     if not cell.setting("disk.iothread"):
         return "no iothread: nothing polls"
-    return None if _polls(cell) else "poll_max_ns = 0: the iothread does not poll"
+    poll = cell.setting("disk.poll_max_ns")
+    return None if poll is None or poll > 0 else "poll_max_ns = 0: the iothread does not poll"
 
 
 def _polling_without_gain(cell: CellModel) -> Hit | None:
     """The iothread polls, the sibling with ``poll_max_ns = 0`` (otherwise the same)
     was measured, and polling cost CPU without raising the headline beyond noise.
-    Without that sibling there is no evidence what polling buys: no finding."""
-    sibling = _only_differs(cell, "disk.poll_max_ns", (0,)) if _polls(cell) else None
+    Without that sibling there is no evidence what polling buys: no finding. Cells that
+    do not poll never get here (:func:`_no_polling` makes the rule not applicable)."""
+    sibling = _only_differs(cell, "disk.poll_max_ns", (0,))
     main = cell.main
     if sibling is None or main is None or main not in cell.values:
         return None
