@@ -3,6 +3,7 @@ httperf; cleanup after ``kill -9`` that spares what hvbench did not create."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -225,14 +226,35 @@ def test_cleanup_after_kill_9_removes_the_lab_and_spares_decoys(
     assert servers, "no iperf3 server runs in the lab"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done = subprocess.run([HVBENCH, "cleanup"], capture_output=True, text=True, timeout=120,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    assert existing_network_objects(made) == set()
-    assert new_network_objects(links_before, netns_before) == []
-    after_netns, after_links = _hvb_state()
-    assert decoys[0] in after_netns and decoys[1] in after_links
-    assert not [pid for pid in servers if _alive(pid)], "an iperf3 server lived on"
+    try:
+        done = subprocess.run([HVBENCH, "cleanup"], capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert existing_network_objects(made) == set()
+        assert new_network_objects(links_before, netns_before) == []
+        after_netns, after_links = _hvb_state()
+        assert decoys[0] in after_netns and decoys[1] in after_links
+        assert not [pid for pid in servers if _alive(pid)], "an iperf3 server lived on"
+        assert _run_processes(tmp_path) == [], "a process of the killed run lived on"
+    finally:
+        # Whatever this test's run left running must not reach the tests after it.
+        for pid, _ in _run_processes(tmp_path):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _run_processes(tmp_path: Path) -> list[tuple[int, str]]:
+    """Live processes (pid, command line) whose command line names ``tmp_path``: those
+    that the test's hvbench started (guests, daemons) with paths in its work dir."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            with contextlib.suppress(OSError):
+                cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                    errors="replace")
+                if str(tmp_path) in cmd and _alive(int(entry.name)):
+                    found.append((int(entry.name), cmd))
+    return found
 
 
 def _alive(pid: int) -> bool:

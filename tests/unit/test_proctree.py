@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,3 +186,36 @@ def test_a_listening_socket_is_seen_without_connecting_to_it() -> None:
         assert tcp_listening(os.getpid(), listening.getsockname()[1])
         assert not tcp_listening(os.getpid(), bound.getsockname()[1])  # bound only
     assert not tcp_listening(None, 80)
+
+
+#: A parent that forks a ``sleep`` whose preexec names the child on stdout, then waits
+#: before die_with_parent: the test kills the parent (SIGKILL) during that wait.
+_SLOW_START = """
+import os, subprocess, time
+from hvbench.host.proctree import die_with_parent
+
+def slow() -> None:
+    os.write(1, f"{os.getpid()}\\n".encode())
+    time.sleep(1.0)
+    die_with_parent()
+
+subprocess.Popen(["sleep", "30"], preexec_fn=slow).wait()
+"""
+
+
+def test_a_child_whose_parent_died_before_the_prctl_kills_itself() -> None:
+    # The race of a kill -9 during a guest's start: without the parent check the
+    # child would exec and outlive hvbench, found by nothing.
+    parent = subprocess.Popen([sys.executable, "-c", _SLOW_START], stdout=subprocess.PIPE,
+                              text=True)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 5.0
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    alive = _alive(child)
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, "the child outlived a parent that died before its prctl"

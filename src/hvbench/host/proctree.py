@@ -20,9 +20,10 @@ import ctypes
 import os
 import signal
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
@@ -69,15 +70,43 @@ def become_subreaper(enable: bool = True) -> bool:
         return False
 
 
+def _load_prctl() -> Callable[..., int] | None:
+    try:
+        return cast("Callable[..., int]", ctypes.CDLL(None, use_errno=True).prctl)
+    except (OSError, AttributeError):
+        return None
+
+
+#: libc's prctl, resolved once at import in the parent: the child between fork and exec
+#: must not dlopen (a thread of the parent may have held the loader's lock at the fork,
+#: and the child would wait for it forever, a frozen copy of hvbench).
+_PRCTL = _load_prctl()
+#: The pid of the process that last forked (set in the parent just before each fork):
+#: the child compares it with its parent after PR_SET_PDEATHSIG.
+_FORKER = os.getpid()
+
+
+def _note_forker() -> None:
+    global _FORKER  # noqa: PLW0603 - written in the parent, read in the forked child
+    _FORKER = os.getpid()
+
+
+os.register_at_fork(before=_note_forker)
+
+
 def die_with_parent(signum: int = signal.SIGKILL) -> None:
     """Runs in the child before exec: if the thread that started it dies (even by
     SIGKILL of hvbench), the child gets ``signum`` (SIGKILL by default; a child that
     must stop what it started itself asks for a signal it handles).
 
     PR_SET_PDEATHSIG follows the *thread* that forked: start processes from a thread
-    that lives as long as they should (the main thread, in hvbench)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    that lives as long as they should (the main thread, in hvbench). A parent that died
+    between the fork and this call sends nothing, so the child checks that its parent
+    is still the process that forked it and, if not, sends itself ``signum``."""
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    if os.getppid() != _FORKER:
+        os.kill(os.getpid(), signum)
 
 
 def read_stat(pid: int, proc: Path = PROC) -> ProcInfo | None:

@@ -105,11 +105,12 @@ class SocketDaemon(StartStop):
                 self.socket.unlink()
 
 
-#: The daemons hvbench starts: program name -> (what a report calls it, the argv option
-#: part that names its socket).
+#: The daemons and guests hvbench starts: program name -> (what a report calls it, the
+#: argv option part that names its socket; a guest's is its QMP socket).
 DAEMON_SOCKETS: dict[str, tuple[str, str]] = {
     "qemu-storage-daemon": ("storage daemon", "addr.path="),
     "virtiofsd": ("virtiofsd", "--socket-path="),
+    "qemu-system-x86_64": ("guest", "unix:"),
 }
 
 
@@ -130,11 +131,12 @@ def _socket_in(argv: list[str], option: str, directories: list[Path]) -> str | N
 
 
 def kill_orphaned_daemons(directories: Iterable[Path]) -> list[str]:
-    """SIGKILL every qemu-storage-daemon and virtiofsd whose socket lies in one of
-    ``directories`` (socket directories of an hvbench that died); one ``storage daemon
-    PID (SOCKET)`` / ``virtiofsd PID (SOCKET)`` per process killed. A daemon whose
-    socket is elsewhere (not hvbench's) is never touched. Normally there is none: a
-    daemon dies with hvbench (PR_SET_PDEATHSIG); this catches one that outlived it."""
+    """SIGKILL every qemu-storage-daemon, virtiofsd and QEMU guest whose socket lies in
+    one of ``directories`` (socket directories of an hvbench that died); one ``storage
+    daemon PID (SOCKET)`` / ``virtiofsd PID (SOCKET)`` / ``guest PID (SOCKET)`` per
+    process killed. A process whose socket is elsewhere (an operator's VM, anything not
+    hvbench's) is never touched. Normally there is none: each dies with hvbench
+    (PR_SET_PDEATHSIG); this catches one that outlived it."""
     dirs = list(directories)
     killed = []
     for proc in Path("/proc").iterdir() if dirs else []:
