@@ -638,7 +638,8 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}
 font-size:1.1em}
 .warn{background:#fff6d6;border-left:4px solid #e0a800;padding:.4em 1em}
 .fail{background:#fde8e8;border-left:4px solid #c00;padding:.4em 1em}
-figure{margin:1em 0}figure img{max-width:100%;height:auto;display:block}
+.figs{display:flex;flex-wrap:wrap;align-items:flex-start;gap:1em 1.5em;margin:1em 0}
+figure{margin:0;max-width:100%}figure img{width:100%;height:auto;display:block}
 figcaption{font-size:.85em;color:#555}pre{background:#f7f7f7;padding:1em;overflow:auto}
 nav a{margin-right:1em}details{display:inline}summary{cursor:pointer;color:#555}
 .headline{font-size:1.15em;font-weight:bold;margin:.8em 0}
@@ -664,9 +665,43 @@ def _img(svg: str, alt: str) -> str:
     return f'<img alt="{_e(alt)}" src="data:image/svg+xml;base64,{data}">'
 
 
+#: Every figure is shown at this multiple of its own size (matplotlib's 10 pt text then
+#: matches the page's 16 px text), and at most as wide as the page: figures of one
+#: report keep one text size, and narrow ones sit side by side across the page.
+FIGURE_SCALE = 1.2
+_SVG_WIDTH = re.compile(r'<svg[^>]*?\swidth="([0-9.]+)pt"')
+
+
+def _natural_px(svg: str) -> float | None:
+    """The width (CSS px) that matplotlib gave the SVG, None when it names none."""
+    match = _SVG_WIDTH.search(svg[:2000])
+    return float(match.group(1)) * 4 / 3 if match else None
+
+
 def figure(svg: str, alt: str, caption: str | None = None) -> str:
+    """One figure of a figure row (see :func:`blocks`), at :data:`FIGURE_SCALE` times its
+    own size, at most the page's width."""
     text = f"<figcaption>{_e(caption)}</figcaption>" if caption else ""
-    return f"<figure>{_img(svg, alt)}{text}</figure>"
+    px = _natural_px(svg)
+    size = f' style="width:{px * FIGURE_SCALE:.0f}px"' if px is not None else ""
+    return f"<figure{size}>{_img(svg, alt)}{text}</figure>"
+
+
+def blocks(parts: Sequence[str]) -> str:
+    """``parts`` one after the other, each run of consecutive figures in one row that wraps
+    at the page's width: narrow figures side by side, a wide one on a row of its own."""
+    out: list[str] = []
+    run: list[str] = []
+    for part in [*parts, None]:
+        if part is not None and part.startswith("<figure"):
+            run.append(part)
+            continue
+        if run:
+            out.append('<div class="figs">' + "".join(run) + "</div>")
+            run = []
+        if part is not None:
+            out.append(part)
+    return "\n".join(out)
 
 
 def _header_cell(text: str) -> str:
@@ -711,7 +746,7 @@ def _header(data: ReportInput) -> str:
     if data.env.get("accelerator") == "tcg":
         parts.append(f'<div class="banner" role="alert">{_e(TCG_BANNER)}</div>')
     parts += ['<h2 id="environment">Environment</h2>', _table(["", ""], env, left=2)]
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 def _warning_item(message: str, places: Sequence[str]) -> str:
@@ -738,7 +773,7 @@ def _problems(stats: Sequence[PhaseStats], failures: Sequence[tuple[str, int, st
         parts.append('<div class="fail"><p>Failed repetitions (not in the numbers):</p><ul>'
                      + "".join(f"<li>{_e(c)} rep {r + 1}: {_e(err)}</li>"
                                for c, r, err in failures) + "</ul></div>")
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 def _workload_section(workload: str, items: Sequence[PhaseStats],
@@ -758,7 +793,7 @@ def _workload_section(workload: str, items: Sequence[PhaseStats],
         parts += ["<h3>Host disk (iostat -x of the device under the work directory)</h3>",
                   _table(["phase", "platform", *(h for _, h in HOST_DISK_COLUMNS)], disk,
                          left=2)]
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 _CAPTION = ("Bars: means over the repetitions; whiskers: 95 % confidence intervals of "
@@ -783,7 +818,7 @@ def _series_section(data: ReportInput, cells: Mapping[str, tuple[str, str]]) -> 
             title = f"{workload} / {phase}: {chosen.label}"
             parts.append(figure(time_series_grid(title, chosen.label, panels), title,
                                  f"{title}; one panel per cell, one line per repetition."))
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 def _propagation_section(rows: Sequence[Row]) -> str:
@@ -814,7 +849,7 @@ def _propagation_section(rows: Sequence[Row]) -> str:
                 "method (cache hits move nothing and are left out); solid: linear fit; "
                 "dashed: quadratic fit; grey dashes: the NIC at its line rate."))
         parts.append(_table(FIT_HEADERS, propagation_fit_rows(rows), left=3))
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 def _trend_figure(title: str, xlabel: str, series: Sequence[SizeSeries],
@@ -865,7 +900,7 @@ def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
         items = "requests" if workload in web else "I/Os"
         parts.append(figure(latency_cdf(title, lines, items),
                              f"latency CDF and tail of {title} per platform"))
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 def _lifecycle_section(rows: Sequence[Row]) -> str:
@@ -889,7 +924,7 @@ def _lifecycle_section(rows: Sequence[Row]) -> str:
     headers, idle = lifecycle_idle_rows(rows, workloads)
     if idle:
         parts += ["<h3>Idle guests: host CPU they use</h3>", _table(headers, idle)]
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 def _text_table(table: TextTable) -> str:
@@ -927,7 +962,7 @@ def _scenario_section(data: ReportInput, report: ScenarioReport,
             "started", reference=1.0, panel_size=(6.0, 2.8)), title, _ONDEMAND_CAPTION))
     parts += _stage_parts(windows)
     parts += [_text_table(t) for t in cov_tables(report)]
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 _NAME_PARTS = re.compile(r"([^/@]+)([/@]?)")
@@ -961,7 +996,7 @@ def _diagnosis_section(groups: Sequence[FixGroup]) -> str:
                else '<p class="fix"><b>no fix:</b> no cause named</p>')
         parts.append(f'<section class="fixgroup">{fix}<div class="cards">'
                      + "".join(_card(b) for b in group.cells) + "</div></section>")
-    return "\n".join(parts)
+    return blocks(parts)
 
 
 def _layers_section(table: TextTable | None) -> str:

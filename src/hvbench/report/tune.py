@@ -344,7 +344,7 @@ def tune_json_text(report: TuneReport) -> str:
 def tuning_html(report: TuneReport) -> str:
     """The HTML report's tuning section: the ranked table, the answer, the objective
     per measurement over time, the per-axis effect and the winner's configuration."""
-    from hvbench.report.html import figure  # noqa: PLC0415
+    from hvbench.report.html import blocks, figure  # noqa: PLC0415
     from hvbench.report.plots import axis_effect_bars, objective_timeline  # noqa: PLC0415
 
     def e(text: object) -> str:
@@ -370,4 +370,4 @@ def tuning_html(report: TuneReport) -> str:
     if report.block is not None:
         parts.append("<h3>The winner as configuration</h3><pre>"
                      + e("\n".join(block_lines(report.block))) + "</pre>")
-    return "\n".join(p for p in parts if p)
+    return blocks([p for p in parts if p])
