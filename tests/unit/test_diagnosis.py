@@ -116,6 +116,21 @@ def test_flush_per_write_cites_the_sibling_without_it() -> None:
     assert "flush-per-write" in abstained(model(no_flush))
 
 
+def test_a_write_cell_is_known_by_its_own_disk_not_the_devices_other_readers() -> None:
+    # Seen in the planted matrix: another process read the host device while the guest
+    # wrote (host r_s above w_s), and flush-per-write never fired. The guest's benchmark
+    # disk is the cell's I/O alone; without it only the device-wide counts are left.
+    values = {**DISK, "host.disk.vda.f_s": 100.0, "host.disk.vda.f_await_ms": 3.0,
+              "host.disk.vda.r_s": 500.0, "mb_s": 20.0}
+    guest = {"guest.disk.vdb.r_s": 0.0, "guest.disk.vdb.w_s": 100.0,
+             "guest.disk.vdb.avgqu_sz": 1.0}
+    platform = _vm(cache="directsync")
+    assert "flush-per-write" not in fired(model(values, platform=platform))
+    assert dominant(model({**values, **guest}, platform=platform)) == "flush-per-write"
+    reads = {**guest, "guest.disk.vdb.r_s": 100.0, "guest.disk.vdb.w_s": 0.0}
+    assert "flush-per-write" not in fired(model({**values, **reads}, platform=platform))
+
+
 def test_image_growth_needs_measured_evidence_not_the_setting() -> None:
     sparse = _vm(allocation="sparse")
     assert dominant(model({**DISK, "host.disk.vda.avgrq_sz": 15.0}, platform=sparse)) \

@@ -105,3 +105,16 @@ def test_summary_and_confusion_matrix() -> None:
     assert lines[0].split() == ["planted", "\\", "named", "(no", "such", "cell)",
                                 "(unexplained)", "few-in-flight", "io-limit"]
     assert lines[2].split() == ["io-limit", "1", "1", ".", "1"]
+
+
+def test_the_figures_over_quiet_studies_leave_out_a_busy_hosts() -> None:
+    # On a host busy with other work the planted truth no longer holds: the quiet
+    # figures count only the studies during which the host was otherwise idle.
+    verdicts = [_verdict("io-limit", fix="remove the limit"), _verdict(None, "unexplained")]
+    results = BENCH.match(verdicts, {"vm/w/*": "io-limit"}, FIXES)
+    results[0]["quiet"], results[1]["quiet"] = True, False
+    summary = BENCH.summarize(results, rounds=1)
+    assert summary["top1_accuracy"] == pytest.approx(0.5)
+    assert (summary["quiet_cells"], summary["quiet_correct"]) == (1, 1)
+    assert summary["quiet_top1_accuracy"] == pytest.approx(1.0)
+

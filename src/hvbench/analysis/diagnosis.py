@@ -290,6 +290,12 @@ def _pct_of_native(cell: CellModel) -> float | None:
 
 
 def _is_write(cell: CellModel) -> bool:
+    """Whether the cell's I/O is mostly writes: from the guest's benchmark disk when the
+    guest was sampled (the cell's I/O alone), else from the host device, whose counts
+    are device-wide (another process's reads there can outnumber the cell's writes)."""
+    share = cell.get("res.guest.write_share")
+    if share is not None:
+        return share > 0.5
     w_s = _disk(cell, "w_s") or 0.0
     return w_s > (_disk(cell, "r_s") or 0.0)
 

@@ -562,6 +562,7 @@ _RESOURCE_METRICS = (
     ("res.guest.queue", "", "guest block layer requests in flight"),
     ("res.guest.req_sectors", "sectors", "guest request size (sectors)"),
     ("res.guest.await_ms", "ms", "guest device await ms"),
+    ("res.guest.write_share", "", "guest writes per request (share of requests)"),
     ("res.guest.cpu_busy_pct", "%", "guest CPU busy %"),
     ("res.workload.depth", "", "requests in flight the workload asked for"),
     ("res.workload.block_sectors", "sectors", "request size the workload asked for"),

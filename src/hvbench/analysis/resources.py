@@ -289,6 +289,9 @@ def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
         value = values.get(f"guest.disk.{dev}.{key}")
         if value is not None:
             out[f"res.guest.{name}"] = value
+    reads, writes = (values.get(f"guest.disk.{dev}.{k}") for k in ("r_s", "w_s"))
+    if reads is not None and writes is not None and reads + writes > 0:
+        out["res.guest.write_share"] = writes / (reads + writes)
     busy = values.get("guest.cpu.busy_pct")
     if busy is not None:
         out["res.guest.cpu_busy_pct"] = busy
