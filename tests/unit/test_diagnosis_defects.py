@@ -81,6 +81,14 @@ def test_another_writer_is_a_shared_device_not_a_shrunk_request() -> None:
     # other users' I/O on this shared machine, the device 7-8 % busy).
     idle = {**others, "host.disk.vda.util_pct": 8.0}
     assert "shared-device" not in findings(diagnose(model(idle, native=NATIVE_121)))
+    # ... unless it serves each request at least twice as slowly as natively: a device
+    # that works in parallel (an SSD, a virtual disk) is slowed before its %util is high.
+    slowed = {**idle, "host.disk.vda.w_await_ms": 10.0}
+    verdict = diagnose(model(slowed, native=NATIVE_121))
+    assert verdict.dominant is not None and verdict.dominant.rule == "shared-device"
+    assert "device await 10 ms vs 5 ms natively" in verdict.dominant.evidence
+    barely = {**idle, "host.disk.vda.w_await_ms": 9.0}
+    assert "shared-device" not in findings(diagnose(model(barely, native=NATIVE_121)))
     mine = {**SMALL, "qemu.io.read_kb_s": 0.0, "qemu.io.write_kb_s": 48_000.0}
     shrunk = findings(diagnose(model(mine, native=NATIVE_121,
                                      workload={**DEEP, "record_size": 65536})))

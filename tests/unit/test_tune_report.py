@@ -151,7 +151,7 @@ def test_json_and_html_carry_the_winner_block(crowned: tuple[Store, str, TuneSpe
     assert data["ranking"][0]["pct_of_native"][0] == pytest.approx(129.5 / 100.125 * 100)
     page = tuning_html(report)
     assert page.startswith('<h2 id="tuning">Tuning</h2>')
-    assert page.count("<figure>") == 2
+    assert page.count("<figure") == 2 and page.count('<div class="figs">') == 1
 
 
 @pytest.mark.parametrize(("argv", "message"), [

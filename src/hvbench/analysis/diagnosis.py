@@ -49,6 +49,9 @@ REQ_MIN_NATIVE_SECTORS = 16.0
 QUEUE_IDLE = 1.0
 #: A device busier than this is not idle behind its submitter.
 UTIL_IDLE_PCT = 70.0
+#: A device whose await is at least this many times native's is slowed by what else it
+#: serves (the same factor as LIMIT_WAIT_RATIO: twice the unloaded time per request).
+DEVICE_SLOWED_RATIO = 2.0
 #: At least this share of the guest's per-I/O latency spent above the device.
 ADDED_LATENCY_SHARE = 0.5
 #: Host writes per workload write this many times native's: metadata of a growing file.
@@ -607,12 +610,24 @@ def _guest_submit(cell: CellModel) -> Hit | None:
                 _vs(cell, "res.disk.queue", "host avgqu-sz")))
 
 
+def _device_contended(cell: CellModel) -> bool:
+    """Whether the host device was busy enough to slow the cell: %util at least
+    :data:`UTIL_IDLE_PCT`, or its await at least :data:`DEVICE_SLOWED_RATIO` times
+    native's (a device that serves requests in parallel, an SSD or a virtual disk, is
+    slowed by others long before its %util, the time with any request in flight, is
+    high)."""
+    util = cell.get("res.disk.util_pct")
+    await_ms, native = cell.get("res.disk.await_ms"), cell.native("res.disk.await_ms")
+    return (util is not None and util >= UTIL_IDLE_PCT) or (
+        await_ms is not None and native is not None and native > 0
+        and await_ms >= DEVICE_SLOWED_RATIO * native)
+
+
 def _shared_device(cell: CellModel) -> Hit | None:
     share = cell.get("res.disk.cell_share")
     pct = _pct_of_native(cell)
-    util = cell.get("res.disk.util_pct")
     # Only a busy device slows the cell: others' I/O on an idle device is no cause.
-    if share is None or share >= CELL_SHARE_MINE or util is None or util < UTIL_IDLE_PCT \
+    if share is None or share >= CELL_SHARE_MINE or not _device_contended(cell) \
             or (pct is not None and pct >= NEAR_NATIVE_PCT):
         return None
     dev = _dev(cell)
@@ -620,7 +635,8 @@ def _shared_device(cell: CellModel) -> Hit | None:
     return Hit(SCORE_SPECIFIC + (1.0 - share),
                (f"{_share_who(cell)} moved {_n(100.0 * share)} % of host device {dev}'s "
                 f"{_n(total)} kB/s: others moved {_n(100.0 * (1.0 - share))} %",
-                _vs(cell, "res.disk.util_pct", "device %util", "%")))
+                _vs(cell, "res.disk.util_pct", "device %util", "%"),
+                _vs(cell, "res.disk.await_ms", "device await", "ms")))
 
 
 def _share_who(cell: CellModel) -> str:
