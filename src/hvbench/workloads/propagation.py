@@ -368,8 +368,10 @@ class ArrivalWatch(StartStop):
         self._thread: threading.Thread | None = None
 
     def _sample(self) -> None:
-        now = time.monotonic()
         size = directory_bytes(self.directory)
+        # The clock after the scan: the bytes it counted were there by then, while a
+        # clock read before it could predate a file the scan still saw.
+        now = time.monotonic()
         self.polls += 1
         if not self.samples or self.samples[-1][1] != size:
             self.samples.append((now, size))
