@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,7 @@ _MATRIX = json.loads((SUITE / "expected.json").read_text())
 #: studies whose planted cells name a rule (no clean guests, no fix sets among them).
 EXPECTED: dict[str, dict[str, str]] = {name: _MATRIX[name] for name in _MATRIX["_make_test"]}
 HOST_RAM = 24 << 30
+HVBENCH = str(Path(sys.executable).parent / "hvbench")
 
 
 def planted_verdicts(name: str, db: Path
@@ -53,9 +56,16 @@ def planted_verdicts(name: str, db: Path
     return found, "\n".join(text), abstained
 
 
+@pytest.fixture(scope="module")
+def matrix_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One database for the module's planted runs: ``hvbench calibrate --from`` reads
+    them all after the planted tests (no guest boots of its own)."""
+    return tmp_path_factory.mktemp("planted") / "matrix.db"
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_planted_cause_is_dominant(name: str, image: GuestImage, tmp_path: Path) -> None:
-    found, text, abstained = planted_verdicts(name, tmp_path / f"{name}.db")
+def test_planted_cause_is_dominant(name: str, image: GuestImage, matrix_db: Path) -> None:
+    found, text, abstained = planted_verdicts(name, matrix_db)
     for cell, rule in found.items():
         expected = next(r for p, r in EXPECTED[name].items() if fnmatch.fnmatchcase(cell, p))
         assert rule == expected, f"{cell}: named {rule}, planted {expected}\n{text}"
@@ -63,3 +73,30 @@ def test_planted_cause_is_dominant(name: str, image: GuestImage, tmp_path: Path)
             # The link's own counters were sampled and attributed (the guest alone on
             # its link: not a shared link, but the rule had its evidence).
             assert "shared-link" not in abstained[cell], text
+
+
+def test_calibrate_from_the_planted_runs(matrix_db: Path) -> None:
+    # The calibration path on real planted runs: each threshold is calibrated between
+    # its groups or kept with the reason, and explain then reports what it read.
+    if not matrix_db.exists():
+        pytest.skip("reads the runs of the planted tests above (run the module)")
+    with Store(matrix_db) as store:
+        runs = store.run_ids()
+    from_runs = [arg for run in runs for arg in ("--from", run)]
+    done = subprocess.run([HVBENCH, "calibrate", "--db", str(matrix_db), "--format", "json",
+                           *from_runs], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert sorted(shown["runs"]) == sorted(runs)
+    for threshold in shown["thresholds"]:
+        if threshold["calibrated"]:
+            assert threshold["note"].startswith("between "), threshold
+        else:
+            assert threshold["value"] == threshold["default"], threshold
+            assert threshold["note"].startswith(("too few cells", "the groups overlap")), \
+                threshold
+    explained = subprocess.run([HVBENCH, "explain", runs[0], "--db", str(matrix_db),
+                                "--format", "json"], capture_output=True, text=True,
+                               check=True)
+    assert json.loads(explained.stdout)["calibration"]["calibration"] == \
+        shown["calibration"]

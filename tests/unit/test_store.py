@@ -113,7 +113,7 @@ def test_migrating_an_empty_file_sets_user_version(db: Path, existing: bool) -> 
     if existing:
         db.touch()
     Store(db).close()
-    assert pragma(db, "user_version") == SCHEMA_VERSION == 4
+    assert pragma(db, "user_version") == SCHEMA_VERSION == 5
     assert pragma(db, "journal_mode") == "wal"
     Store(db).close()  # reopening a current database migrates nothing
     assert pragma(db, "user_version") == SCHEMA_VERSION

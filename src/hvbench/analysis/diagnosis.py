@@ -292,6 +292,12 @@ def _pct_of_native(cell: CellModel) -> float | None:
     return 100.0 * value / native
 
 
+def _limit(cell: CellModel, name: str, default: float) -> float:
+    """Threshold ``name``: calibrated on the run's host (``hvbench calibrate``,
+    :mod:`hvbench.analysis.calibration`) when it was, else ``default``."""
+    return cell.thresholds.get(name, default)
+
+
 def _is_write(cell: CellModel) -> bool:
     """Whether the cell's I/O is mostly writes: from the guest's benchmark disk when the
     guest was sampled (the cell's I/O alone), else from the host device, whose counts
@@ -649,7 +655,8 @@ def _share_who(cell: CellModel) -> str:
 
 def _flush_per_write(cell: CellModel) -> Hit | None:
     ratio, native = cell.get("res.disk.flush_per_write"), cell.native("res.disk.flush_per_write")
-    if ratio is None or not _is_write(cell) or ratio < FLUSH_PER_WRITE:
+    if ratio is None or not _is_write(cell) or \
+            ratio < _limit(cell, "FLUSH_PER_WRITE", FLUSH_PER_WRITE):
         return None
     if native is not None and (native >= NATIVE_FLUSH_PER_WRITE
                                or ratio < FLUSH_VS_NATIVE * native):
@@ -800,7 +807,8 @@ def _cache_evidence(cell: CellModel) -> list[str]:
     out = []
     if share is not None and not _share_readable(cell):
         share = None
-    if share is not None and native is not None and share / native < DEVICE_SHARE_CACHED:
+    if share is not None and native is not None and \
+            share / native < _limit(cell, "DEVICE_SHARE_CACHED", DEVICE_SHARE_CACHED):
         out.append(f"the host device moved {_n(100.0 * share / native)} % of the bytes per "
                    f"workload byte it moved natively{named}")
     elif share is not None and native is None and cell.workload_def.get("direct") and \
@@ -954,8 +962,8 @@ def _polling_without_gain(cell: CellModel) -> Hit | None:
 
 
 def _host_contention(cell: CellModel) -> Hit | None:
-    wait = cell.get("res.vcpu.wait_pct")
-    if wait is None or wait < WAIT_PCT:
+    wait, limit = cell.get("res.vcpu.wait_pct"), _limit(cell, "WAIT_PCT", WAIT_PCT)
+    if wait is None or wait < limit:
         return None
     evidence = [f"vCPU run-queue wait {_n(wait)} % (runnable, not running)",
                 f"host CPU busy {_n(cell.get('res.host.cpu_busy_pct'))} %"]
@@ -967,7 +975,7 @@ def _host_contention(cell: CellModel) -> Hit | None:
     if execs is not None:
         evidence.append(f"{_n(execs)} executions/s, "
                         f"{_n(cell.get('qemu.vcpu.cpu_ms_per_exec'))} ms CPU per execution")
-    score = SCORE_SPECIFIC + min((wait - WAIT_PCT) / 40.0, 1.0)
+    score = SCORE_SPECIFIC + min((wait - limit) / 40.0, 1.0)
     scenario = cell.setting("scenario")
     alone = _only_differs(cell, "scenario", (None,)) if scenario else None
     alone_wait = None if alone is None else alone[1].get("qemu.vcpu.wait_pct")
@@ -983,11 +991,12 @@ def _host_contention(cell: CellModel) -> Hit | None:
 
 def _link(cell: CellModel) -> Hit | None:
     util = cell.get("res.net.link_util_pct")
-    if util is None or util < LINK_SATURATED_PCT or cell.link_mbit is None:
+    limit = _limit(cell, "LINK_SATURATED_PCT", LINK_SATURATED_PCT)
+    if util is None or util < limit or cell.link_mbit is None:
         return None
     main = cell.main
     share = _gap_share(cell, cell.link_mbit) if main == "mbit_s" else None
-    return Hit(SCORE_SPECIFIC + 1.0 + (util - LINK_SATURATED_PCT) / 100.0,
+    return Hit(SCORE_SPECIFIC + 1.0 + (util - limit) / 100.0,
                (f"link at {_n(util)} % of its shaped {_n(cell.link_mbit)} Mbit/s",), share)
 
 
@@ -996,7 +1005,8 @@ def _shared_link(cell: CellModel) -> Hit | None:
     pct = _pct_of_native(cell)
     # As for a device: only a link busy with everyone's traffic slows the cell.
     if share is None or share >= CELL_SHARE_MINE or busy is None \
-            or busy < LINK_SATURATED_PCT or (pct is not None and pct >= NEAR_NATIVE_PCT):
+            or busy < _limit(cell, "LINK_SATURATED_PCT", LINK_SATURATED_PCT) \
+            or (pct is not None and pct >= NEAR_NATIVE_PCT):
         return None
     who = ("its tap's bytes" if cell.get("res.net.cell_share_source") == 0.0
            else "its workload's rate")
@@ -1019,7 +1029,7 @@ def _user_net(cell: CellModel) -> Hit | None:
                 "of a core"]
     tap = next(((n, v) for n, (flat, v) in sorted(cell.siblings.items())
                 if flat.get("nic.backend") == "tap"), None)
-    fired = main_cpu >= SLIRP_MAIN_PCT
+    fired = main_cpu >= _limit(cell, "SLIRP_MAIN_PCT", SLIRP_MAIN_PCT)
     score = SCORE_SPECIFIC + 0.5
     if tap is not None and cell.main and tap[1].get(cell.main) and cell.main in cell.values:
         ratio = cell.values[cell.main] / tap[1][cell.main]
@@ -1078,7 +1088,7 @@ def _held(cell: CellModel) -> bool:
     # A vCPU waiting for a core is not waiting for I/O: that is contention. A request
     # whose added latency is QEMU's CPU work per I/O is being processed, not held.
     return not (pct >= LIMIT_BELOW_NATIVE_PCT or util >= LIMIT_DEVICE_IDLE_PCT or
-                vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= WAIT_PCT or
+                vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= _limit(cell, "WAIT_PCT", WAIT_PCT) or
                 added is None or cost is None or added < LIMIT_WAIT_RATIO * cost)
 
 

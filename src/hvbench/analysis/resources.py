@@ -118,6 +118,9 @@ class CellModel:
     #: What the host's configuration held for the cell's QEMU process and its devices
     #: (cgroup limits, queue settings, O_DIRECT), read at cell start; empty: not read.
     host_config: Mapping[str, Any] = field(default_factory=dict)
+    #: Diagnosis thresholds calibrated on the run's host (``hvbench calibrate``): name ->
+    #: value; a threshold not here keeps its default.
+    thresholds: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def is_native(self) -> bool:

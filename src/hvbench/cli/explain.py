@@ -61,6 +61,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
             (the message lists the closest cells).
         StoreError: the database cannot be read.
     """
+    from hvbench.report.calibration import calibration_json, calibration_line
     from hvbench.report.diagnosis import diagnosis_groups, diagnosis_lines, verdict_json
     from hvbench.report.model import load_run_report
     from hvbench.store.database import Store
@@ -78,11 +79,16 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
         if args.verify and verdicts:
             return _verify(args, store, report, verdicts, out=out, err=err)
     if args.format == "json":
+        calibration = calibration_json(report.calibration) if report.calibration else None
         out.print_json(json.dumps({"run": report.run.id,
                                    "accelerator": report.run.env.get("accelerator"),
+                                   "calibration": calibration,
                                    "verdicts": [verdict_json(v) for v in verdicts]}))
     else:
         warn_tcg(err, report.run.env.get("accelerator"))
+        calibrated = calibration_line(report.calibration)
+        if calibrated:
+            out.print(calibrated, markup=False, highlight=False)
         # Cells under the fix they share, wrapped at the terminal's width; an --only
         # pattern or --verbose also shows native and boot cells and abstentions.
         groups = diagnosis_groups(verdicts, verbose=args.verbose or bool(args.only),

@@ -19,6 +19,7 @@ from typing import NoReturn
 from rich.console import Console
 
 from hvbench.cli import (
+    calibrate,
     check,
     cleanup,
     compare,
@@ -51,7 +52,7 @@ err = Console(stderr=True, highlight=False)
 
 #: The commands in the order ``hvbench --help`` lists them.
 COMMANDS = (doctor, init, image, guest, fio_compare, run, tune, runs, report, explain, compare,
-            noise, check, show, db, fleet, worker, cleanup, parser_docs)
+            noise, calibrate, check, show, db, fleet, worker, cleanup, parser_docs)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from hvbench.analysis.calibration import stored_thresholds
 from hvbench.analysis.diagnosis import Verdict, diagnose_all, needs_flatness
 from hvbench.analysis.latency import Histogram, fio_clat_histogram, merge, wrk_histogram
 from hvbench.analysis.layers import LayerRow, layer_rows
@@ -50,6 +51,7 @@ from hvbench.report.precision import precision_line
 from hvbench.report.propagation import FIT_HEADERS, propagation_fit_rows, share_rows
 from hvbench.store.database import Store
 from hvbench.store.records import (
+    CalibrationRow,
     CellRow,
     FailureRow,
     MeasurementRow,
@@ -107,6 +109,9 @@ class RunReport:
     #: platform -> the clocksources its guests' kernels reported using (stored with each
     #: repetition since the clocksource became a setting; empty before).
     clocksources: dict[str, list[str]] = field(default_factory=dict)
+    #: The newest calibration of the run's host (``hvbench calibrate``) whose thresholds
+    #: the diagnosis read; None: none stored, the defaults apply.
+    calibration: CalibrationRow | None = None
 
     @property
     def has_scenarios(self) -> bool:
@@ -194,20 +199,23 @@ SeriesLoader = Callable[[Sequence[CellModel]], Sequence[SampleRow]]
 
 
 def run_models(report: RunReport, series: Sequence[SampleRow] | SeriesLoader = (),
-               host_configs: Mapping[str, Mapping[str, Any]] | None = None
-               ) -> list[CellModel]:
+               host_configs: Mapping[str, Mapping[str, Any]] | None = None,
+               thresholds: Mapping[str, float] | None = None) -> list[CellModel]:
     """The resource model of every (phase, platform) of a report; ``series``: the
     stored throughput series (:data:`THROUGHPUT_MONITORS`) whose flatness within each
     repetition the rules read, or a loader asked only for the cells whose diagnosis
     turns on flatness (:func:`~hvbench.analysis.diagnosis.needs_flatness`: reading
     every 10 Hz series of a 28-platform matrix costs seconds); ``host_configs``:
-    platform -> its host configuration."""
+    platform -> its host configuration; ``thresholds``: the diagnosis thresholds
+    calibrated on the run's host (:mod:`hvbench.analysis.calibration`)."""
     definitions = {(c.platform_name, c.workload_name): (c.platform, c.workload)
                    for c in report.cells}
     models = build_models(report.phases, report.natives, definitions,
                           accelerator=report.run.env.get("accelerator"),
                           link_rates=link_rates(report.run.study_text),
                           host_configs=host_configs)
+    if thresholds:
+        models = [dataclasses.replace(m, thresholds=dict(thresholds)) for m in models]
     if callable(series):
         wanted = [m for m in models if needs_flatness(m)]
         series = series(wanted) if wanted else ()
@@ -289,10 +297,11 @@ def _unique_prefix(given: str, matches: Sequence[str], plural: str, none: str,
 def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[MeasurementRow],
                      failures: Sequence[FailureRow] = (), samples: Sequence[SampleRow] = (),
                      *, series: Sequence[SampleRow] | SeriesLoader = (),
-                     host_configs: Mapping[str, Mapping[str, Any]] | None = None
-                     ) -> RunReport:
-    """Every section of the report from what the store holds (pure); ``series`` and
-    ``host_configs``: the diagnosis's evidence (:func:`run_models`)."""
+                     host_configs: Mapping[str, Mapping[str, Any]] | None = None,
+                     calibration: CalibrationRow | None = None) -> RunReport:
+    """Every section of the report from what the store holds (pure); ``series``,
+    ``host_configs`` and ``calibration``'s thresholds: the diagnosis's evidence and
+    limits (:func:`run_models`)."""
     stats = phase_stats(rows)
     dimensions = {c.name: (c.platform_name, c.workload_name) for c in cells}
     scenarios = build_scenario_report(rows, samples, dimensions or None,
@@ -303,8 +312,11 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
                        scenarios=scenarios, samples=list(samples),
                        propagation_shares=share_rows(
                            phase_shares(rows, propagation_workloads(rows))),
-                       stages=stage_rows(stage_windows(rows, samples, dimensions)))
-    models = run_models(report, series, host_configs)
+                       stages=stage_rows(stage_windows(rows, samples, dimensions)),
+                       calibration=calibration)
+    thresholds = stored_thresholds([dataclasses.asdict(t) for t in calibration.thresholds]) \
+        if calibration else None
+    models = run_models(report, series, host_configs, thresholds)
     report.verdicts.extend(diagnose_all(models))
     report.layers.extend(layer_rows(models))
     return report
@@ -352,7 +364,8 @@ def load_run_report(store: Store, run_id: str, *,
         else series_loader(store, run_id, cells, rows)
     report = build_run_report(run, cells, rows, store.failures(run_id),
                               ok_samples(store, run_id, rows, wanted), series=series,
-                              host_configs=host_configs(store, run_id, cells))
+                              host_configs=host_configs(store, run_id, cells),
+                              calibration=host_calibration(store, run))
     stage_series = [m for m in wanted if any(fnmatch.fnmatchcase(m, p) for p in STAGE_MONITORS)]
     if any(is_stage_mark(r.metric) for r in rows) and not stage_series:
         # The stage table needs its series whatever else is loaded (few: staged runs only).
@@ -373,6 +386,15 @@ def load_run_report(store: Store, run_id: str, *,
     states = steady_states(steady_series, report.cell_dimensions(), measured)
     return dataclasses.replace(report, steady=states,
                                warnings=report.warnings + steady_warnings(states))
+
+
+def host_calibration(store: Store, run: RunRecord) -> CalibrationRow | None:
+    """The newest calibration stored for the host the run ran on (None: none)."""
+    host = str(run.host or run.env.get("hostname") or "")
+    if not host:
+        return None
+    found = store.calibrations(host)
+    return found[0] if found else None
 
 
 def run_noise_floors(store: Store, run: RunRecord, cells: Sequence[CellRow],

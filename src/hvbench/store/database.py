@@ -62,6 +62,8 @@ from hvbench.store.migrations import MIGRATIONS
 from hvbench.store.records import (
     REPETITION_STATUSES,
     RUN_STATUSES,
+    CalibrationRecord,
+    CalibrationRow,
     CellIdentity,
     CellRecord,
     CellRow,
@@ -87,6 +89,8 @@ from hvbench.store.schema import SCHEMA_VERSION
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "DB_ENV",
+    "CalibrationRecord",
+    "CalibrationRow",
     "CellIdentity",
     "CellRecord",
     "CellRow",
@@ -626,6 +630,45 @@ class Store(StopOnExit):
                                   metric=r.metric, pairs=int(r.pairs), mean=float(r.mean),
                                   sd_pct=float(r.sd_pct)))
                 for r in self._read(query)]
+
+    def add_calibration(self, calibration: str, host: str, runs: Sequence[str],
+                        thresholds: Sequence[CalibrationRecord]) -> None:
+        """Store calibration ``calibration`` of ``host`` (computed from the planted
+        studies' ``runs``), one row per threshold, in one transaction.
+
+        Raises:
+            StoreError: the id is taken, or the write failed.
+        """
+        now = utc_now()
+        with self._transaction("storing a calibration") as conn:
+            for t in thresholds:
+                conn.execute(insert(db.calibrations).values(
+                    calibration=calibration, host=host, name=t.name, rule=t.rule,
+                    default_value=t.default_value, value=t.value,
+                    calibrated=int(t.calibrated), positives=t.positives,
+                    negatives=t.negatives, note=t.note, runs_json=json.dumps(list(runs)),
+                    created_at=now))
+
+    def calibrations(self, host: str | None = None) -> list[CalibrationRow]:
+        """Stored calibrations, newest first; only ``host``'s when given."""
+        c = db.calibrations.c
+        # Newest first, rows of one calibration in reverse insertion order: prepended
+        # below, its thresholds come back in the order they were stored.
+        query = select(db.calibrations).order_by(c.created_at.desc(), c.id.desc())
+        if host is not None:
+            query = query.where(c.host == host)
+        found: dict[str, CalibrationRow] = {}
+        for r in self._read(query):
+            record = CalibrationRecord(
+                name=r.name, rule=r.rule, default_value=float(r.default_value),
+                value=float(r.value), calibrated=bool(r.calibrated),
+                positives=int(r.positives), negatives=int(r.negatives), note=r.note)
+            row = found.get(r.calibration)
+            found[r.calibration] = CalibrationRow(
+                calibration=r.calibration, host=r.host, created_at=r.created_at,
+                runs=tuple(json.loads(r.runs_json)),
+                thresholds=(record,) + (row.thresholds if row else ()))
+        return list(found.values())
 
     # -- reads ----------------------------------------------------------------------------
 

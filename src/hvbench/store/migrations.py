@@ -73,8 +73,14 @@ def migrate_to_4(conn: Connection) -> None:
     add_version(conn, 4)
 
 
+def migrate_to_5(conn: Connection) -> None:
+    """Add the calibrations table (diagnosis thresholds measured on a host from the
+    planted matrix)."""
+    add_version(conn, 5)
+
+
 Migration = Callable[[Connection], None]
 
 #: ``MIGRATIONS[i]`` migrates from schema version ``i`` to ``i + 1``.
 MIGRATIONS: list[Migration] = [migrate_to_1, migrate_to_2, migrate_to_3,
-                               migrate_to_4]
+                               migrate_to_4, migrate_to_5]

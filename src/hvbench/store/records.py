@@ -145,6 +145,32 @@ class NoiseFloorRow:
     created_at: str
 
 
+@dataclass(frozen=True)
+class CalibrationRecord:
+    """One diagnosis threshold of a calibration (``hvbench calibrate``): its value for
+    the rules (the default when not ``calibrated``) and why."""
+
+    name: str
+    rule: str
+    default_value: float
+    value: float
+    calibrated: bool
+    positives: int
+    negatives: int
+    note: str
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    """A stored calibration: its id, host, time, the runs it came from, its thresholds."""
+
+    calibration: str
+    host: str
+    created_at: str
+    runs: tuple[str, ...]
+    thresholds: tuple[CalibrationRecord, ...]
+
+
 def definition_key(platform: Mapping[str, Any], workload: Mapping[str, Any]) -> str:
     """A short digest of a cell's platform and workload definitions (stored JSON, no
     names): cells defined alike in different studies share it."""

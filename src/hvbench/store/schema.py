@@ -33,7 +33,7 @@ from sqlalchemy.types import TypeEngine
 
 #: The schema version this hvbench writes (SQLite ``PRAGMA user_version``, PostgreSQL
 #: the ``hvbench_schema`` table).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 ID: TypeEngine[int] = BigInteger().with_variant(Integer(), "sqlite")
 TEXT: TypeEngine[str] = Text().with_variant(Text(collation="C"), "postgresql")
@@ -194,6 +194,30 @@ def build(version: int = SCHEMA_VERSION) -> MetaData:
             *index("noise_floors_host", "host", "definition", since=4),
             info=_since(4),
         )
+    if version >= 5:
+        # Version 5: diagnosis thresholds calibrated on a host from the planted matrix
+        # (``hvbench calibrate``; analysis/calibration.py). One row per threshold and
+        # calibration; the newest calibration of a host is the one the rules read.
+        Table(
+            "calibrations", md,
+            *col("id", ID, primary_key=True, autoincrement=True, since=5),
+            *col("calibration", TEXT, nullable=False, since=5),
+            *col("host", TEXT, nullable=False, since=5),
+            *col("name", TEXT, nullable=False, since=5),
+            *col("rule", TEXT, nullable=False, since=5),
+            *col("default_value", Double(), nullable=False, since=5),
+            *col("value", Double(), nullable=False, since=5),
+            *col("calibrated", Integer(), nullable=False, since=5),
+            *col("positives", Integer(), nullable=False, since=5),
+            *col("negatives", Integer(), nullable=False, since=5),
+            *col("note", TEXT, nullable=False, since=5),
+            # The runs of the planted studies it was computed from (a JSON list).
+            *col("runs_json", TEXT, nullable=False, since=5),
+            *col("created_at", TEXT, nullable=False, since=5),
+            UniqueConstraint("calibration", "name", name="calibrations_key"),
+            *index("calibrations_host", "host", "created_at", since=5),
+            info=_since(5),
+        )
     return md
 
 
@@ -206,6 +230,7 @@ samples = metadata.tables["samples"]
 raw_outputs = metadata.tables["raw_outputs"]
 run_order = metadata.tables["run_order"]
 noise_floors = metadata.tables["noise_floors"]
+calibrations = metadata.tables["calibrations"]
 
 #: PostgreSQL keeps the schema version here (SQLite: ``PRAGMA user_version``).
 schema_version = Table(
