@@ -124,6 +124,19 @@ def test_io_limit_without_a_found_limit_names_no_setting() -> None:
     assert any("unidentified" in e for e in verdict.dominant.evidence)
 
 
+def test_a_limit_the_throughput_sits_at_needs_no_waiting_requests() -> None:
+    # The planted read throttle: 9 I/Os per second, QEMU busy emulating the vCPU's idle
+    # loop, so its CPU per I/O (59 ms) was more than half of the 111 ms added; the
+    # configured limit equal to the throughput decided it, and no flatness was needed.
+    busy = {**THROTTLED, "qemu.vcpu.cpu_pct": 45.0, "qemu.total.cpu_pct": 50.0}
+    assert "io-limit" not in findings(diagnose(model(busy, series_cov=None)))
+    verdict = diagnose(model(busy, series_cov=None, host_config=CGROUP))
+    assert verdict.dominant is not None and verdict.dominant.rule == "io-limit"
+    assert not any("requests wait" in e for e in verdict.dominant.evidence)
+    assert any("requests wait" in e for e in diagnose(
+        model(THROTTLED, host_config=CGROUP)).dominant.evidence)  # type: ignore[union-attr]
+
+
 # -- 4. flat from one sample ------------------------------------------------------------
 def test_flatness_is_never_a_cov_over_one_repetition() -> None:
     # n = 1: the CoV over repetitions is 0 and says nothing; no series, no flatness.

@@ -1077,8 +1077,9 @@ def _named_limit(cell: CellModel) -> tuple[str, str, float | None] | None:
     return min(found, key=distance)
 
 
-def _held(cell: CellModel) -> bool:
-    """io-limit's evidence but flatness: slow, nobody on the path busy, requests held."""
+def _held(cell: CellModel, *, waiting: bool = True) -> bool:
+    """io-limit's evidence but flatness: slow, nobody on the path busy, requests held
+    (``waiting``: and the time added per I/O is not QEMU's CPU work per I/O)."""
     pct = _pct_of_native(cell)
     util, vcpu = cell.get("res.disk.util_pct"), cell.get("res.vcpu.util_pct")
     if cell.kind != "disk" or pct is None or util is None or vcpu is None:
@@ -1087,9 +1088,10 @@ def _held(cell: CellModel) -> bool:
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
     # A vCPU waiting for a core is not waiting for I/O: that is contention. A request
     # whose added latency is QEMU's CPU work per I/O is being processed, not held.
+    processed = added is None or cost is None or added < LIMIT_WAIT_RATIO * cost
     return not (pct >= LIMIT_BELOW_NATIVE_PCT or util >= LIMIT_DEVICE_IDLE_PCT or
                 vcpu >= LIMIT_VCPU_IDLE_PCT or wait >= _limit(cell, "WAIT_PCT", WAIT_PCT) or
-                added is None or cost is None or added < LIMIT_WAIT_RATIO * cost)
+                (waiting and processed))
 
 
 def needs_flatness(cell: CellModel) -> bool:
@@ -1116,9 +1118,12 @@ def _io_limit(cell: CellModel) -> Hit | None:
     pct, vcpu = _pct_of_native(cell), cell.get("res.vcpu.util_pct")
     flat_cov = cell.get("res.series_cov_pct")
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
-    if not _held(cell):
-        return None
     found = _matching_limit(cell)
+    # A configured limit that the throughput sits at identifies the limiter by itself:
+    # at a throttled few I/Os per second, QEMU's CPU per I/O (its vCPUs' idle-loop
+    # emulation divided by those few I/Os) can pass for work on each request.
+    if not _held(cell, waiting=not (found is not None and found[3])):
+        return None
     flat = flat_cov is not None and flat_cov <= LIMIT_FLAT_COV_PCT
     # A limiter shows as throughput flat within the repetition, or as a limit in the
     # configuration that the throughput sits at; a phase too short for three whole
@@ -1132,7 +1137,8 @@ def _io_limit(cell: CellModel) -> Hit | None:
                 _vs(cell, "res.disk.util_pct", "host %util", "%"),
                 f"vCPUs {_n(vcpu)} % busy, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %; "
                 f"{_n(added)} ms added per I/O above the device against {_n(cost)} ms of QEMU "
-                "CPU per I/O: requests wait between guest and device"]
+                "CPU per I/O" + (": requests wait between guest and device"
+                                 if _held(cell) else "")]
     if found is None:
         where = ("no limit in QEMU's configuration or the QEMU process's cgroups"
                  if cell.host_config else "no limit in QEMU's configuration, and the host "
