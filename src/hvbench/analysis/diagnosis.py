@@ -697,6 +697,11 @@ def _image_growth(cell: CellModel) -> Hit | None:
         "res.disk.writes_per_io")
     amplified = writes is not None and native_writes is not None and \
         writes >= GROWTH_WRITE_RATIO * native_writes
+    # The same guest with a fully written image is the closer baseline: the bare host's
+    # file system journals its own writes, which no guest image adds or removes.
+    full = _full_sibling_writes(cell)
+    amplified_vs_full = writes is not None and full is not None and \
+        writes >= GROWTH_WRITE_RATIO * full[1]
     share, native_share = cell.get("res.disk.device_share"), cell.native(
         "res.disk.device_share")
     copied = share is not None and native_share is not None and native_share > 0 and \
@@ -705,8 +710,8 @@ def _image_growth(cell: CellModel) -> Hit | None:
     if cell.setting("disk.allocation") == "preallocated":
         # Converting a reserved extent neither splits requests nor copies data: only a
         # fully written sibling can show what it costs.
-        shrunk = journal = amplified = copied = False
-    if not (shrunk or journal or amplified or copied or slower):
+        shrunk = journal = amplified = amplified_vs_full = copied = False
+    if not (shrunk or journal or amplified or amplified_vs_full or copied or slower):
         return None
     evidence = [why]
     if shrunk:
@@ -717,14 +722,28 @@ def _image_growth(cell: CellModel) -> Hit | None:
     if amplified:
         evidence.append(_vs(cell, "res.disk.writes_per_io",
                             "host writes per guest write (allocation metadata)"))
+    if amplified_vs_full and full is not None:
+        evidence.append(f"host writes per guest write {_n(writes)} vs {_n(full[1])} on "
+                        f"{full[0]} ({_flat_value(cell, full[0], 'disk.allocation')}), "
+                        "the same otherwise")
     if copied:
         evidence.append(_vs(cell, "res.disk.device_share",
                             "host bytes written per guest byte (allocation copies and "
                             "zero-fills)"))
     if slower:
         evidence.append(slower)
-    found = shrunk + journal + amplified + copied + bool(slower)
+    found = shrunk + journal + (amplified or amplified_vs_full) + copied + bool(slower)
     return Hit(SCORE_SPECIFIC + 0.6 + 0.4 * min(found, 3), tuple(evidence))
+
+
+def _full_sibling_writes(cell: CellModel) -> tuple[str, float] | None:
+    """The sibling differing only in ``allocation = "full"``, and its host writes per
+    guest write (None: no such sibling, or not measured)."""
+    sibling = _only_differs(cell, "disk.allocation", GROWN_ALLOCATIONS)
+    if sibling is None:
+        return None
+    writes = derive(sibling[1], native=False).get("res.disk.writes_per_io")
+    return None if writes is None else (sibling[0], writes)
 
 
 def _only_differs(cell: CellModel, key: str, better: Sequence[Any]
