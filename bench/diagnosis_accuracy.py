@@ -1,7 +1,7 @@
 """Accuracy of `hvbench explain` on the planted-bottleneck matrix.
 
 Usage: python bench/diagnosis_accuracy.py [--rounds 3] [--only NAME,...] [--json]
-                                          [--keep DIR]
+                                          [--keep DIR | --rescore DIR]
 
 Runs every study of examples/diagnosis (each plants known bottlenecks; the planted
 cells and causes are in examples/diagnosis/expected.json) ``--rounds`` times, each into
@@ -157,11 +157,24 @@ def match(verdicts: Sequence[Mapping[str, Any]], planted: Mapping[str, Any],
 
 
 def one_study(name: str, planted: Mapping[str, Any], scratch: Path,
-              rule_fixes: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Run one planted study; one result per planted cell."""
+              rule_fixes: Mapping[str, str], *, rescore: bool = False
+              ) -> list[dict[str, Any]]:
+    """Run one planted study (``rescore``: explain the database a kept run left in
+    ``scratch`` again, with the host load recorded beside it); one result per planted
+    cell."""
     db = scratch / f"{name}.db"
-    done, outside = _run(name, db)
-    host = {"outside_cores": round(outside, 3), "quiet": outside <= QUIET_CORES}
+    load = scratch / f"{name}.host.json"
+    if rescore:
+        if not db.exists():
+            return []
+        done = subprocess.CompletedProcess([], 0, "", "")
+        outside = json.loads(load.read_text())["outside_cores"] if load.exists() else None
+    else:
+        done, outside = _run(name, db)
+        load.write_text(json.dumps({"outside_cores": outside}))
+    # A rescored run of a bench that did not record the load: unknown, not quiet.
+    host = {"outside_cores": None if outside is None else round(outside, 3),
+            "quiet": outside is not None and outside <= QUIET_CORES}
     if done.returncode != 0:
         return [{"study": name, "cell": pattern, "planted": planted_cause(spec)[0],
                  "named": None, "label": "(run failed)", "outcome": None, "ok": False,
@@ -183,7 +196,7 @@ def summarize(results: Sequence[Mapping[str, Any]], rounds: int) -> dict[str, An
 
     def rate(key: str, among: Sequence[Mapping[str, Any]] = results) -> float:
         return sum(1 for r in among if r[key]) / len(among) if among else 0.0
-    quiet = [r for r in results if r.get("quiet", True)]
+    quiet = [r for r in results if r.get("quiet")]
     return {"rounds": rounds, "planted_cells": n,
             "correct": sum(1 for r in results if r["ok"]), "top1_accuracy": rate("ok"),
             "right_fix_rate": rate("right_fix"), "unexplained_rate": rate("unexplained"),
@@ -218,7 +231,12 @@ def main() -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", metavar="DIR",
                         help="keep the databases in DIR/round-N instead of a scratch dir")
+    parser.add_argument("--rescore", metavar="DIR",
+                        help="run nothing: explain the databases a --keep DIR run left "
+                             "(DIR/round-N/NAME.db) again, with today's rules")
     args = parser.parse_args()
+    if args.rescore:
+        args.keep = args.rescore
     expected = {k: v for k, v in json.loads((SUITE / "expected.json").read_text()).items()
                 if not k.startswith("_")}
     names = args.only.split(",") if args.only else sorted(expected)
@@ -229,14 +247,16 @@ def main() -> int:
             where = Path(args.keep) / f"round-{round_no}" if args.keep else Path(scratch)
             where.mkdir(parents=True, exist_ok=True)
             for name in names:
-                for result in one_study(name, expected[name], where, rule_fixes):
+                for result in one_study(name, expected[name], where, rule_fixes,
+                                        rescore=bool(args.rescore)):
                     result["round"] = round_no
                     results.append(result)
                     if not args.json:
                         mark = "ok " if result["ok"] else "BAD"
+                        cores = result["outside_cores"]
                         busy = "" if result["quiet"] else (
-                            f" (host busy outside the study: "
-                            f"{result['outside_cores']:.2f} cores)")
+                            " (host load outside the study not recorded)" if cores is None
+                            else f" (host busy outside the study: {cores:.2f} cores)")
                         print(f"round {round_no} {mark} {result['study']} {result['cell']}: "
                               f"planted {result['planted']}, named {result['label']}{busy}",
                               flush=True)
