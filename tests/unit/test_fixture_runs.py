@@ -9,7 +9,7 @@ committed databases are never opened in place.
 
 The commands run in this process (:func:`hvbench`: ``hvbench.cli.main.main`` with the
 console regenerate.sh gives a subprocess: 160 columns, not a terminal, no colour), and
-each fixture's outputs are rendered once per session (:func:`rendered`) and shared by
+each fixture's outputs are rendered once per session (:class:`Renders`) and shared by
 the tests that read them: starting a Python per command cost about 2 s of imports each.
 """
 
@@ -21,9 +21,10 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -110,15 +111,16 @@ class Rendered:
     html: bytes | None
     explain_json: Done
     explain_table: Done
+    #: Each bar chart and latency CDF the HTML report drew: (series -> colour, its SVG)
+    #: (test_report_colours reads them).
+    figures: tuple[tuple[dict[str, str], str], ...] = ()
 
 
-@pytest.fixture(scope="session")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Rendered]:
-    """name -> its fixture's outputs, each rendered the first time a test asks."""
-    return _Renders(tmp_path_factory)
+# The session fixture ``rendered`` (tests/unit/conftest.py: one instance for every
+# module that reads it) is a :class:`Renders`.
 
 
-class _Renders(dict[str, Rendered]):
+class Renders(dict[str, Rendered]):
     """A dict that renders a fixture on its first lookup."""
 
     def __init__(self, factory: pytest.TempPathFactory) -> None:
@@ -131,16 +133,51 @@ class _Renders(dict[str, Rendered]):
         db = f"{name}.db"
         reports = render_reports(cwd, run, db)
         html = None
+        figures: list[tuple[dict[str, str], str]] = []
         if (RUNS / f"{name}.report.html").exists():
-            done = hvbench(cwd, "report", run, "--db", db, "--format", "html",
-                           "-o", str(cwd / "out.html"))
+            with watched_figures(figures):
+                done = hvbench(cwd, "report", run, "--db", db, "--format", "html",
+                               "-o", str(cwd / "out.html"))
             assert done.returncode == 0, done.stderr
             html = (cwd / "out.html").read_bytes()
         value = Rendered(name, run, cwd, reports, html,
                          hvbench(cwd, "explain", run, "--db", db, "--format", "json"),
-                         hvbench(cwd, "explain", run, "--db", db, "--verbose"))
+                         hvbench(cwd, "explain", run, "--db", db, "--verbose"),
+                         tuple(figures))
         self[name] = value
         return value
+
+
+@contextlib.contextmanager
+def watched_figures(seen: list[tuple[dict[str, str], str]]) -> Iterator[None]:
+    """The HTML report's bar charts and latency CDFs are drawn as always, each also
+    appended to ``seen`` as (series -> the colour it was given, the SVG drawn)."""
+    from hvbench.report import html as html_module
+    from hvbench.report.plots import BarChart, LatencyCurve, series_colors
+
+    real_bars = html_module.grouped_bars  # type: ignore[attr-defined]
+    real_cdf = html_module.latency_cdf  # type: ignore[attr-defined]
+
+    def bars(chart: BarChart) -> str:
+        svg: str = real_bars(chart)
+        seen.append((dict(zip(chart.series, series_colors(chart.series, chart.colors),
+                              strict=True)), svg))
+        return svg
+
+    def cdf(title: str, curves: Sequence[LatencyCurve], *args: Any) -> str:
+        svg: str = real_cdf(title, curves, *args)
+        given = {c.label: c.color for c in curves if c.color}
+        labels = [c.label for c in curves]
+        seen.append((dict(zip(labels, series_colors(labels, given), strict=True)), svg))
+        return svg
+
+    html_module.grouped_bars = bars  # type: ignore[attr-defined]
+    html_module.latency_cdf = cdf  # type: ignore[attr-defined,assignment]
+    try:
+        yield
+    finally:
+        html_module.grouped_bars = real_bars  # type: ignore[attr-defined]
+        html_module.latency_cdf = real_cdf  # type: ignore[attr-defined]
 
 
 def test_fixtures_exist() -> None:

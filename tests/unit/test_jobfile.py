@@ -212,3 +212,32 @@ def test_job_file_that_is_binary_is_one_line(tmp_path: Path) -> None:
     spec = disk_spec(job_file="b.fio")
     with pytest.raises(SpecError, match=r"byte 6 .* is not UTF-8"):
         job_file_text(spec, study)
+
+
+def test_fio_parses_one_rewritten_job_file_once_per_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells sharing a job file start fio once (each in its own scratch directory, the
+    rewritten texts differ only there); fio's refusal is repeated from its answer, and
+    another text is parsed again."""
+    from hvbench.workloads import disk
+    from hvbench.workloads.disk import check_job_file
+
+    started: list[str] = []
+    real = disk._run_fio_parse_only
+
+    def counted(scratch: Path, text: str, source: str) -> tuple[int, str, str]:
+        started.append(text)
+        return real(scratch, text, source)
+
+    monkeypatch.setattr(disk, "_run_fio_parse_only", counted)
+    # the job's name is this test's directory: a text no other test gave fio.
+    study = study_with(tmp_path, "bad.fio", f"[{tmp_path.name}]\nrw=sideways\nsize=1m\n")
+    for _ in range(2):
+        with pytest.raises(SpecError, match="fio refuses the job file: fio: failed "
+                                            "parsing rw=sideways"):
+            check_job_file(disk_spec(job_file="bad.fio"), study)
+    assert len(started) == 1
+    (tmp_path / "bad.fio").write_text(f"[{tmp_path.name}]\nrw=read\nsize=1m\n")
+    check_job_file(disk_spec(job_file="bad.fio"), study)
+    check_job_file(disk_spec(job_file="bad.fio"), study)
+    assert len(started) == 2 and "rw=read" in started[1]

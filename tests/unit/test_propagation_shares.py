@@ -5,20 +5,17 @@ of the propagation fixture database."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from hvbench.analysis.shares import phase_shares
 from hvbench.analysis.trends import propagation_workloads
-from hvbench.report.html import render_html
-from hvbench.report.model import load_run_report
 from hvbench.report.propagation import SHARE_HEADERS, share_rows
-from hvbench.report.render import html_input, report_json, terminal_tables
+from hvbench.report.render import report_json, terminal_tables
 from hvbench.report.tables import PROPAGATION_SHARE_TITLE
-from hvbench.store.database import Store
 from hvbench.store.records import MeasurementRow
+from tests.unit.test_report_model import fixture_report_html
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 
@@ -80,12 +77,10 @@ def test_no_propagation_no_shares() -> None:
     assert phase_shares(rows, propagation_workloads(rows)) == []
 
 
-def test_the_reports_show_the_share_table(tmp_path: Path) -> None:
-    shutil.copyfile(RUNS / "propagation.db", tmp_path / "propagation.db")
-    with Store(tmp_path / "propagation.db", create=False) as store:
-        run = store.latest_run()
-        assert run is not None
-        report = load_run_report(store, run.id)
+def test_the_reports_show_the_share_table() -> None:
+    # The propagation fixture's report model and its HTML, as test_report_model loads
+    # and renders them (once per session).
+    report, text = fixture_report_html("propagation")
     assert report.propagation_shares
     titles = [str(t.title) for t in terminal_tables(report)]
     assert PROPAGATION_SHARE_TITLE in titles
@@ -96,6 +91,5 @@ def test_the_reports_show_the_share_table(tmp_path: Path) -> None:
         means = [float(share[f"{p} %"].split(" ± ")[0]) for p in
                  ("initial", "transfer", "terminal")]
         assert sum(means) == pytest.approx(100.0, abs=0.2)
-    text = render_html(html_input(report, None))
     assert PROPAGATION_SHARE_TITLE in text
     assert "share of each propagation phase (mean % over repetitions)" in text

@@ -6,44 +6,24 @@ from __future__ import annotations
 
 import base64
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hvbench.report import html as html_module
 from hvbench.report.plots import NATIVE_COLOR, BarChart, LatencyCurve, series_colors
-from tests.unit.test_fixture_runs import hvbench, scratch_copy
+from tests.unit.test_fixture_runs import Rendered
 
 SVG = re.compile(r'src="data:image/svg\+xml;base64,([^"]+)"')
 
 
 def test_every_figure_gives_a_platform_the_same_colour(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[tuple[dict[str, str], str]] = []  # (series -> colour, the SVG drawn)
-
-    def watch_bars(chart: BarChart) -> str:
-        svg = real_bars(chart)
-        seen.append((dict(zip(chart.series, series_colors(chart.series, chart.colors),
-                              strict=True)), svg))
-        return svg
-
-    def watch_cdf(title: str, curves: list[LatencyCurve], *args: Any) -> str:
-        svg = real_cdf(title, curves, *args)
-        given = {c.label: c.color for c in curves if c.color}
-        seen.append((dict(zip([c.label for c in curves],
-                              series_colors([c.label for c in curves], given),
-                              strict=True)), svg))
-        return svg
-
-    real_bars = html_module.grouped_bars  # type: ignore[attr-defined]
-    real_cdf = html_module.latency_cdf  # type: ignore[attr-defined]
-    monkeypatch.setattr(html_module, "grouped_bars", watch_bars)
-    monkeypatch.setattr(html_module, "latency_cdf", watch_cdf)
-    run = scratch_copy("storage", tmp_path)
-    done = hvbench(tmp_path, "report", run, "--db", "storage.db", "--format", "html",
-                   "-o", "out.html")
-    assert done.returncode == 0, done.stderr.decode()
+        rendered: dict[str, Rendered]) -> None:
+    # The storage fixture's HTML report as test_fixture_runs renders it (`hvbench report
+    # RUN --format html -o out.html` on a scratch copy), its figure functions watched.
+    storage = rendered["storage"]
+    assert storage.html is not None
+    seen = storage.figures  # (series -> colour, the SVG drawn)
     platforms = {"native", "vm.virtio-blk-none", "vm.ide-writeback"}
     colours: dict[str, set[str]] = {}
     for mapping, svg in seen:
@@ -60,7 +40,7 @@ def test_every_figure_gives_a_platform_the_same_colour(
     assert len({next(iter(c)) for c in colours.values()}) == len(platforms)
     # Every figure watched is on the page (the others, time series, draw repetitions).
     page = {base64.b64decode(data).decode()
-            for data in SVG.findall((tmp_path / "out.html").read_text())}
+            for data in SVG.findall(storage.html.decode())}
     assert {svg for _, svg in seen} <= page
 
 

@@ -5,6 +5,7 @@ scenarios)."""
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import re
@@ -102,6 +103,14 @@ def report(rows: list[MeasurementRow] | None = None, **kw: object) -> ReportInpu
     return ReportInput(**{**base, **kw})  # type: ignore[arg-type]
 
 
+@functools.cache
+def default_document() -> str:
+    """``render_html(report())``, rendered once for the tests that read it (each render
+    draws its charts, about 0.5 s); :func:`test_rendering_is_deterministic` renders it
+    again and compares."""
+    return render_html(report())
+
+
 class Collector(HTMLParser):
     """Tags with their attributes, and the text."""
 
@@ -125,7 +134,7 @@ def parse(text: str) -> Collector:
 
 # -- the document ----------------------------------------------------------------------------
 def test_document_is_self_contained() -> None:
-    text = render_html(report())
+    text = default_document()
     doc = parse(text)
     metas = [a for t, a in doc.tags if t == "meta" and a.get("http-equiv")]
     assert metas == [{"http-equiv": "Content-Security-Policy", "content": CSP}]
@@ -144,7 +153,7 @@ def tag_names(doc: Collector) -> set[str]:
 
 
 def test_images_are_svg_data_uris() -> None:
-    doc = parse(render_html(report()))
+    doc = parse(default_document())
     images = [a for t, a in doc.tags if t == "img"]
     # dd: boot s bars, MB/s bars, MB/s in % of native (no samples in the fixture)
     assert len(images) == 3
@@ -172,8 +181,8 @@ def test_a_sections_figures_share_one_row_at_one_scale() -> None:
 
 
 def test_tcg_banner_only_under_tcg() -> None:
-    assert 'class="banner"' in render_html(report())
-    assert "guest numbers measure emulation" in render_html(report())
+    assert 'class="banner"' in default_document()
+    assert "guest numbers measure emulation" in default_document()
     kvm = render_html(report(env={**ENV, "accelerator": "kvm"}))
     assert 'class="banner"' not in kvm
 
@@ -205,7 +214,9 @@ def test_repeated_warnings_are_grouped() -> None:
 
 
 def test_rendering_is_deterministic() -> None:
-    assert render_html(report()) == render_html(report())
+    # Two renders of equal input: a fresh one and the shared one (rendered here, after
+    # the fresh one, when this test runs first).
+    assert render_html(report()) == default_document()
 
 
 # -- tables and charts -----------------------------------------------------------------------
@@ -624,7 +635,7 @@ def test_weights_table_in_the_document() -> None:
 
 
 def test_no_scenario_lifecycle_sections_for_a_storage_run() -> None:
-    text = render_html(report())
+    text = default_document()
     for anchor in ("scenarios", "lifecycle", "propagation"):
         assert f'id="{anchor}"' not in text
 

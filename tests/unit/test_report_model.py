@@ -3,9 +3,11 @@ of the report's renderers (terminal, JSON, HTML) on the fixture runs."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sqlite3
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from hvbench.analysis.metrics import CATALOGUE, lookup, unknown_metrics
 from hvbench.report.diagnosis import DIAGNOSIS_TITLE
 from hvbench.report.html import render_html
-from hvbench.report.model import load_run_report
+from hvbench.report.model import RunReport, load_run_report
 from hvbench.report.render import html_input, report_json, section_titles, terminal_tables
 from hvbench.store.database import Store
 
@@ -79,15 +81,26 @@ def test_migration_fills_the_identity_from_the_definitions(migrated: Store) -> N
                 assert ident.image_size == cell.workload["image_size"]
 
 
-def test_renderers_show_the_same_sections(migrated: Store) -> None:
-    with migrated as store:
-        run = store.latest_run()
-        assert run is not None
-        report = load_run_report(store, run.id)
+@functools.cache
+def fixture_report_html(name: str) -> tuple[RunReport, str]:
+    """The report model of fixture run ``name`` (a scratch copy, migrated as it is
+    opened) and the HTML :func:`render_html` makes of it: loaded and rendered once per
+    session for the tests that read them (test_propagation_shares too)."""
+    with tempfile.TemporaryDirectory(prefix="hvb-test-") as scratch:
+        shutil.copyfile(RUNS / f"{name}.db", Path(scratch) / f"{name}.db")
+        with Store(Path(scratch) / f"{name}.db", create=False) as store:
+            run = store.latest_run()
+            assert run is not None
+            report = load_run_report(store, run.id)
+    return report, render_html(html_input(report, None))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_renderers_show_the_same_sections(name: str) -> None:
+    report, html = fixture_report_html(name)
     titles = section_titles(report)
     terminal = [str(t.title) for t in terminal_tables(report)]
     doc = json.loads(report_json(report))
-    html = render_html(html_input(report, None))
     phases = [f"{p['workload']} / {p['phase']}" for p in doc["phases"]]
     assert terminal[:len(titles["phases"])] == titles["phases"] == phases
     extra = terminal[len(titles["phases"]):]

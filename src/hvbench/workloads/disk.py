@@ -457,29 +457,53 @@ def _load_time_target(spec: DiskWorkloadSpec, platform: PlatformSpec,
         shutil.disk_usage(scratch).free, True
 
 
+#: fio's answers (exit status, stdout, stderr) to rewritten job files this process had it
+#: parse, keyed by the text with its scratch directory replaced by :data:`_SCRATCH_MARK`:
+#: the cells of a study that share a job file (and a reload of the same study) start fio
+#: once, not once per cell (about 0.2 s each). fio's parse depends only on that text.
+_fio_answers: dict[str, tuple[int, str, str]] = {}
+_FIO_ANSWERS_KEPT = 256
+_SCRATCH_MARK = "\0hvbench-parse-scratch\0"
+
+
 def _fio_parse_only(sections: list[Section], spec: DiskWorkloadSpec, source: str) -> None:
     """fio's own reading of the rewritten file (``fio --parse-only``), against a
     temporary directory so options that check their paths find one. Raises
     :class:`SpecError` with fio's words if fio refuses it, or if it does not answer in
-    30 s; a host without fio skips the check (the run will say fio is missing)."""
+    30 s; a host without fio skips the check (the run will say fio is missing). The
+    same rewritten text is given to fio once per process (:data:`_fio_answers`)."""
     if shutil.which("fio") is None:
         return
     with tempfile.TemporaryDirectory(prefix="hvb-parse-") as scratch:
         target = JobTarget(scratch, f"{scratch}/hvbench.dat", spec.target == "device")
         rewrite = rewrite_jobs(sections, target, _overrides(spec), env=target_env(target),
                                native=False, source=source)
-        job = Path(scratch) / "job.fio"
-        job.write_text(rewrite.text)
-        try:
-            done = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True,
-                                  text=True, timeout=_PARSE_ONLY_TIMEOUT_S, check=False,
-                                  cwd=scratch)
-        except subprocess.TimeoutExpired as exc:
-            raise SpecError(f"{source}: fio --parse-only did not answer in "
-                            f"{_PARSE_ONLY_TIMEOUT_S:g} s") from exc
-    if done.returncode != 0:
-        said = fio_error("", done.stderr).replace("\n", "; ") or done.stdout.strip()[-300:]
+        key = rewrite.text.replace(scratch, _SCRATCH_MARK)
+        answer = _fio_answers.get(key)
+        if answer is None:
+            answer = _run_fio_parse_only(Path(scratch), rewrite.text, source)
+            if len(_fio_answers) >= _FIO_ANSWERS_KEPT:
+                _fio_answers.clear()
+            _fio_answers[key] = answer
+    returncode, stdout, stderr = answer
+    if returncode != 0:
+        said = fio_error("", stderr).replace("\n", "; ") or stdout.strip()[-300:]
         raise SpecError(f"{source}: fio refuses the job file: {said}")
+
+
+def _run_fio_parse_only(scratch: Path, text: str, source: str) -> tuple[int, str, str]:
+    """``fio --parse-only`` of ``text`` written into ``scratch``: (exit status, stdout,
+    stderr). Raises :class:`SpecError` if fio does not answer in 30 s."""
+    job = scratch / "job.fio"
+    job.write_text(text)
+    try:
+        done = subprocess.run(["fio", "--parse-only", str(job)], capture_output=True,
+                              text=True, timeout=_PARSE_ONLY_TIMEOUT_S, check=False,
+                              cwd=scratch)
+    except subprocess.TimeoutExpired as exc:
+        raise SpecError(f"{source}: fio --parse-only did not answer in "
+                        f"{_PARSE_ONLY_TIMEOUT_S:g} s") from exc
+    return done.returncode, done.stdout, done.stderr
 
 
 def check_job_file(spec: DiskWorkloadSpec, study_path: str,
