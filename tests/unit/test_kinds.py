@@ -1,0 +1,28 @@
+"""Kind packages register into the core's registries: every workload kind a study may
+name has a cell kind once :func:`install` ran, installing twice changes nothing, and a
+second class claiming a registered kind is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from hvbench.errors import HvbenchError
+from hvbench.kinds import install
+from hvbench.model.study import WORKLOAD_KINDS
+from hvbench.run.cells import registry
+from hvbench.run.cells.disk import DiskCell
+from hvbench.run.cells.network import NetworkCell
+
+
+def test_every_workload_kind_runs_after_install() -> None:
+    install()
+    before = (dict(registry.CELL_KINDS), list(registry.ROUND_MEMORIES))
+    install()
+    assert (dict(registry.CELL_KINDS), list(registry.ROUND_MEMORIES)) == before
+    assert set(registry.CELL_KINDS) == set(WORKLOAD_KINDS)
+
+
+def test_a_kind_claimed_by_two_classes_is_refused() -> None:
+    registry.register_cell_kind("disk", DiskCell)  # the same class again: fine
+    with pytest.raises(HvbenchError, match="'disk' is registered twice"):
+        registry.register_cell_kind("disk", NetworkCell)
