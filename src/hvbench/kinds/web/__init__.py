@@ -1,8 +1,15 @@
 """The web workload kind (``kind = "web"``): an HTTP server on the platform, httperf
-(and wrk for latency) on a lab host."""
+(and wrk for latency) on a lab host; its cell (:mod:`.cell`) and the run-wide memory of
+measured maxima its relative rates take a share of (:mod:`.rates`)."""
 
 from __future__ import annotations
+
+from hvbench.kinds.web.cell import WebCell
+from hvbench.kinds.web.rates import RateMaxima
+from hvbench.run.cells.registry import register_cell_kind, register_round_memory
 
 
 def register() -> None:
     """Register the web kind into the core's registries."""
+    register_cell_kind(WebCell.kind, WebCell)
+    register_round_memory(RateMaxima)

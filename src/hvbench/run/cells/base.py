@@ -1,7 +1,8 @@
 """One shape for running a cell, whatever its workload kind.
 
-Each workload kind is one module of this package with one class implementing
-:class:`CellKind`; :mod:`hvbench.run.cells.registry` finds it by ``spec.kind``. The runner
+Each workload kind has one class implementing :class:`CellKind` (a module of this
+package, or the package of :mod:`hvbench.kinds` that registered it);
+:mod:`hvbench.run.cells.registry` finds it by ``spec.kind``. The runner
 calls :func:`run_cell` (``prepare``, ``run``, ``release``) with a :class:`CellContext` and
 stores the :class:`CellResult`; every kind builds that result with :func:`cell_result`
 from its :class:`~hvbench.workloads.outcome.PhaseOutcome` s, so the stored phases,

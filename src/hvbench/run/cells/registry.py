@@ -17,13 +17,12 @@ from hvbench.run.cells.disk import DiskCell
 from hvbench.run.cells.lifecycle import LifecycleCell
 from hvbench.run.cells.network import NetworkCell
 from hvbench.run.cells.propagation import PropagationCell
-from hvbench.run.cells.web import WebCell
 from hvbench.store.records import MeasurementRow
 
 #: ``spec.kind`` -> a fresh cell kind (one per (cell, repetition): it holds what its
 #: ``prepare`` set up). Filled by the core kinds below and by :func:`register_cell_kind`.
 CELL_KINDS: dict[str, Callable[[], CellKind]] = {
-    DiskCell.kind: DiskCell, NetworkCell.kind: NetworkCell, WebCell.kind: WebCell,
+    DiskCell.kind: DiskCell, NetworkCell.kind: NetworkCell,
     LifecycleCell.kind: LifecycleCell, PropagationCell.kind: PropagationCell,
 }
 #: A run's stored measurements so far (empty before the run exists): what a
