@@ -33,6 +33,7 @@ __all__ = [
     "disk_device",
     "intent",
     "phase_settings",
+    "register_kind_class",
     "with_flatness",
     "workload_class",
 ]
@@ -46,10 +47,26 @@ _BYTES_PER_S = {"mb_s": 1e6, "mbit_s": 1e6 / 8}
 #: The diagnosis class of each stored workload kind: which rules apply to its phases.
 #: Lifecycle and propagation workloads time a guest's life and an image's journey, whose
 #: phases are no one device's I/O, apart from the exceptions in :data:`PHASE_CLASSES`.
-KIND_CLASSES: Mapping[str, str] = {
-    "disk": "disk", "network": "network", "web": "web",
+#: A kind package of :mod:`hvbench.kinds` adds its own with :func:`register_kind_class`.
+KIND_CLASSES: dict[str, str] = {
+    "disk": "disk", "network": "network",
     "lifecycle": "other", "propagation": "other",
 }
+#: For a cell whose definition names no kind this version knows: metrics only a kind of
+#: that class stores, tried in this order.
+_CLASS_EVIDENCE: list[tuple[frozenset[str], str]] = [
+    (frozenset({"mb_s", "ops_s"}), "disk"),
+    (frozenset({"mbit_s"}), "network"),
+]
+
+
+def register_kind_class(kind: str, cls: str, evidence: Sequence[str] = ()) -> None:
+    """Workload kind ``kind``'s phases are of diagnosis class ``cls``; ``evidence``: the
+    metrics only that class stores (what classes an old stored cell without a kind)."""
+    KIND_CLASSES[kind] = cls
+    guess = (frozenset(evidence), cls)
+    if evidence and guess not in _CLASS_EVIDENCE:
+        _CLASS_EVIDENCE.append(guess)
 #: Phases whose class is not their kind's. ``boot`` (the runner's boot time of every
 #: guest cell) measures the guest's boot, not the workload. Lifecycle's ``create`` copies
 #: or converts an image on the host's disk, propagation's ``transfer`` writes the fetched
@@ -73,13 +90,8 @@ def workload_class(metrics: Mapping[str, Any], workload: Mapping[str, Any] | Non
     # version knows, and for callers that have no definition of the cell. Every cell
     # hvbench has stored carries its workload spec's kind (the field is as old as the
     # study parser), so this is no second source of truth.
-    if "mb_s" in metrics or "ops_s" in metrics:
-        return "disk"
-    if "mbit_s" in metrics:
-        return "network"
-    if "max_rate_rps" in metrics or "replies_s" in metrics:
-        return "web"
-    return "other"
+    return next((cls for names, cls in _CLASS_EVIDENCE if not names.isdisjoint(metrics)),
+                "other")
 
 
 @dataclass(frozen=True)
