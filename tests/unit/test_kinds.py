@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from hvbench.analysis.metrics import lookup, main_metrics, register_metrics, vs_alone_metrics
 from hvbench.errors import HvbenchError
 from hvbench.kinds import install
 from hvbench.model.study import WORKLOAD_KINDS
@@ -26,3 +27,12 @@ def test_a_kind_claimed_by_two_classes_is_refused() -> None:
     registry.register_cell_kind("disk", DiskCell)  # the same class again: fine
     with pytest.raises(HvbenchError, match="'disk' is registered twice"):
         registry.register_cell_kind("disk", NetworkCell)
+
+
+def test_the_web_slice_of_the_catalogue_is_registered_once() -> None:
+    install()
+    spec = lookup("max_rate_rps")
+    assert spec is not None and spec.producer == "httperf" and spec.layer == "workload"
+    assert "max_rate_rps" in main_metrics() and "reply_ms" in vs_alone_metrics()
+    with pytest.raises(HvbenchError, match="declared twice: max_rate_rps"):
+        register_metrics([spec])

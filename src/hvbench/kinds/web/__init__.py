@@ -4,8 +4,10 @@ measured maxima its relative rates take a share of (:mod:`.rates`)."""
 
 from __future__ import annotations
 
+from hvbench.analysis.metrics import register_metrics, register_producers
 from hvbench.analysis.resources import register_kind_class
 from hvbench.kinds.web.cell import WebCell
+from hvbench.kinds.web.metrics import web_metrics
 from hvbench.kinds.web.rates import RateMaxima
 from hvbench.run.cells.registry import register_cell_kind, register_round_memory
 
@@ -14,5 +16,7 @@ def register() -> None:
     """Register the web kind into the core's registries."""
     register_cell_kind(WebCell.kind, WebCell)
     register_round_memory(RateMaxima)
+    register_producers({"httperf": "workload", "wrk": "workload"})
+    register_metrics(web_metrics())
     # Its own diagnosis class; an old stored cell without a kind is web by these metrics.
     register_kind_class("web", "web", evidence=("max_rate_rps", "replies_s"))
