@@ -1,6 +1,7 @@
 """The web workload kind (``kind = "web"``): an HTTP server on the platform, httperf
-(and wrk for latency) on a lab host; its cell (:mod:`.cell`) and the run-wide memory of
-measured maxima its relative rates take a share of (:mod:`.rates`)."""
+(and wrk for latency) on a lab host; its cell (:mod:`.cell`), the run-wide memory of
+measured maxima its relative rates take a share of (:mod:`.rates`), its slice of the
+metric catalogue (:mod:`.metrics`) and its section of the HTML report (:mod:`.report`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from hvbench.analysis.resources import register_kind_class
 from hvbench.kinds.web.cell import WebCell
 from hvbench.kinds.web.metrics import web_metrics
 from hvbench.kinds.web.rates import RateMaxima
+from hvbench.kinds.web.report import web_latency_section
+from hvbench.report.html import register_workload_section
 from hvbench.run.cells.registry import register_cell_kind, register_round_memory
 
 
@@ -20,3 +23,4 @@ def register() -> None:
     register_metrics(web_metrics())
     # Its own diagnosis class; an old stored cell without a kind is web by these metrics.
     register_kind_class("web", "web", evidence=("max_rate_rps", "replies_s"))
+    register_workload_section(web_latency_section)
