@@ -9,10 +9,10 @@ import pytest
 from hvbench.analysis.metrics import lookup, main_metrics, register_metrics, vs_alone_metrics
 from hvbench.errors import HvbenchError
 from hvbench.kinds import install
+from hvbench.kinds.network.cell import NetworkCell
 from hvbench.model.study import WORKLOAD_KINDS
 from hvbench.run.cells import registry
 from hvbench.run.cells.disk import DiskCell
-from hvbench.run.cells.network import NetworkCell
 
 
 def test_every_workload_kind_runs_after_install() -> None:

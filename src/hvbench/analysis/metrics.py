@@ -94,7 +94,6 @@ class MetricSpec:
 #: :func:`register_metrics`).
 _LAYERS: dict[str, Layer] = {
     "fio": "workload",
-    "iperf3": "workload",
     "lifecycle": "workload",
     "propagation": "workload",
     "lifecycle/propagation": "workload",
@@ -228,15 +227,6 @@ def _workload_metrics() -> list[MetricSpec]:
            short="slat µs"),
         _m("clat_mean_us", "us", "fio mean completion latency µs", "lower", "fio",
            short="clat µs"),
-        # -- iperf3 (network workloads) ---------------------------------------------------
-        _m("mbit_s", "Mbit/s", "Mbit/s", "higher", "iperf3", vs_native=True, main=2),
-        _m("sender_mbit_s", "Mbit/s", "sender Mbit/s", "neutral", "iperf3"),
-        _m("bytes", "B", "bytes received", "neutral", "iperf3"),
-        _m("cpu_platform_pct", "%", "iperf3 CPU % on the platform", "neutral", "iperf3", detail=5),
-        _m("cpu_peer_pct", "%", "iperf3 CPU % on the peer", "neutral", "iperf3", detail=6),
-        _m("retransmits", "count", "TCP retransmits", "lower", "iperf3", detail=3),
-        _m("lost_pct", "%", "UDP loss %", "lower", "iperf3", detail=4),
-        _latency("jitter_ms", "UDP jitter ms", "iperf3"),
     ]
 
 

@@ -49,14 +49,12 @@ _BYTES_PER_S = {"mb_s": 1e6, "mbit_s": 1e6 / 8}
 #: phases are no one device's I/O, apart from the exceptions in :data:`PHASE_CLASSES`.
 #: A kind package of :mod:`hvbench.kinds` adds its own with :func:`register_kind_class`.
 KIND_CLASSES: dict[str, str] = {
-    "disk": "disk", "network": "network",
-    "lifecycle": "other", "propagation": "other",
+    "disk": "disk", "lifecycle": "other", "propagation": "other",
 }
 #: For a cell whose definition names no kind this version knows: metrics only a kind of
 #: that class stores, tried in this order.
 _CLASS_EVIDENCE: list[tuple[frozenset[str], str]] = [
     (frozenset({"mb_s", "ops_s"}), "disk"),
-    (frozenset({"mbit_s"}), "network"),
 ]
 
 

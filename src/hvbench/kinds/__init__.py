@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from hvbench.kinds import web
+from hvbench.kinds import network, web
 
 #: Every kind package; each has a ``register()`` that fills the core's registries.
-KINDS = (web,)
+KINDS = (network, web)
 
 
 @cache

@@ -15,15 +15,14 @@ from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.base import CellKind, RoundMemory
 from hvbench.run.cells.disk import DiskCell
 from hvbench.run.cells.lifecycle import LifecycleCell
-from hvbench.run.cells.network import NetworkCell
 from hvbench.run.cells.propagation import PropagationCell
 from hvbench.store.records import MeasurementRow
 
 #: ``spec.kind`` -> a fresh cell kind (one per (cell, repetition): it holds what its
 #: ``prepare`` set up). Filled by the core kinds below and by :func:`register_cell_kind`.
 CELL_KINDS: dict[str, Callable[[], CellKind]] = {
-    DiskCell.kind: DiskCell, NetworkCell.kind: NetworkCell,
-    LifecycleCell.kind: LifecycleCell, PropagationCell.kind: PropagationCell,
+    DiskCell.kind: DiskCell, LifecycleCell.kind: LifecycleCell,
+    PropagationCell.kind: PropagationCell,
 }
 #: A run's stored measurements so far (empty before the run exists): what a
 #: :class:`RoundMemory` reads back on ``--resume``.
@@ -57,7 +56,7 @@ def kind_of(kind: str) -> CellKind:
     for a kind no module runs."""
     make = CELL_KINDS.get(kind)
     if make is None:
-        raise SpecError(f"workload kind {kind!r}: expected one of {', '.join(CELL_KINDS)}")
+        raise SpecError(f"workload kind {kind!r}: expected one of {', '.join(sorted(CELL_KINDS))}")
     return make()
 
 
