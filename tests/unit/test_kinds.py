@@ -10,7 +10,8 @@ from hvbench.analysis.metrics import lookup, main_metrics, register_metrics, vs_
 from hvbench.errors import HvbenchError
 from hvbench.kinds import install
 from hvbench.kinds.network.cell import NetworkCell
-from hvbench.model.study import WORKLOAD_KINDS
+from hvbench.model.study import WORKLOAD_KINDS, parse_study
+from hvbench.model.tune import NIC_AXES, NIC_KINDS, default_axes
 from hvbench.run.cells import registry
 from hvbench.run.cells.disk import DiskCell
 
@@ -36,3 +37,13 @@ def test_the_web_slice_of_the_catalogue_is_registered_once() -> None:
     assert "max_rate_rps" in main_metrics() and "reply_ms" in vs_alone_metrics()
     with pytest.raises(HvbenchError, match="declared twice: max_rate_rps"):
         register_metrics([spec])
+
+
+def test_tune_searches_the_nic_axes_for_the_kinds_that_measure_it() -> None:
+    install()
+    assert {"network", "web"} == NIC_KINDS
+    study = parse_study('[study]\nname = "s"\n[[lab.host]]\nname = "client"\n'
+                        '[[platform]]\nkind = "native"\n'
+                        '[[workload]]\nname = "w"\nkind = "web"\nfile_kb = [1]\n',
+                        "s.toml", 24 << 30)
+    assert set(default_axes(study, (), allow_unsafe=False)) == set(NIC_AXES)

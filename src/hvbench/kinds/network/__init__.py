@@ -7,6 +7,7 @@ from hvbench.analysis.metrics import register_metrics, register_producers
 from hvbench.analysis.resources import register_kind_class
 from hvbench.kinds.network.cell import NetworkCell
 from hvbench.kinds.network.metrics import network_metrics
+from hvbench.model.tune import register_nic_kind
 from hvbench.run.cells.registry import register_cell_kind
 
 
@@ -17,3 +18,4 @@ def register() -> None:
     register_metrics(network_metrics())
     # Its own diagnosis class; an old stored cell without a kind is network by Mbit/s.
     register_kind_class("network", "network", evidence=("mbit_s",))
+    register_nic_kind("network")  # tune searches the NIC axes for it

@@ -11,6 +11,7 @@ from hvbench.kinds.web.cell import WebCell
 from hvbench.kinds.web.metrics import web_metrics
 from hvbench.kinds.web.rates import RateMaxima
 from hvbench.kinds.web.report import web_latency_section
+from hvbench.model.tune import register_nic_kind
 from hvbench.report.html import register_workload_section
 from hvbench.run.cells.registry import register_cell_kind, register_round_memory
 
@@ -24,3 +25,4 @@ def register() -> None:
     # Its own diagnosis class; an old stored cell without a kind is web by these metrics.
     register_kind_class("web", "web", evidence=("max_rate_rps", "replies_s"))
     register_workload_section(web_latency_section)
+    register_nic_kind("web")  # tune searches the NIC axes for it
