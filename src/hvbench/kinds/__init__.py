@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from functools import cache
 
-from hvbench.kinds import network, web
+from hvbench.kinds import network, propagation, web
 
 #: Every kind package; each has a ``register()`` that fills the core's registries.
-KINDS = (network, web)
+KINDS = (network, propagation, web)
 
 
 @cache

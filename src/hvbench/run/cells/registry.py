@@ -15,14 +15,12 @@ from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.base import CellKind, RoundMemory
 from hvbench.run.cells.disk import DiskCell
 from hvbench.run.cells.lifecycle import LifecycleCell
-from hvbench.run.cells.propagation import PropagationCell
 from hvbench.store.records import MeasurementRow
 
 #: ``spec.kind`` -> a fresh cell kind (one per (cell, repetition): it holds what its
 #: ``prepare`` set up). Filled by the core kinds below and by :func:`register_cell_kind`.
 CELL_KINDS: dict[str, Callable[[], CellKind]] = {
     DiskCell.kind: DiskCell, LifecycleCell.kind: LifecycleCell,
-    PropagationCell.kind: PropagationCell,
 }
 #: A run's stored measurements so far (empty before the run exists): what a
 #: :class:`RoundMemory` reads back on ``--resume``.
