@@ -39,6 +39,7 @@ from typing import Any
 from hvbench.analysis.stats import median_ratio_ci95
 from hvbench.host.caches import drop_host_caches
 from hvbench.host.paths import work_dir
+from hvbench.kinds import install
 from hvbench.model.study import DiskWorkloadSpec, parse_study
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
@@ -121,6 +122,7 @@ def ramdisk(size: str) -> Iterator[Path]:
 
 
 def main() -> int:
+    install()  # every workload kind, as the CLI does at start-up
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--size", default="1G")

@@ -32,6 +32,7 @@ from typing import Any
 
 from scipy import stats as sstats
 
+from hvbench.kinds import install
 from hvbench.model.study import DiskWorkloadSpec, NetworkWorkloadSpec
 from hvbench.monitors.cpu import parse_proc_stat
 from hvbench.monitors.guest import GuestSampler, guest_disk_name
@@ -117,6 +118,7 @@ def ratio_ci(ratios: list[float]) -> dict[str, float]:
 
 
 def main() -> int:
+    install()  # every workload kind, as the CLI does at start-up
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=12)
     parser.add_argument("--study", default=str(STUDY))

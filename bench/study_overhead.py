@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hvbench.kinds import install
 from hvbench.run.runner import load_study, run_study
 from hvbench.store.database import Store
 
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> int:
+    install()  # every workload kind, as the CLI does at start-up
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("study", nargs="?", default=str(ROOT / "examples" / "quick.toml"))
     parser.add_argument("--db")

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 from hvbench.analysis.stats import summarize
 from hvbench.analysis.tuning import native_means, objective_of, scores
 from hvbench.errors import HostError
+from hvbench.kinds import install
 from hvbench.run.runner import load_study, run_study
 from hvbench.run.tune import load_tune, resume_tune, run_tune
 from hvbench.store.database import Store
@@ -165,6 +166,7 @@ def one_search(store: Store, directory: Path, seed: int, truth: dict[str, Any]
 
 
 def main() -> int:
+    install()  # every workload kind, as the CLI does at start-up
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--first-seed", type=int, default=1)

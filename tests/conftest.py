@@ -10,8 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from hvbench.kinds import install
 from hvbench.store.pgserver import PostgresServer
 from tests.budget import BudgetGuard
+
+# As the CLI does at start-up: every workload kind registers itself into the core.
+install()
 
 _names = itertools.count()
 

@@ -292,7 +292,7 @@ def test_ctrl_c_during_a_propagation_study_leaves_nothing(
         seen["dirs"] = [repo.root, node_dir]
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("hvbench.run.cells.propagation.run_propagation", interrupted)
+    monkeypatch.setattr("hvbench.kinds.propagation.cell.run_propagation", interrupted)
     study = reduced_example("study.repetitions=1")
     with Store(tmp_path / "r.db") as store:
         with pytest.raises(KeyboardInterrupt):

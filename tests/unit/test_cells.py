@@ -79,7 +79,7 @@ def test_every_workload_kind_has_one_cell_kind() -> None:
 
 
 def test_an_unknown_kind_is_refused_naming_the_known_ones() -> None:
-    with pytest.raises(SpecError, match=r"'gpu'.*disk, network, web"):
+    with pytest.raises(SpecError, match=r"'gpu'.*disk, lifecycle, network, propagation, web"):
         kind_of("gpu")
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import SpecError
+from hvbench.kinds.propagation.cell import repository_methods
 from hvbench.model.study import (
     PROPAGATION_PHASES,
     SELF_BOOTING_KINDS,
@@ -18,7 +19,6 @@ from hvbench.model.study import (
 )
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.run.cells.base import MeasuredWindow, cell_result
-from hvbench.run.cells.propagation import repository_methods
 from hvbench.run.cells.registry import kind_of
 from hvbench.workloads.outcome import PhaseOutcome
 

@@ -14,11 +14,11 @@ import pytest
 
 from hvbench.analysis.scenarios import build_scenario_report
 from hvbench.errors import HvbenchError, SpecError
+from hvbench.kinds.web.cell import WebCell
 from hvbench.model.rates import check_rate, offered_rate, relative_pct, resolve_rate
 from hvbench.model.study import Study, cell_references, parse_study
 from hvbench.report.scenarios import rate_sweep_table, scenario_json, scenario_tables
 from hvbench.run.cells.base import CellContext, CellResult
-from hvbench.run.cells.web import WebCell
 from hvbench.run.plan import (
     PlannedItem,
     plan_study,
@@ -245,9 +245,9 @@ def test_the_runner_resolves_from_the_same_round_and_from_the_store(tmp_path: Pa
     study = parse(BASE + FIXED + SWEEP)
     with Store(tmp_path / "r.db") as store:
         runner = StudyRunner(study, store)
-        runner._note_maxima(_item(study, "vm/max", 0), _maxima(1000.0, 150.0))
-        runner._note_maxima(_item(study, "vm/max", 1), _maxima(800.0, 120.0))
-        runner._note_maxima(_item(study, "vm/fixed", 1), _maxima(1.0, 1.0))  # no reference
+        runner._remember(_item(study, "vm/max", 0), _maxima(1000.0, 150.0))
+        runner._remember(_item(study, "vm/max", 1), _maxima(800.0, 120.0))
+        runner._remember(_item(study, "vm/fixed", 1), _maxima(1.0, 1.0))  # no reference
         assert runner.rate_refs(_item(study, "vm/fixed", 1)) == {"max": {1: 800.0, 70: 120.0}}
         assert runner.rate_refs(_item(study, "vm@colo.r30pct/fixed", 0)) == {
             "max": {1: 1000.0, 70: 150.0}}

@@ -25,11 +25,11 @@ from hvbench.analysis.trends import (
     transfer_series,
 )
 from hvbench.errors import SpecError
+from hvbench.kinds.web.report import WEB_LATENCY_METRICS, web_latency_rows
 from hvbench.model.study import LIFECYCLE_PHASES
 from hvbench.report.html import (
     CSP,
     FIGURE_SCALE,
-    WEB_LATENCY_METRICS,
     ReportInput,
     bar_charts,
     cell_name_html,
@@ -46,7 +46,6 @@ from hvbench.report.html import (
     scenario_charts,
     series_figures,
     summary_rows,
-    web_latency_rows,
 )
 from hvbench.report.propagation import fit_rows, propagation_fit_rows
 from hvbench.report.tables import phase_stats

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.analysis.metrics import CATALOGUE, lookup, unknown_metrics
+from hvbench.analysis.metrics import catalogue, lookup, unknown_metrics
 from hvbench.report.diagnosis import DIAGNOSIS_TITLE
 from hvbench.report.html import render_html
 from hvbench.report.model import RunReport, load_run_report
@@ -49,10 +49,10 @@ def test_every_fixture_row_metric_is_in_the_catalogue() -> None:
 
 
 def test_catalogue_names_are_unique_and_roles_ranked_once() -> None:
-    names = [s.name for s in CATALOGUE]
+    names = [s.name for s in catalogue()]
     assert len(names) == len(set(names))
     for role in ("main", "detail", "vs_alone"):
-        ranks = [getattr(s, role) for s in CATALOGUE if getattr(s, role) is not None]
+        ranks = [getattr(s, role) for s in catalogue() if getattr(s, role) is not None]
         assert len(ranks) == len(set(ranks)), role
 
 

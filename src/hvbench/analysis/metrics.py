@@ -27,22 +27,28 @@ Roles in the reports (the numbers are positions, lowest first):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
+from hvbench.errors import HvbenchError
+
 __all__ = [
-    "CATALOGUE",
     "Direction",
     "Layer",
     "MetricSpec",
+    "catalogue",
     "detail_metrics",
     "direction_of",
     "is_known",
+    "latency_spec",
     "lookup",
     "main_metric",
     "main_metrics",
+    "metric_spec",
+    "register_metrics",
+    "register_producers",
     "short_label",
     "unknown_metrics",
     "vs_alone_metrics",
@@ -84,12 +90,10 @@ class MetricSpec:
         return "<" in self.name
 
 
-#: The layer each producer belongs to.
+#: The layer each producer belongs to (a kind package adds its tools' with
+#: :func:`register_metrics`).
 _LAYERS: dict[str, Layer] = {
     "fio": "workload",
-    "iperf3": "workload",
-    "httperf": "workload",
-    "wrk": "workload",
     "lifecycle": "workload",
     "propagation": "workload",
     "lifecycle/propagation": "workload",
@@ -183,17 +187,6 @@ _NET_METRICS = (
     ("rx_bytes", "bytes", "rx bytes"),
     ("tx_bytes", "bytes", "tx bytes"),
 )
-_HTTPERF_ERRORS = (
-    "client-timo",
-    "socket-timo",
-    "connrefused",
-    "connreset",
-    "fd-unavail",
-    "addrunavail",
-    "ftab-full",
-    "other",
-    "non-2xx",
-)
 
 
 def _latency(
@@ -206,6 +199,11 @@ def _latency(
     vs_alone: int | None = None,
 ) -> MetricSpec:
     return _m(name, "ms", label, "lower", producer, short=short, detail=detail, vs_alone=vs_alone)
+
+
+#: What a kind package builds its slice of the catalogue with.
+metric_spec = _m
+latency_spec = _latency
 
 
 def _workload_metrics() -> list[MetricSpec]:
@@ -229,86 +227,6 @@ def _workload_metrics() -> list[MetricSpec]:
            short="slat µs"),
         _m("clat_mean_us", "us", "fio mean completion latency µs", "lower", "fio",
            short="clat µs"),
-        # -- iperf3 (network workloads) ---------------------------------------------------
-        _m("mbit_s", "Mbit/s", "Mbit/s", "higher", "iperf3", vs_native=True, main=2),
-        _m("sender_mbit_s", "Mbit/s", "sender Mbit/s", "neutral", "iperf3"),
-        _m("bytes", "B", "bytes received", "neutral", "iperf3"),
-        _m("cpu_platform_pct", "%", "iperf3 CPU % on the platform", "neutral", "iperf3", detail=5),
-        _m("cpu_peer_pct", "%", "iperf3 CPU % on the peer", "neutral", "iperf3", detail=6),
-        _m("retransmits", "count", "TCP retransmits", "lower", "iperf3", detail=3),
-        _m("lost_pct", "%", "UDP loss %", "lower", "iperf3", detail=4),
-        _latency("jitter_ms", "UDP jitter ms", "iperf3"),
-        # -- httperf (web workloads) ------------------------------------------------------
-        _m(
-            "max_rate_rps",
-            "req/s",
-            "max sustained req/s",
-            "higher",
-            "httperf",
-            vs_native=True,
-            main=3,
-        ),
-        _m("replies_s", "replies/s", "replies/s", "higher", "httperf", vs_native=True, main=4),
-        _m("offered_rps", "req/s", "offered req/s", "neutral", "httperf"),
-        _m("rate_ref_rps", "req/s", "max req/s a relative rate is a share of", "neutral",
-           "httperf"),
-        _m("achieved_ratio", "ratio", "achieved / offered rate", "neutral", "httperf"),
-        _latency(
-            "reply_ms",
-            "reply time ms (first byte)",
-            "httperf",
-            short="reply ms",
-            detail=7,
-            vs_alone=0,
-        ),
-        _latency(
-            "transfer_ms", "transfer time ms", "httperf", short="transfer ms", detail=8, vs_alone=1
-        ),
-        _latency(
-            "connect_ms", "connect time ms", "httperf", short="connect ms", detail=9, vs_alone=2
-        ),
-        _latency("conn_ms", "connection lifetime ms", "httperf"),
-        _m("max_concurrent", "count", "max concurrent connections", "neutral", "httperf"),
-        _m("errors", "count", "httperf errors", "neutral", "httperf"),
-        _m("error_pct", "%", "httperf errors %", "lower", "httperf", detail=13),
-        *(
-            _m(f"err.{kind}", "count", f"httperf {kind} errors", "neutral", "httperf")
-            for kind in _HTTPERF_ERRORS
-        ),
-        _m("client_cpu_pct", "%", "httperf client CPU %", "neutral", "httperf", detail=14),
-        _m("net_mbit_s", "Mbit/s", "httperf net Mbit/s", "neutral", "httperf"),
-        _m("steps", "count", "max-rate steps", "neutral", "httperf"),
-        # -- wrk (the web workload's latency pass) ----------------------------------------
-        *_wrk_metrics(),
-    ]
-
-
-#: wrk's error kinds (its summary's names).
-_WRK_ERRORS = ("connect", "read", "write", "status", "timeout")
-
-
-def _wrk_metrics() -> list[MetricSpec]:
-    """The latency pass's metrics: wrk's percentiles (as wrk reports them, corrected
-    for coordinated omission), its mean, stdev and max, and its request rate. p50 and
-    p99 and the rate sit under httperf's reply, transfer and connect times."""
-    return [
-        _latency("wrk_lat_p50_ms", "wrk p50 latency ms", "wrk", short="wrk p50 ms", detail=10),
-        _latency("wrk_lat_p90_ms", "wrk p90 latency ms", "wrk", short="wrk p90 ms"),
-        _latency("wrk_lat_p99_ms", "wrk p99 latency ms", "wrk", short="wrk p99 ms", detail=11),
-        _latency("wrk_lat_p999_ms", "wrk p99.9 latency ms", "wrk", short="wrk p99.9 ms"),
-        _latency("wrk_lat_p9999_ms", "wrk p99.99 latency ms", "wrk", short="wrk p99.99 ms"),
-        _latency("wrk_lat_mean_ms", "wrk mean latency ms", "wrk", short="wrk mean ms"),
-        _latency("wrk_lat_max_ms", "wrk max latency ms", "wrk", short="wrk max ms"),
-        # A spread, not a delay: neither direction is better in itself.
-        _m("wrk_lat_stdev_ms", "ms", "wrk latency stdev ms", "neutral", "wrk"),
-        _m("wrk_rps", "req/s", "wrk req/s (closed loop)", "higher", "wrk", short="wrk req/s",
-           vs_native=True, detail=12),
-        _m("wrk_requests", "count", "wrk requests completed", "neutral", "wrk"),
-        _m("wrk_errors", "count", "wrk errors", "neutral", "wrk"),
-        *(_m(f"wrk_err.{kind}", "count", f"wrk {kind} errors", "neutral", "wrk")
-          for kind in _WRK_ERRORS),
-        _m("wrk_corrected_pct", "%", "wrk latency samples added by its coordinated-omission "
-           "correction %", "neutral", "wrk", short="wrk CO-added %"),
     ]
 
 
@@ -581,8 +499,9 @@ def _resource_metrics() -> list[MetricSpec]:
             for name, unit, label in _RESOURCE_METRICS]
 
 
-#: Every metric hvbench stores, in declaration order.
-CATALOGUE: tuple[MetricSpec, ...] = (
+#: Every metric the core stores, in declaration order; :func:`catalogue` adds the
+#: registered kinds' slices.
+_CORE: tuple[MetricSpec, ...] = (
     *_workload_metrics(),
     *_life_metrics(),
     *_runner_metrics(),
@@ -609,17 +528,59 @@ def _pattern(name: str) -> re.Pattern[str]:
     return re.compile(f"^{regex}$")
 
 
-_EXACT = {spec.name: spec for spec in CATALOGUE if not spec.is_pattern}
-_PATTERNS = tuple((_pattern(spec.name), spec) for spec in CATALOGUE if spec.is_pattern)
+class _Index:
+    """The catalogue and what is looked up in it, rebuilt when a kind adds its slice."""
+
+    def __init__(self, specs: tuple[MetricSpec, ...]) -> None:
+        self.specs = specs
+        self.exact = {spec.name: spec for spec in specs if not spec.is_pattern}
+        self.patterns = tuple((_pattern(spec.name), spec) for spec in specs if spec.is_pattern)
+        #: Headline metrics, best first; detail rows and degradation metrics in table order.
+        self.main = _ranked(specs, lambda s: s.main)
+        self.detail = _ranked(specs, lambda s: s.detail)
+        self.vs_alone = _ranked(specs, lambda s: s.vs_alone)
+
+
+def _ranked(specs: Iterable[MetricSpec], rank: Callable[[MetricSpec], int | None]
+            ) -> tuple[MetricSpec, ...]:
+    found = [(r, s) for s in specs if (r := rank(s)) is not None]
+    return tuple(s for _, s in sorted(found, key=lambda item: item[0]))
+
+
+_index = [_Index(_CORE)]
+
+
+def register_metrics(specs: Iterable[MetricSpec]) -> None:
+    """Add a workload kind's slice to the catalogue (after the core's and the slices
+    registered before it). Raises :class:`HvbenchError` for a name already declared
+    (two kinds, or a kind and the core, claim one metric: a programming error)."""
+    new = tuple(specs)
+    known = {spec.name for spec in _index[0].specs}
+    clash = sorted(known.intersection(spec.name for spec in new))
+    if clash:
+        raise HvbenchError(f"internal: metrics declared twice: {', '.join(clash)}")
+    _index[0] = _Index((*_index[0].specs, *new))
+    lookup.cache_clear()
+
+
+def register_producers(layers: Mapping[str, Layer]) -> None:
+    """The layer of each tool a kind's metrics name as their producer."""
+    _LAYERS.update(layers)
+
+
+def catalogue() -> tuple[MetricSpec, ...]:
+    """Every metric hvbench stores, in declaration order (the core's, then each kind's)."""
+    return _index[0].specs
 
 
 @cache
 def lookup(metric: str) -> MetricSpec | None:
     """The catalogue entry of a stored metric name; None when it is not declared."""
-    found = _EXACT.get(metric)
+    index = _index[0]
+    found = index.exact.get(metric)
     if found is not None:
         return found
-    return next((spec for regex, spec in _PATTERNS if regex.match(metric)), None)
+    return next((spec for regex, spec in index.patterns if regex.match(metric)), None)
 
 
 def is_known(metric: str) -> bool:
@@ -644,36 +605,24 @@ def short_label(metric: str) -> str:
     return metric if spec is None else spec.short_label
 
 
-def _ranked(rank: Callable[[MetricSpec], int | None]) -> tuple[MetricSpec, ...]:
-    found = [(r, s) for s in CATALOGUE if (r := rank(s)) is not None]
-    return tuple(s for _, s in sorted(found, key=lambda item: item[0]))
-
-
-#: Headline metrics, best first; detail rows and degradation metrics in table order.
-_MAIN = _ranked(lambda s: s.main)
-_DETAIL = _ranked(lambda s: s.detail)
-_VS_ALONE = _ranked(lambda s: s.vs_alone)
-
-
 def main_metrics() -> tuple[str, ...]:
     """The headline metric names in rank order (``mb_s`` ... ``boot_s``)."""
-    return tuple(s.name for s in _MAIN)
+    return tuple(s.name for s in _index[0].main)
 
 
 def main_metric(metrics: Iterable[str], *, boot: bool = True) -> str | None:
     """The present metric with the best headline rank; ``boot=False`` skips metrics
     measured before a scenario starts (``boot_s``)."""
     present = set(metrics)
-    return next(
-        (s.name for s in _MAIN if s.name in present and (boot or s.layer != "runner")), None
-    )
+    return next((s.name for s in _index[0].main
+                 if s.name in present and (boot or s.layer != "runner")), None)
 
 
 def detail_metrics() -> tuple[MetricSpec, ...]:
     """The entries shown under the headline in the terminal's phase tables, in order."""
-    return _DETAIL
+    return _index[0].detail
 
 
 def vs_alone_metrics() -> tuple[str, ...]:
     """Metrics compared with alone besides the headline, in table order."""
-    return tuple(s.name for s in _VS_ALONE)
+    return tuple(s.name for s in _index[0].vs_alone)

@@ -33,6 +33,7 @@ __all__ = [
     "disk_device",
     "intent",
     "phase_settings",
+    "register_kind_class",
     "with_flatness",
     "workload_class",
 ]
@@ -44,20 +45,36 @@ _BYTES_PER_S = {"mb_s": 1e6, "mbit_s": 1e6 / 8}
 
 
 #: The diagnosis class of each stored workload kind: which rules apply to its phases.
-#: Lifecycle and propagation workloads time a guest's life and an image's journey, whose
-#: phases are no one device's I/O, apart from the exceptions in :data:`PHASE_CLASSES`.
-KIND_CLASSES: Mapping[str, str] = {
-    "disk": "disk", "network": "network", "web": "web",
-    "lifecycle": "other", "propagation": "other",
+#: Lifecycle workloads time a guest's life, whose phases are no one device's I/O, apart
+#: from the exceptions in :data:`PHASE_CLASSES`.
+#: A kind package of :mod:`hvbench.kinds` adds its own with :func:`register_kind_class`.
+KIND_CLASSES: dict[str, str] = {
+    "disk": "disk", "lifecycle": "other",
 }
+#: For a cell whose definition names no kind this version knows: metrics only a kind of
+#: that class stores, tried in this order.
+_CLASS_EVIDENCE: list[tuple[frozenset[str], str]] = [
+    (frozenset({"mb_s", "ops_s"}), "disk"),
+]
+
+
+def register_kind_class(kind: str, cls: str, evidence: Sequence[str] = (),
+                        phases: Mapping[str, str] | None = None) -> None:
+    """Workload kind ``kind``'s phases are of diagnosis class ``cls``; ``evidence``: the
+    metrics only that class stores (what classes an old stored cell without a kind);
+    ``phases``: the kind's phases whose class is another one (phase -> class)."""
+    KIND_CLASSES[kind] = cls
+    PHASE_CLASSES.update({(kind, phase): other for phase, other in (phases or {}).items()})
+    guess = (frozenset(evidence), cls)
+    if evidence and guess not in _CLASS_EVIDENCE:
+        _CLASS_EVIDENCE.append(guess)
 #: Phases whose class is not their kind's. ``boot`` (the runner's boot time of every
 #: guest cell) measures the guest's boot, not the workload. Lifecycle's ``create`` copies
-#: or converts an image on the host's disk, propagation's ``transfer`` writes the fetched
-#: image there: both are disk throughput (``mb_s``), read by the disk rules.
-PHASE_CLASSES: Mapping[tuple[str | None, str], str] = {
+#: or converts an image on the host's disk: disk throughput (``mb_s``), read by the disk
+#: rules. A kind package adds its own (:func:`register_kind_class` ``phases``).
+PHASE_CLASSES: dict[tuple[str | None, str], str] = {
     (None, "boot"): "other",
     ("lifecycle", "create"): "disk",
-    ("propagation", "transfer"): "disk",
 }
 
 
@@ -73,13 +90,8 @@ def workload_class(metrics: Mapping[str, Any], workload: Mapping[str, Any] | Non
     # version knows, and for callers that have no definition of the cell. Every cell
     # hvbench has stored carries its workload spec's kind (the field is as old as the
     # study parser), so this is no second source of truth.
-    if "mb_s" in metrics or "ops_s" in metrics:
-        return "disk"
-    if "mbit_s" in metrics:
-        return "network"
-    if "max_rate_rps" in metrics or "replies_s" in metrics:
-        return "web"
-    return "other"
+    return next((cls for names, cls in _CLASS_EVIDENCE if not names.isdisjoint(metrics)),
+                "other")
 
 
 @dataclass(frozen=True)

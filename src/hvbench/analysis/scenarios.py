@@ -44,7 +44,6 @@ from hvbench.analysis.summaries import Row, phase_key
 from hvbench.model.rates import relative_pct
 
 __all__ = [
-    "LATENCY_METRICS",
     "NEIGHBOUR_THREAD_COLUMNS",
     "AggregatedRatio",
     "CovRow",
@@ -76,9 +75,6 @@ __all__ = [
     "weights_tables",
 ]
 
-#: Latency-like metrics compared with alone besides the throughput (seed 003 Table 3:
-#: reply and transfer time), when a phase has them: the catalogue's ``vs_alone``.
-LATENCY_METRICS = vs_alone_metrics()
 _NB_LOAD = re.compile(r"^(nb\d+)\.load\.(replies_per_s|goodput_mbit_s)$")
 _ONDEMAND = re.compile(r"^ondemand\.(\d+)\.(asked_at_s|startup_s)$")
 _THREAD_MONITOR = re.compile(r"^(qemu|nb\d+)$")
@@ -187,7 +183,7 @@ def _compared_metrics(metrics: Iterable[str]) -> list[str]:
     scenario starts) and the latency-like metrics it has, in that order."""
     present = set(metrics)
     main = main_metric(present, boot=False)
-    return ([main] if main else []) + [m for m in LATENCY_METRICS if m in present]
+    return ([main] if main else []) + [m for m in vs_alone_metrics() if m in present]
 
 
 def _degradation(where: tuple[str, str, str, str], metric: str, alone: Summary | None,
@@ -229,7 +225,7 @@ def degradation_rows(rows: Iterable[Row]) -> list[Degradation]:
             other = summarize(list(metrics[metric].values()))
             out.append(_degradation((base, scenario, workload, phase), metric,
                                     _metric_summary(alone, metric), other, platform))
-    metric_order = [*main_metrics(), *LATENCY_METRICS]
+    metric_order = [*main_metrics(), *vs_alone_metrics()]
     return sorted(out, key=lambda d: (bases[d.platform], d.workload,
                                       phase_key(d.phase), metric_order.index(d.metric),
                                       order[(d.platform, d.scenario)]))

@@ -72,6 +72,15 @@ AXIS_VALUES: Mapping[str, tuple[Any, ...]] = {
 DISK_AXES = ("disk.bus", "disk.cache", "disk.aio", "disk.format", "disk.allocation",
              "disk.iothread")
 NIC_AXES = ("nic.model", "nic.backend")
+#: Workload kinds whose cells go through the platform's NIC: tune's default axes
+#: include :data:`NIC_AXES` for them. A kind package adds itself with
+#: :func:`register_nic_kind`.
+NIC_KINDS: set[str] = set()
+
+
+def register_nic_kind(kind: str) -> None:
+    """Workload kind ``kind`` measures the NIC: tune searches the NIC axes for it."""
+    NIC_KINDS.add(kind)
 #: Spelling of the largest space hvbench enumerates (every valid combination is listed
 #: up front, so that invalid ones are never handed to a guest).
 MAX_SPACE = 20_000
@@ -272,7 +281,7 @@ def default_axes(study: Study, aio_modes: Iterable[str], allow_unsafe: bool
     """Every I/O axis QEMU offers here for the study's workloads: the disk's bus, cache
     (without ``unsafe`` unless allowed), AIO modes this QEMU opens (``aio_modes``, as
     ``hvbench doctor`` reports them), format, allocation and iothread for disk
-    workloads; the NIC's model and backend for network and web workloads."""
+    workloads; the NIC's model and backend for workloads of :data:`NIC_KINDS`."""
     kinds = {w.spec.kind for w in study.workloads}
     axes: dict[str, tuple[Any, ...]] = {}
     if "disk" in kinds:
@@ -283,7 +292,7 @@ def default_axes(study: Study, aio_modes: Iterable[str], allow_unsafe: bool
             if not allow_unsafe:
                 values = tuple(v for v in values if v not in UNSAFE_SETTINGS.get(axis, ()))
             axes[axis] = values
-    if kinds & {"network", "web"}:
+    if kinds & NIC_KINDS:
         axes.update({axis: AXIS_VALUES[axis] for axis in NIC_AXES})
     return axes
 

@@ -41,7 +41,7 @@ import fnmatch
 import html
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,8 +129,10 @@ __all__ = [
     "SCENARIO_MONITORS",
     "ReportInput",
     "SeriesChoice",
+    "WorkloadSection",
     "bar_charts",
     "cell_name_html",
+    "escape",
     "fleet_section",
     "grouped_warnings",
     "host_disk_rows",
@@ -139,13 +141,16 @@ __all__ = [
     "parse_series_choice",
     "phase_key",
     "phase_segments",
+    "platforms_of",
     "propagation_points",
     "propagation_segments",
+    "register_workload_section",
     "render_fleet_html",
     "render_html",
     "scenario_charts",
     "series_figures",
     "stage_figures",
+    "table",
 ]
 
 #: The only sources the page may use: inline styles and data: images.
@@ -397,32 +402,22 @@ def summary_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[s
     return rows
 
 
-#: The web latency table: httperf's means, then the wrk pass's numbers (metric names).
-WEB_LATENCY_METRICS = ("reply_ms", "transfer_ms", "wrk_lat_p50_ms", "wrk_lat_p90_ms",
-                       "wrk_lat_p99_ms", "wrk_lat_p999_ms", "wrk_lat_p9999_ms",
-                       "wrk_lat_mean_ms", "wrk_rps", "wrk_corrected_pct")
-WEB_LATENCY_NOTE = ("Mean ± 95 % CI over the repetitions. httperf: open loop at the "
-                    "workload's rate, reply = request sent to first byte, transfer = first "
-                    "to last byte. wrk: closed loop (its connections each wait for their "
-                    "reply), latency = request written to last byte, percentiles as wrk "
-                    "reports them, i.e. with its coordinated-omission correction, which "
-                    "added the last column's share of the samples.")
+#: A workload kind's own HTML under a workload's summary table: its phases' stats and
+#: the native platform (or None) in, HTML parts out (none when the phases have nothing
+#: of that kind). Registered by a kind package with :func:`register_workload_section`.
+WorkloadSection = Callable[[Sequence[PhaseStats], str | None], list[str]]
+_WORKLOAD_SECTIONS: list[WorkloadSection] = []
 
 
-def web_latency_rows(items: Sequence[PhaseStats], native: str | None) -> list[list[str]]:
-    """Rows of the web latency table: phase, platform (native first), then
-    :data:`WEB_LATENCY_METRICS` as mean ± 95 % CI; only phases with a wrk pass."""
-    rows = []
-    for item in items:
-        if "wrk_lat_p50_ms" not in item.metrics:
-            continue
-        for platform in _platforms([item], native):
-            cells = [item.phase, platform]
-            for metric in WEB_LATENCY_METRICS:
-                per = item.metrics.get(metric, {})
-                cells.append(mean_ci_text(per[platform]) if platform in per else "-")
-            rows.append(cells)
-    return rows
+def register_workload_section(section: WorkloadSection) -> None:
+    """Add ``section`` to every workload's part of the report (once; in order)."""
+    if section not in _WORKLOAD_SECTIONS:
+        _WORKLOAD_SECTIONS.append(section)
+
+
+def platforms_of(items: Sequence[PhaseStats], native: str | None = None) -> list[str]:
+    """Platforms in order of appearance, the native baseline first."""
+    return _platforms(items, native)
 
 
 def _pct_text(per: Mapping[str, Summary], platform: str, native: str | None,
@@ -660,6 +655,11 @@ def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
+def escape(value: object) -> str:
+    """``value`` as HTML text (quotes escaped too)."""
+    return _e(value)
+
+
 def _img(svg: str, alt: str) -> str:
     data = base64.b64encode(svg.encode()).decode("ascii")
     return f'<img alt="{_e(alt)}" src="data:image/svg+xml;base64,{data}">'
@@ -718,6 +718,12 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1)
     # A table wider than the page (the CoV's, one column per series) scrolls inside it.
     return (f'<div class="tw"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
             "</table></div>")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+    """An HTML table as every section of the report draws it; the first ``left``
+    columns are left-aligned."""
+    return _table(headers, rows, left)
 
 
 def _env_value(key: str, value: Any) -> str:
@@ -782,12 +788,8 @@ def _workload_section(workload: str, items: Sequence[PhaseStats],
     parts += [figure(grouped_bars(chart), chart.title,
                       _PCT_CAPTION if chart.reference else _CAPTION) for chart in charts]
     parts += ["<h3>Summary</h3>", _table(SUMMARY_HEADERS, summary_rows(items, native), left=2)]
-    web = web_latency_rows(items, native)
-    if web:
-        parts += ["<h3>Web latency: httperf's means and wrk's percentiles (ms)</h3>",
-                  _table(["phase", "platform", *(short_label(m) for m in WEB_LATENCY_METRICS)],
-                         web, left=2),
-                  f"<p><small>{_e(WEB_LATENCY_NOTE)}</small></p>"]
+    for section in _WORKLOAD_SECTIONS:
+        parts += section(items, native)
     disk = host_disk_rows(items, native)
     if disk:
         parts += ["<h3>Host disk (iostat -x of the device under the work directory)</h3>",

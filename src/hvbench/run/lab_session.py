@@ -19,7 +19,8 @@ For propagation workloads it also owns the image repositories (one per repositor
 host, servers started for every method the study uses there) and the node's directory,
 all in one owned directory under the work directory, removed before the lab stops.
 
-The cells that use it are in :mod:`hvbench.run.cells` (network, web, propagation).
+The cells that use it are in :mod:`hvbench.run.cells` (propagation) and
+:mod:`hvbench.kinds` (network, web).
 """
 
 from __future__ import annotations

@@ -44,7 +44,6 @@ from hvbench.model.study import (
     Cell,
     Study,
     base_rounds,
-    cell_references,
     keep_cells,
     platform_sources,
     raw_file_sizes,
@@ -59,27 +58,30 @@ from hvbench.platforms.kvm_probe import kvm_status
 from hvbench.platforms.libvirt import cleanup_orphaned_domains
 from hvbench.platforms.socket_daemon import kill_orphaned_daemons
 from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
-from hvbench.run.cells.registry import cell_kind, kind_of, needs_native_server, server_ports
+from hvbench.run.cells.registry import (
+    cell_kind,
+    kind_of,
+    needs_native_server,
+    round_memories,
+    server_ports,
+)
 from hvbench.run.lab_session import LabSession
 from hvbench.run.plan import (
     PlannedItem,
     groups,
-    reference_names,
     repetition_order,
     round_cells,
     run_items,
 )
 from hvbench.run.scenario import ScenarioRun
 from hvbench.store.database import MeasurementRecord, RawRecord, Store
-from hvbench.store.records import cell_record
+from hvbench.store.records import MeasurementRow, cell_record
 from hvbench.workloads import lifecycle
 
 __all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", "load_study",
            "make_platform", "remove_orphans", "resume_study", "run_study"]
 
 LOCK_NAME = "hvbench-run.lock"
-#: The measured maximum a relative rate takes a share of (a web max-rate phase's).
-MAX_RATE_METRIC = "max_rate_rps"
 #: The raw-output kind of a native platform's memory cgroup (JSON: limit, peak).
 MEMORY_CGROUP_KIND = "memory-cgroup"
 
@@ -264,12 +266,9 @@ class StudyRunner:
         self.lifecycle_cache: lifecycle.RepositoryCache = {}
         #: Where each adaptive cell stopped (filled at the end of the run).
         self.precision: list[CellPrecision] = []
-        #: (reference cell, repetition) -> file size (kB) -> measured max_rate_rps: what
-        #: relative rates take a share of (warm-ups are repetition -1).
-        self.maxima: dict[tuple[str, int], dict[int, float]] = {}
-        self._stored_maxima = False
-        #: The web max-rate cells (alone) some relative rate takes its maximum from.
-        self.references = reference_names(study)
+        #: What the registered kinds keep of this run's results for other cells of the
+        #: same round (web: the maxima relative rates take a share of).
+        self.memories = round_memories(study, self._stored_rows)
 
     def plan(self, cell_ids: dict[str, int], *, warmup: bool = False) -> list[PlannedItem]:
         """Every item of the base rounds still to do, in run order (after the warm-ups
@@ -397,7 +396,7 @@ class StudyRunner:
         return platform
 
     def _context(self, cell: Cell, platform: Platform | None,
-                 rate_refs: dict[str, dict[int, float]]) -> CellContext:
+                 rate_refs: Mapping[str, Mapping[int, float]]) -> CellContext:
         scenario = self.scenario if platform is not None else None
         kind = platform_kind(cell.platform.spec)
         return CellContext(
@@ -409,48 +408,20 @@ class StudyRunner:
             guest_name=kind.instance_name(cell.platform.name, cell.platform_name),
             rate_refs=rate_refs)
 
-    def rate_refs(self, item: PlannedItem) -> dict[str, dict[int, float]]:
-        """The maxima the item's relative rates take a share of, by reference workload:
-        its reference cells' in the same round (a resumed run reads them from the
-        store); in an adaptive round above the base ones, which need not rerun the
-        reference, the latest earlier round's. Empty without relative rates; a reference
-        without a result is left out (the consumer names it)."""
-        out: dict[str, dict[int, float]] = {}
-        adaptive = item.repetition >= base_rounds(self.study)
-        for name, ref in cell_references(self.study, item.cell).items():
-            rounds = range(item.repetition, -1, -1) if adaptive else [item.repetition]
-            for rep in rounds:
-                found = self._maximum(ref, rep)
-                if found:
-                    out[name] = found
-                    break
-        return out
+    def rate_refs(self, item: PlannedItem) -> dict[str, Mapping[int, float]]:
+        """The maxima the item's relative rates take a share of, by reference workload,
+        as the registered kinds' memories know them (empty without relative rates)."""
+        return {name: found for memory in self.memories
+                for name, found in memory.rate_refs(item.cell, item.repetition).items()}
 
-    def _maximum(self, ref: Cell, rep: int) -> dict[int, float] | None:
-        if (ref.name, rep) not in self.maxima and rep >= 0 and not self._stored_maxima:
-            self._stored_maxima = True
-            self._load_stored_maxima()
-        return self.maxima.get((ref.name, rep))
+    def _remember(self, item: PlannedItem, result: CellResult) -> None:
+        """Tell every kind's memory what the item measured."""
+        for memory in self.memories:
+            memory.note(item.cell, item.repetition, result.measurements)
 
-    def _load_stored_maxima(self) -> None:
-        """The maxima of the reference cells the run already stored (``--resume``)."""
-        if self.run_id is None:
-            return
-        kb_of = {c.name: _kb_of_phases(c) for c in self.study.cells
-                 if c.name in self.references}
-        for row in self.store.measurements(self.run_id):
-            kb = kb_of.get(row.cell, {}).get(row.phase)
-            if kb is not None and row.metric == MAX_RATE_METRIC:
-                self.maxima.setdefault((row.cell, row.repetition), {})[kb] = row.value
-
-    def _note_maxima(self, item: PlannedItem, result: CellResult) -> None:
-        """Keep a web max-rate cell's maxima for the relative rates of its round."""
-        if item.cell.name not in self.references:
-            return
-        kb_of = _kb_of_phases(item.cell)
-        found = {kb_of[m.phase]: m.value for m in result.measurements
-                 if m.metric == MAX_RATE_METRIC and m.phase in kb_of}
-        self.maxima[(item.cell.name, item.repetition)] = found
+    def _stored_rows(self) -> list[MeasurementRow]:
+        """The run's stored measurements so far (``--resume``; none before it exists)."""
+        return [] if self.run_id is None else self.store.measurements(self.run_id)
 
     def _run_item(self, item: PlannedItem, platform: Platform | None,
                   cell_ids: dict[str, int], boot_s: float | None) -> bool:
@@ -480,7 +451,7 @@ class StudyRunner:
             result.measurements.append(MeasurementRecord("boot", "boot_s", boot_s, "s"))
             result.measurements += _boot_phases(platform)
         result.raw += _domain_xml(platform) + config + _guest_clocksource(platform)
-        self._note_maxima(item, result)
+        self._remember(item, result)
         self._record_ok(item, cell_ids, result, started, platform)
         return True
 
@@ -514,13 +485,6 @@ class StudyRunner:
                 qemu_argv=_argv(platform), accel=_accel(platform),
                 started_at=_now(), finished_at=_now())
         self.progress(item, "failed")
-
-
-def _kb_of_phases(reference: Cell) -> dict[str, int]:
-    """A reference (a web max-rate cell, checked when the study was parsed): phase
-    -> the file size it serves, from its spec (phase names are not parsed)."""
-    spec = reference.workload.spec
-    return dict(zip(spec.phase_list(), spec.file_kb, strict=True))
 
 
 def _domain_xml(platform: Platform | None) -> list[RawRecord]:

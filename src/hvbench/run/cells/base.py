@@ -1,7 +1,8 @@
 """One shape for running a cell, whatever its workload kind.
 
-Each workload kind is one module of this package with one class implementing
-:class:`CellKind`; :mod:`hvbench.run.cells.registry` finds it by ``spec.kind``. The runner
+Each workload kind has one class implementing :class:`CellKind` (a module of this
+package, or the package of :mod:`hvbench.kinds` that registered it);
+:mod:`hvbench.run.cells.registry` finds it by ``spec.kind``. The runner
 calls :func:`run_cell` (``prepare``, ``run``, ``release``) with a :class:`CellContext` and
 stores the :class:`CellResult`; every kind builds that result with :func:`cell_result`
 from its :class:`~hvbench.workloads.outcome.PhaseOutcome` s, so the stored phases,
@@ -14,12 +15,12 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import Cell, Study
+from hvbench.model.study import Cell, Study, WorkloadSpec
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.monitors.session import PhaseMonitors, monitors_for
 from hvbench.platforms.base import Platform
@@ -86,7 +87,7 @@ class CellContext:
         return as_spec(self.cell.workload.spec, model)
 
 
-def as_spec(spec: Any, model: type[_Spec]) -> _Spec:
+def as_spec(spec: object, model: type[_Spec]) -> _Spec:
     """``spec`` typed as ``model``: the registry hands each kind its own specs only, so
     a mismatch is a programming error (:class:`HvbenchError`), never dispatch."""
     if not isinstance(spec, model):
@@ -112,17 +113,17 @@ class CellKind(Protocol):
         :class:`SpecError`."""
         ...
 
-    def server_ports(self, spec: Any) -> tuple[int, ...]:
+    def server_ports(self, spec: WorkloadSpec) -> tuple[int, ...]:
         """Ports of servers the workload runs on the platform: forwarded on a guest's
         user-mode NIC; natively the server runs in the lab host ``native``."""
         ...
 
-    def estimate_s(self, spec: Any) -> float:
+    def estimate_s(self, spec: WorkloadSpec) -> float:
         """A rough duration of one repetition under TCG, for plans when no earlier run
         says; without the boots of the guests it boots itself (a plan adds those)."""
         ...
 
-    def guests(self, spec: Any) -> int:
+    def guests(self, spec: WorkloadSpec) -> int:
         """Guests the cell boots itself per repetition (besides the platform)."""
         ...
 
@@ -139,16 +140,33 @@ class CellKind(Protocol):
         ...
 
 
+class RoundMemory(Protocol):
+    """What a workload kind keeps of a run's results for other cells of the same round
+    (web: a max-rate cell's maxima, which relative rates take a share of). One per run,
+    made by the factory the kind registered; the runner tells it every result and asks
+    it for each cell's (and its scenario's) rate references."""
+
+    def note(self, cell: Cell, repetition: int,
+             measurements: Sequence[MeasurementRecord]) -> None:
+        """Keep what ``cell``'s repetition ``repetition`` measured, if others need it."""
+        ...
+
+    def rate_refs(self, cell: Cell, repetition: int) -> Mapping[str, Mapping[int, float]]:
+        """The maxima ``cell``'s relative rates take a share of: reference workload name
+        -> file size (kB) -> requests/s. Empty when it has none."""
+        ...
+
+
 class Simple:
     """Defaults for kinds without files to check, servers, guests or preparation."""
 
     def check(self, cell: Cell, study_path: str) -> None:
         return None
 
-    def server_ports(self, spec: Any) -> tuple[int, ...]:
+    def server_ports(self, spec: WorkloadSpec) -> tuple[int, ...]:
         return ()
 
-    def guests(self, spec: Any) -> int:
+    def guests(self, spec: WorkloadSpec) -> int:
         return 0
 
     def prepare(self, ctx: CellContext) -> None:

@@ -4,10 +4,9 @@ the started platform's benchmark disk, the host monitors around each phase."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import Cell, DiskWorkloadSpec, native_share_dir
+from hvbench.model.study import Cell, DiskWorkloadSpec, WorkloadSpec, native_share_dir
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.base import Platform
 from hvbench.run.cells.base import (
@@ -44,7 +43,7 @@ class DiskCell(Simple):
         if typed.job_file:
             disk.check_job_file(typed, study_path, cell.platform.spec)
 
-    def estimate_s(self, spec: Any) -> float:
+    def estimate_s(self, spec: WorkloadSpec) -> float:
         typed = as_spec(spec, DiskWorkloadSpec)
         if typed.profile == "fio-job":
             return JOB_FILE_ESTIMATE_S

@@ -3,12 +3,10 @@ own guests from the platform's VM spec, so the runner boots nothing for it."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hvbench.errors import SpecError
 from hvbench.host.paths import work_dir
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import Cell, LifecycleWorkloadSpec
+from hvbench.model.study import Cell, LifecycleWorkloadSpec, WorkloadSpec
 from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.base import (
@@ -34,11 +32,11 @@ class LifecycleCell(Simple):
     boots_platform = False
     needs_lab = False
 
-    def estimate_s(self, spec: Any) -> float:
+    def estimate_s(self, spec: WorkloadSpec) -> float:
         typed = as_spec(spec, LifecycleWorkloadSpec)
         return LIFE_ESTIMATE_S + (typed.idle_s if typed.idle_guests else 0.0)
 
-    def guests(self, spec: Any) -> int:
+    def guests(self, spec: WorkloadSpec) -> int:
         return 1 + as_spec(spec, LifecycleWorkloadSpec).idle_guests
 
     def run(self, ctx: CellContext) -> CellResult:

@@ -1,25 +1,52 @@
-"""Workload kinds -> the class that runs their cells; the one place that maps them."""
+"""Workload kinds -> the class that runs their cells; the one place that maps them.
+
+The core kinds are listed here; a kind package of :mod:`hvbench.kinds` adds itself at
+start-up with :func:`register_cell_kind` (and, when its cells keep results for other
+cells of the same round, :func:`register_round_memory`). The core never imports a kind.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable
 
-from hvbench.errors import SpecError
+from hvbench.errors import HvbenchError, SpecError
 from hvbench.model.study import Cell, Study
 from hvbench.platforms.kinds import platform_kind
-from hvbench.run.cells.base import CellKind
+from hvbench.run.cells.base import CellKind, RoundMemory
 from hvbench.run.cells.disk import DiskCell
 from hvbench.run.cells.lifecycle import LifecycleCell
-from hvbench.run.cells.network import NetworkCell
-from hvbench.run.cells.propagation import PropagationCell
-from hvbench.run.cells.web import WebCell
+from hvbench.store.records import MeasurementRow
 
 #: ``spec.kind`` -> a fresh cell kind (one per (cell, repetition): it holds what its
-#: ``prepare`` set up).
-CELL_KINDS: Mapping[str, Callable[[], CellKind]] = {
-    DiskCell.kind: DiskCell, NetworkCell.kind: NetworkCell, WebCell.kind: WebCell,
-    LifecycleCell.kind: LifecycleCell, PropagationCell.kind: PropagationCell,
+#: ``prepare`` set up). Filled by the core kinds below and by :func:`register_cell_kind`.
+CELL_KINDS: dict[str, Callable[[], CellKind]] = {
+    DiskCell.kind: DiskCell, LifecycleCell.kind: LifecycleCell,
 }
+#: A run's stored measurements so far (empty before the run exists): what a
+#: :class:`RoundMemory` reads back on ``--resume``.
+StoredRows = Callable[[], Iterable[MeasurementRow]]
+#: One factory per kind that remembers results across the cells of a round.
+ROUND_MEMORIES: list[Callable[[Study, StoredRows], RoundMemory]] = []
+
+
+def register_cell_kind(kind: str, make: Callable[[], CellKind]) -> None:
+    """Make ``make`` run the cells of workload kind ``kind``. Registering a kind twice
+    with another class raises :class:`HvbenchError` (two packages claim one kind)."""
+    known = CELL_KINDS.get(kind)
+    if known is not None and known is not make:
+        raise HvbenchError(f"internal: workload kind {kind!r} is registered twice")
+    CELL_KINDS[kind] = make
+
+
+def register_round_memory(make: Callable[[Study, StoredRows], RoundMemory]) -> None:
+    """Give every run a :class:`RoundMemory` made by ``make`` (once per factory)."""
+    if make not in ROUND_MEMORIES:
+        ROUND_MEMORIES.append(make)
+
+
+def round_memories(study: Study, stored: StoredRows) -> list[RoundMemory]:
+    """A fresh memory of every registered kind for one run of ``study``."""
+    return [make(study, stored) for make in ROUND_MEMORIES]
 
 
 def kind_of(kind: str) -> CellKind:
@@ -27,7 +54,7 @@ def kind_of(kind: str) -> CellKind:
     for a kind no module runs."""
     make = CELL_KINDS.get(kind)
     if make is None:
-        raise SpecError(f"workload kind {kind!r}: expected one of {', '.join(CELL_KINDS)}")
+        raise SpecError(f"workload kind {kind!r}: expected one of {', '.join(sorted(CELL_KINDS))}")
     return make()
 
 

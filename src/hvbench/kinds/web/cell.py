@@ -6,11 +6,10 @@ httperf on the workload's client host; one measured window per file size, and wi
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from hvbench.errors import HvbenchError
 from hvbench.model.rates import is_relative, offered_rate
-from hvbench.model.study import Cell, WebWorkloadSpec, rate_reference
+from hvbench.model.study import Cell, WebWorkloadSpec, WorkloadSpec, rate_reference
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.run.cells.base import (
     CellContext,
@@ -54,10 +53,10 @@ class WebCell(Simple):
         if as_spec(cell.workload.spec, WebWorkloadSpec).latency is not None:
             check_wrk(cell.workload.name)
 
-    def server_ports(self, spec: Any) -> tuple[int, ...]:
+    def server_ports(self, spec: WorkloadSpec) -> tuple[int, ...]:
         return (as_spec(spec, WebWorkloadSpec).port,)
 
-    def estimate_s(self, spec: Any) -> float:
+    def estimate_s(self, spec: WorkloadSpec) -> float:
         typed = as_spec(spec, WebWorkloadSpec)
         rates = MAX_RATE_STEPS if typed.mode == "max-rate" else 1
         wrk = typed.latency.seconds + WRK_OVERHEAD_S if typed.latency else 0.0

@@ -3,10 +3,8 @@ host), booted as the platform's VM and terminated; the cell boots its own guest.
 
 from __future__ import annotations
 
-from typing import Any
-
 from hvbench.errors import HvbenchError
-from hvbench.model.study import PropagationWorkloadSpec, Study
+from hvbench.model.study import PropagationWorkloadSpec, Study, WorkloadSpec
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.platforms.accel import choose_accel
 from hvbench.run.cells.base import (
@@ -39,11 +37,11 @@ class PropagationCell(Simple):
     def __init__(self) -> None:
         self._repo: ImageRepository | None = None
 
-    def estimate_s(self, spec: Any) -> float:
+    def estimate_s(self, spec: WorkloadSpec) -> float:
         typed = as_spec(spec, PropagationWorkloadSpec)
         return OVERHEAD_S + typed.image_size * 8 / 1e9  # about a 1 Gbit/s link
 
-    def guests(self, spec: Any) -> int:
+    def guests(self, spec: WorkloadSpec) -> int:
         return 1
 
     def prepare(self, ctx: CellContext) -> None:

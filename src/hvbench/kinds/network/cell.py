@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import NetworkWorkloadSpec
+from hvbench.model.study import NetworkWorkloadSpec, WorkloadSpec
 from hvbench.platforms.base import Platform
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.base import (
@@ -41,10 +40,10 @@ class NetworkCell(Simple):
         self._server: Endpoint | None = None
         self._peers: list[Platform] = []
 
-    def estimate_s(self, spec: Any) -> float:
+    def estimate_s(self, spec: WorkloadSpec) -> float:
         return as_spec(spec, NetworkWorkloadSpec).duration_s + OVERHEAD_S
 
-    def guests(self, spec: Any) -> int:
+    def guests(self, spec: WorkloadSpec) -> int:
         return 1 if as_spec(spec, NetworkWorkloadSpec).peer == "guest" else 0
 
     def prepare(self, ctx: CellContext) -> None:

@@ -1,0 +1,17 @@
+"""The propagation workload kind (``kind = "propagation"``): one image from a lab
+repository to this host, booted and terminated; its cell (:mod:`.cell`) and its
+diagnosis class."""
+
+from __future__ import annotations
+
+from hvbench.analysis.resources import register_kind_class
+from hvbench.kinds.propagation.cell import PropagationCell
+from hvbench.run.cells.registry import register_cell_kind
+
+
+def register() -> None:
+    """Register the propagation kind into the core's registries."""
+    register_cell_kind(PropagationCell.kind, PropagationCell)
+    # An image's journey is no one device's I/O, but ``transfer`` writes the fetched
+    # image to the host's disk: disk throughput, read by the disk rules.
+    register_kind_class("propagation", "other", phases={"transfer": "disk"})

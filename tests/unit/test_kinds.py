@@ -1,0 +1,49 @@
+"""Kind packages register into the core's registries: every workload kind a study may
+name has a cell kind once :func:`install` ran, installing twice changes nothing, and a
+second class claiming a registered kind is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from hvbench.analysis.metrics import lookup, main_metrics, register_metrics, vs_alone_metrics
+from hvbench.errors import HvbenchError
+from hvbench.kinds import install
+from hvbench.kinds.network.cell import NetworkCell
+from hvbench.model.study import WORKLOAD_KINDS, parse_study
+from hvbench.model.tune import NIC_AXES, NIC_KINDS, default_axes
+from hvbench.run.cells import registry
+from hvbench.run.cells.disk import DiskCell
+
+
+def test_every_workload_kind_runs_after_install() -> None:
+    install()
+    before = (dict(registry.CELL_KINDS), list(registry.ROUND_MEMORIES))
+    install()
+    assert (dict(registry.CELL_KINDS), list(registry.ROUND_MEMORIES)) == before
+    assert set(registry.CELL_KINDS) == set(WORKLOAD_KINDS)
+
+
+def test_a_kind_claimed_by_two_classes_is_refused() -> None:
+    registry.register_cell_kind("disk", DiskCell)  # the same class again: fine
+    with pytest.raises(HvbenchError, match="'disk' is registered twice"):
+        registry.register_cell_kind("disk", NetworkCell)
+
+
+def test_the_web_slice_of_the_catalogue_is_registered_once() -> None:
+    install()
+    spec = lookup("max_rate_rps")
+    assert spec is not None and spec.producer == "httperf" and spec.layer == "workload"
+    assert "max_rate_rps" in main_metrics() and "reply_ms" in vs_alone_metrics()
+    with pytest.raises(HvbenchError, match="declared twice: max_rate_rps"):
+        register_metrics([spec])
+
+
+def test_tune_searches_the_nic_axes_for_the_kinds_that_measure_it() -> None:
+    install()
+    assert {"network", "web"} == NIC_KINDS
+    study = parse_study('[study]\nname = "s"\n[[lab.host]]\nname = "client"\n'
+                        '[[platform]]\nkind = "native"\n'
+                        '[[workload]]\nname = "w"\nkind = "web"\nfile_kb = [1]\n',
+                        "s.toml", 24 << 30)
+    assert set(default_axes(study, (), allow_unsafe=False)) == set(NIC_AXES)
