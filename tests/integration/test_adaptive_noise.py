@@ -37,7 +37,8 @@ profile = "dd"
 target = "device"
 file_size = "8M"
 direct = true
-# a 100 % interval: three repetitions always reach it
+# a 100 % interval: three repetitions usually reach it (a CoV up to 40 % at n = 3); a
+# noisy device may take a round or two more, never all six
 repetitions = { min = 3, max = 6, ci_pct = 100 }
 
 [[workload]]
@@ -104,7 +105,8 @@ def test_adaptive_rounds_stop_on_each_rule_and_resume_after_kill_9(
     done = subprocess.run([HVBENCH, "run", "--resume", run_id, "--db", str(db)],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    assert _ok(db, "native/loose") == 3 and _ok(db, "native/strict") == 6
+    loose = _ok(db, "native/loose")
+    assert 3 <= loose < 6 and _ok(db, "native/strict") == 6
     with sqlite3.connect(db) as conn:
         orders = dict(conn.execute("SELECT repetition, cell_ids_json FROM run_order"))
         ids = dict(conn.execute("SELECT id, name FROM cells"))
@@ -112,13 +114,18 @@ def test_adaptive_rounds_stop_on_each_rule_and_resume_after_kill_9(
                              "HAVING count(*) > 1").fetchall()
     assert not dupes
     assert sorted(orders) == list(range(6))
+    # Each adaptive round holds the cells that have not reached their rule yet: strict
+    # to its maximum, loose only until its interval was within 100 % (CI once saw a
+    # fourth round of it, the 8 MB dd's CoV above 40 % over three).
     for rep in range(3, 6):
-        assert [ids[i] for i in json.loads(orders[rep])] == ["native/strict"]
+        expected = (["native/loose"] if rep < loose else []) + ["native/strict"]
+        assert sorted(ids[i] for i in json.loads(orders[rep])) == expected, rep
     assert "native/strict: stopped at max 6 rounds" in done.stderr
     report = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)],
                             capture_output=True, text=True, timeout=120, check=False)
-    assert "adaptive repetitions: native/strict: stopped at max 6 rounds" in \
-        " ".join((report.stdout + report.stderr).split())
+    shown = " ".join((report.stdout + report.stderr).split())
+    assert "adaptive repetitions: native/strict: stopped at max 6 rounds" in shown
+    assert "native/loose: stopped" not in shown  # it reached its interval
 
 
 def test_noise_floor_gates_compare_and_sizes_check_bounds(tmp_path: Path,
