@@ -28,9 +28,11 @@ def test_cleanup_kills_a_guest_whose_socket_is_in_a_dead_runs_dir(tmp_path: Path
     orphan, operators = _posing_as_qemu(dead), _posing_as_qemu(other)
     try:
         deadline = time.monotonic() + 5
+        # Until both have exec'd: bash's own command line names qemu-system too (in its
+        # script), so wait for argv[0] itself.
         while time.monotonic() < deadline and not all(
-                b"qemu-system" in Path(f"/proc/{p.pid}/cmdline").read_bytes()
-                for p in (orphan, operators)):
+                Path(f"/proc/{p.pid}/cmdline").read_bytes().split(b"\0")[0]
+                == b"qemu-system-x86_64" for p in (orphan, operators)):
             time.sleep(0.02)
         killed = kill_orphaned_daemons([dead])
         assert killed == [f"guest {orphan.pid} ({dead}/qmp.sock)"]
