@@ -86,16 +86,15 @@ def test_the_rules_read_a_calibrated_threshold() -> None:
     assert dominant(calibrated) == "host-cpu-contention"
 
 
-def test_stored_thresholds_skip_the_kept_and_the_unknown() -> None:
-    rows = [{"name": "WAIT_PCT", "value": 22.0, "calibrated": True},
-            {"name": "FLUSH_PER_WRITE", "value": 0.1, "calibrated": False},
-            {"name": "NO_SUCH", "value": 1.0, "calibrated": True}]
-    assert stored_thresholds(rows) == {"WAIT_PCT": 22.0}
-
-
 def _record(name: str, value: float, calibrated: bool) -> CalibrationRecord:
     return CalibrationRecord(name=name, rule="r", default_value=1.0, value=value,
                              calibrated=calibrated, positives=2, negatives=3, note="n")
+
+
+def test_stored_thresholds_skip_the_kept_and_the_unknown() -> None:
+    rows = [_record("WAIT_PCT", 22.0, True), _record("FLUSH_PER_WRITE", 0.1, False),
+            _record("NO_SUCH", 1.0, True)]
+    assert stored_thresholds(rows) == {"WAIT_PCT": 22.0}
 
 
 def test_the_store_keeps_calibrations_per_host_newest_first(tmp_path: Path) -> None:

@@ -17,11 +17,12 @@ a threshold is never moved on evidence that does not decide it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hvbench.analysis import diagnosis as rules
 from hvbench.analysis.resources import CellModel
+from hvbench.store.records import CalibrationRecord
 
 #: Fewest positive and fewest negative cells a threshold is calibrated from.
 MIN_CELLS = 2
@@ -137,18 +138,8 @@ def thresholds_of(outcomes: Sequence[Calibrated]) -> dict[str, float]:
     return {o.name: o.value for o in outcomes if o.calibrated}
 
 
-def known_names() -> frozenset[str]:
-    """The names of the calibrated thresholds."""
-    return frozenset(t.name for t in THRESHOLDS)
-
-
-def stored_thresholds(rows: Sequence[Mapping[str, object]]) -> dict[str, float]:
-    """The thresholds the rules read from stored calibration rows (each with ``name``,
-    ``value`` and ``calibrated``): names this hvbench does not calibrate are ignored."""
-    names = known_names()
-    out: dict[str, float] = {}
-    for row in rows:
-        name, value = row.get("name"), row.get("value")
-        if row.get("calibrated") and name in names and isinstance(value, (int, float)):
-            out[str(name)] = float(value)
-    return out
+def stored_thresholds(records: Sequence[CalibrationRecord]) -> dict[str, float]:
+    """The thresholds the rules read from a stored calibration: its calibrated ones
+    (names this hvbench does not calibrate are ignored)."""
+    names = {t.name for t in THRESHOLDS}
+    return {r.name: r.value for r in records if r.calibrated and r.name in names}

@@ -826,8 +826,7 @@ def _cache_evidence(cell: CellModel) -> list[str]:
     out = []
     if share is not None and not _share_readable(cell):
         share = None
-    if share is not None and native is not None and \
-            share / native < _limit(cell, "DEVICE_SHARE_CACHED", DEVICE_SHARE_CACHED):
+    if share is not None and native is not None and share / native < DEVICE_SHARE_CACHED:
         out.append(f"the host device moved {_n(100.0 * share / native)} % of the bytes per "
                    f"workload byte it moved natively{named}")
     elif share is not None and native is None and cell.workload_def.get("direct") and \
@@ -1138,6 +1137,7 @@ def _io_limit(cell: CellModel) -> Hit | None:
     flat_cov = cell.get("res.series_cov_pct")
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
     found = _matching_limit(cell)
+    waiting = added is not None and cost is not None and added >= LIMIT_WAIT_RATIO * cost
     # A configured limit that the throughput sits at identifies the limiter by itself:
     # at a throttled few I/Os per second, QEMU's CPU per I/O (its vCPUs' idle-loop
     # emulation divided by those few I/Os) can pass for work on each request.
@@ -1157,7 +1157,7 @@ def _io_limit(cell: CellModel) -> Hit | None:
                 f"vCPUs {_n(vcpu)} % busy, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %; "
                 f"{_n(added)} ms added per I/O above the device against {_n(cost)} ms of QEMU "
                 "CPU per I/O" + (": requests wait between guest and device"
-                                 if _held(cell) else "")]
+                                 if waiting else "")]
     if found is None:
         where = ("no limit in QEMU's configuration or the QEMU process's cgroups"
                  if cell.host_config else "no limit in QEMU's configuration, and the host "

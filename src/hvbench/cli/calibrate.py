@@ -16,13 +16,17 @@ import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from hvbench.cli.common import add_db_option, add_format_option, add_output_option, db_of
 from hvbench.errors import SpecError
 from hvbench.store.database import Store
+
+if TYPE_CHECKING:
+    from hvbench.analysis.calibration import PlantedCell
+    from hvbench.store.records import CalibrationRow
 
 #: The planted matrix of a checkout (examples/diagnosis beside src/).
 PLANTS = Path(__file__).resolve().parents[3] / "examples" / "diagnosis"
@@ -199,7 +203,8 @@ def _stored(store: Store, given: Sequence[str], plants: Sequence[Plant]
     return runs
 
 
-def planted_cells(store: Store, runs: Sequence[tuple[Plant, str]]) -> list[Any]:
+def planted_cells(store: Store, runs: Sequence[tuple[Plant, str]]
+                  ) -> list[PlantedCell]:
     """The planted cells of ``runs`` with their resource models (boot phases and cells
     no pattern names are left out)."""
     from hvbench.analysis.calibration import PlantedCell
@@ -217,7 +222,8 @@ def planted_cells(store: Store, runs: Sequence[tuple[Plant, str]]) -> list[Any]:
     return cells
 
 
-def calibrate_runs(store: Store, host: str, runs: Sequence[tuple[Plant, str]]) -> Any:
+def calibrate_runs(store: Store, host: str, runs: Sequence[tuple[Plant, str]]
+                   ) -> CalibrationRow:
     """Calibrate from ``runs``, store the calibration for ``host``, return it.
 
     Raises:

@@ -314,8 +314,7 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
                            phase_shares(rows, propagation_workloads(rows))),
                        stages=stage_rows(stage_windows(rows, samples, dimensions)),
                        calibration=calibration)
-    thresholds = stored_thresholds([dataclasses.asdict(t) for t in calibration.thresholds]) \
-        if calibration else None
+    thresholds = stored_thresholds(calibration.thresholds) if calibration else None
     models = run_models(report, series, host_configs, thresholds)
     report.verdicts.extend(diagnose_all(models))
     report.layers.extend(layer_rows(models))

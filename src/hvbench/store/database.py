@@ -652,23 +652,22 @@ class Store(StopOnExit):
     def calibrations(self, host: str | None = None) -> list[CalibrationRow]:
         """Stored calibrations, newest first; only ``host``'s when given."""
         c = db.calibrations.c
-        # Newest first, rows of one calibration in reverse insertion order: prepended
-        # below, its thresholds come back in the order they were stored.
-        query = select(db.calibrations).order_by(c.created_at.desc(), c.id.desc())
+        # Newest calibration first; within one, the thresholds in the order stored.
+        query = select(db.calibrations).order_by(c.created_at.desc(), c.calibration.desc(),
+                                                 c.id)
         if host is not None:
             query = query.where(c.host == host)
-        found: dict[str, CalibrationRow] = {}
+        grouped: dict[str, list[Any]] = {}
         for r in self._read(query):
-            record = CalibrationRecord(
+            grouped.setdefault(r.calibration, []).append(r)
+        return [CalibrationRow(
+            calibration=name, host=rows[0].host, created_at=rows[0].created_at,
+            runs=tuple(json.loads(rows[0].runs_json)),
+            thresholds=tuple(CalibrationRecord(
                 name=r.name, rule=r.rule, default_value=float(r.default_value),
                 value=float(r.value), calibrated=bool(r.calibrated),
                 positives=int(r.positives), negatives=int(r.negatives), note=r.note)
-            row = found.get(r.calibration)
-            found[r.calibration] = CalibrationRow(
-                calibration=r.calibration, host=r.host, created_at=r.created_at,
-                runs=tuple(json.loads(r.runs_json)),
-                thresholds=(record,) + (row.thresholds if row else ()))
-        return list(found.values())
+                for r in rows)) for name, rows in grouped.items()]
 
     # -- reads ----------------------------------------------------------------------------
 
