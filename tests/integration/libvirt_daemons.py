@@ -6,6 +6,14 @@ stopped. Daemons a test session started are shared by every session on the machi
 each holds a shared lock on :data:`USERS_LOCK` while it uses them, and the one that
 leaves last (no other holder) stops those that a session started (their pids are noted
 in :data:`STARTED_DIR`), so no session stops a daemon another one still uses.
+
+A libvirtd the tests start runs its guests' QEMU as root: it reads a private copy of
+``/etc/libvirt/qemu.conf`` with ``user``/``group`` = root, bind-mounted over the real
+one in a mount namespace of its own (the host's file is never written). On this host
+libvirt's QEMU user cannot open ``/dev/kvm`` while its capability probe found KVM, so a
+stock daemon finds its cached capabilities stale at every look-up and probes QEMU again:
+32-51 s per define here, 0.02 s with a QEMU user that can open it (docs/libvirt.md,
+"start timing"). Guests run under TCG either way; the user only changes that check.
 """
 
 from __future__ import annotations
@@ -43,11 +51,34 @@ def _pid_of(name: str) -> int | None:
     return int(found[0]) if found else None
 
 
+#: The libvirt QEMU driver's configuration a started libvirtd sees instead of the host's.
+QEMU_CONF = Path("/etc/libvirt/qemu.conf")
+#: Mount the private copy (``$1``) over :data:`QEMU_CONF`, then become libvirtd; run by
+#: ``unshare --mount`` so the mount exists only in the daemon's namespace.
+_PRIVATE_CONF_SCRIPT = f'mount --bind "$1" {QEMU_CONF} && exec libvirtd -d'
+
+
+def _private_qemu_conf() -> Path:
+    """The host's qemu.conf with QEMU run as root (see the module docstring)."""
+    STARTED_DIR.mkdir(parents=True, exist_ok=True)
+    conf = STARTED_DIR / "qemu.conf"
+    host = QEMU_CONF.read_text() if QEMU_CONF.is_file() else ""
+    conf.write_text(f'{host}\n# hvbench tests: QEMU as root\nuser = "root"\ngroup = "root"\n')
+    return conf
+
+
+def _argv(name: str) -> list[str]:
+    if name != "libvirtd" or not QEMU_CONF.is_file():
+        return [name, "-d"]
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            _PRIVATE_CONF_SCRIPT, "sh", str(_private_qemu_conf())]
+
+
 def _start(name: str) -> int:
     # A clean environment: the daemon outlives the test that started it, so it must not
     # inherit that test's TMPDIR or work directory.
     env = {"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
-    subprocess.run([name, "-d"], env=env, check=True, timeout=30)
+    subprocess.run(_argv(name), env=env, check=True, timeout=30)
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
         pid = _pid_of(name)
@@ -100,6 +131,7 @@ def _stop_if_last(handle: IO[str]) -> None:
         for name, pid in reversed(_started_by_tests()):
             _stop(pid)
             (STARTED_DIR / f"{name}.pid").unlink(missing_ok=True)
+        (STARTED_DIR / "qemu.conf").unlink(missing_ok=True)
     finally:
         fcntl.flock(handle, fcntl.LOCK_UN)
 
