@@ -527,8 +527,9 @@ def assemble_rootfs(staging: Path, rootfs: Path, release: str, init: bytes) -> N
 
 
 def assemble_initramfs(staging: Path, tree: Path, release: str, init: bytes) -> None:
-    """Populate ``tree`` with the stage-1 initramfs: busybox, its applets, the modules
-    that reach the root disk (kmod.STAGE1_MODULES) and ``init`` as /init.
+    """Populate ``tree`` with the stage-1 initramfs: busybox, the applets stage 1 runs
+    (_STAGE1_APPLETS), the modules that reach the root disk (kmod.STAGE1_MODULES) with
+    the files busybox modprobe reads (_MODPROBE_FILES), and ``init`` as /init.
 
     Raises:
         ImageError: busybox or a module is missing, or depmod failed.
