@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import subprocess
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 
@@ -203,3 +204,27 @@ def test_root_disk_modules_include_the_benchmark_file_system() -> None:
     # The host mounts benchmark disks without -t: ext4 must be loadable in the guest.
     assert {"ext4", "crc32c_generic", "virtio_console"} <= set(kmod.WANTED_MODULES)
     assert {"virtio_blk", "squashfs", "overlay"} <= set(kmod.STAGE1_MODULES)
+
+
+#: Shell keywords and ash builtins stage1.sh uses (no applet link needed).
+_SHELL_WORDS = {"if", "then", "fi", "for", "in", "do", "done", "while", "return", "exit",
+                "export", "read", "echo", "cd", "exec", "break", "local", "set", "[", "test"}
+
+
+def test_stage1_runs_only_the_applets_the_initramfs_links() -> None:
+    # The initramfs carries only builder._STAGE1_APPLETS: a command stage1.sh gained
+    # without its link would fail the boot ("not found") on every machine.
+    text = builder.stage1_script().decode()
+    functions = set(re.findall(r"^([a-z_]+)\(\) \{", text, re.MULTILINE))
+    # The shebang's interpreter runs the script itself.
+    commands = {PurePosixPath(text.splitlines()[0].removeprefix("#!")).name}
+    for line in text.splitlines():
+        code = line.split("#", 1)[0].strip()
+        if not code or code.endswith("() {") or code in ("}", "done", "fi"):
+            continue
+        for part in re.split(r"\|\||&&|;|\bthen\b|\bdo\b|\bexec\b", code):
+            words = part.split()
+            if words and re.fullmatch(r"[a-z_][a-z_0-9]*", words[0]):
+                commands.add(words[0])
+    applets = {PurePosixPath(a).name for a in builder._STAGE1_APPLETS}
+    assert commands - _SHELL_WORDS - functions == applets

@@ -32,8 +32,10 @@ from hvbench.image.cpio import write_newc
 from hvbench.image.vmlinux import extract_vmlinux
 
 #: Bump whenever the image layout or the way it is built changes: it is part of the key.
-#: 6: the nvme and virtiofs modules. 7: the aoe module and aoe-discover.
-FORMAT_VERSION = 7
+#: 6: the nvme and virtiofs modules. 7: the aoe module and aoe-discover. 8: the
+#: initramfs holds only stage 1's applets and modprobe's files, and the overlay's
+#: upper and work directories; the root disk has /etc/fstab.
+FORMAT_VERSION = 8
 
 #: Kernel command line to boot the image with. ``panic=-1`` turns a broken /init into an
 #: immediate reboot, which QEMU's ``-no-reboot`` turns into an exit. The rest trims boot
@@ -104,6 +106,14 @@ _ETC_FILES: dict[str, str] = {
     # sym53c8xx waits 3 s for the SCSI bus to settle after its reset; QEMU's lsi53c895a
     # is ready at once. busybox modprobe applies modprobe.d options.
     "etc/modprobe.d/hvbench.conf": "options sym53c8xx settle=0\n",
+    # What stage 2 (init.sh) mounts with one ``mount -a``; /proc, /sys and /dev come
+    # mounted from stage 1.
+    "etc/fstab": (
+        "devpts /dev/pts devpts gid=5,mode=620,ptmxmode=666 0 0\n"
+        "tmpfs /tmp tmpfs mode=1777 0 0\n"
+        "tmpfs /run tmpfs mode=755 0 0\n"
+        "tmpfs /dev/shm tmpfs mode=1777 0 0\n"
+    ),
 }
 #: qemu-ga's guest-shutdown runs ``/sbin/shutdown -h -P +0 "msg"`` (or ``-H`` halt,
 #: ``-r`` reboot). There is no init system to ask, so power off directly; QEMU (run
@@ -124,8 +134,19 @@ exec busybox "$action" -f
 #: ``mnt/hvbench``: the host mounts benchmark file systems there, and the root is only
 #: writable through the overlay, so the directory ships in the image.
 _GUEST_DIRS = ("proc", "sys", "dev", "tmp", "run", "root", "etc", "var", "mnt", "mnt/hvbench")
-#: The stage-1 initramfs: mount points and the switch_root target.
-_STAGE1_DIRS = ("proc", "sys", "dev", "newroot", "lower", "rw")
+#: The stage-1 initramfs: mount points, the switch_root target and the root overlay's
+#: writable layer (upper and work directories, in the initramfs's own tmpfs; upper/bin
+#: receives stage 1's hard link to busybox, see stage1.sh).
+_STAGE1_DIRS = ("proc", "sys", "dev", "newroot", "lower", "rw/upper/bin", "rw/work")
+#: The busybox applets stage1.sh runs, as links in the initramfs. Only these: the kernel
+#: unpacks every entry of the initramfs before /init runs, and busybox's other ~260
+#: applet links were entries no step used.
+_STAGE1_APPLETS = ("bin/sh", "bin/mount", "bin/ln", "bin/usleep", "sbin/modprobe",
+                   "usr/sbin/chroot")
+#: What busybox modprobe reads under /lib/modules/<release>; depmod's other outputs
+#: (modules.order alone is 160 kB) stay out of the initramfs, which the kernel unpacks
+#: on every boot.
+_MODPROBE_FILES = ("modules.dep", "modules.alias", "modules.builtin", "modules.symbols")
 
 
 @dataclass(frozen=True)
@@ -506,8 +527,9 @@ def assemble_rootfs(staging: Path, rootfs: Path, release: str, init: bytes) -> N
 
 
 def assemble_initramfs(staging: Path, tree: Path, release: str, init: bytes) -> None:
-    """Populate ``tree`` with the stage-1 initramfs: busybox, its applets, the modules
-    that reach the root disk (kmod.STAGE1_MODULES) and ``init`` as /init.
+    """Populate ``tree`` with the stage-1 initramfs: busybox, the applets stage 1 runs
+    (_STAGE1_APPLETS), the modules that reach the root disk (kmod.STAGE1_MODULES) with
+    the files busybox modprobe reads (_MODPROBE_FILES), and ``init`` as /init.
 
     Raises:
         ImageError: busybox or a module is missing, or depmod failed.
@@ -515,8 +537,14 @@ def assemble_initramfs(staging: Path, tree: Path, release: str, init: bytes) -> 
     for name in _STAGE1_DIRS:
         (tree / name).mkdir(parents=True, exist_ok=True)
     copy_guest_path(staging, tree, PurePosixPath(BUSYBOX))
-    _install_applets(staging, tree)
+    for applet in _STAGE1_APPLETS:
+        (tree / applet).parent.mkdir(parents=True, exist_ok=True)
+        (tree / applet).symlink_to(BUSYBOX)
     _install_modules(staging, tree, release, kmod.STAGE1_MODULES)
+    modules = tree / "lib" / "modules" / release
+    for path in modules.glob("modules.*"):
+        if path.name not in _MODPROBE_FILES:
+            path.unlink()
     _write_executable(tree / "init", init)
 
 

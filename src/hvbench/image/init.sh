@@ -20,15 +20,14 @@ msg() {
 
 # Stage 1 moved /proc, /sys and /dev here already; mount them only when this script
 # runs as the first /init. The tests are shell builtins: no fork for a mount check.
+# The rest (devpts, /tmp, /run, /dev/shm) is the image's /etc/fstab, mounted by one
+# process instead of four.
 mount_fs() {
     [ -e /proc/self ] || mount -t proc proc /proc
     [ -d /sys/kernel ] || mount -t sysfs sysfs /sys
     [ -e /dev/null ] || mount -t devtmpfs devtmpfs /dev
     mkdir -p /dev/pts /dev/shm
-    mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
-    mount -t tmpfs -o mode=1777 tmpfs /tmp
-    mount -t tmpfs -o mode=755 tmpfs /run
-    mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+    mount -a || msg "error: cannot mount every file system of /etc/fstab"
 }
 
 # modprobe every alias found in the given sysfs modalias files. busybox modprobe
@@ -100,11 +99,12 @@ load_drivers() {
     fi
 }
 
-# Wait (at most ~2 s) until every SCSI/ATA disk has its block device (sd_mod may probe
-# asynchronously) and devtmpfs shows a node for every block device the kernel has.
-# Builtins only: the loop runs on every boot and forks are slow under TCG.
+# Wait (at most ~2 s, polling every 5 ms) until every SCSI/ATA disk has its block
+# device (sd_mod may probe asynchronously) and devtmpfs shows a node for every block
+# device the kernel has. Builtins only: the loop runs on every boot and forks are slow
+# under TCG.
 settle_block() {
-    tries=40
+    tries=400
     while [ "$tries" -gt 0 ]; do
         missing=0
         for s in /sys/bus/scsi/devices/*:*:*:*; do
@@ -117,7 +117,7 @@ settle_block() {
         done
         [ "$missing" = 0 ] && return 0
         tries=$((tries - 1))
-        usleep 50000
+        usleep 5000
     done
     msg "warning: block devices still missing after 2 s"
 }
@@ -144,15 +144,16 @@ configure_net() {
         msg "error: bad hvbench.net=$*"
         return 1
     fi
-    # NIC drivers register their netdev during probe, but allow a short grace period.
-    tries=20
+    # NIC drivers register their netdev during probe, but allow a short grace period
+    # (1 s, polling every 5 ms).
+    tries=200
     while ! dev=$(iface_by_mac "$mac"); do
         tries=$((tries - 1))
         if [ "$tries" -le 0 ]; then
             msg "error: no network interface with MAC $mac"
             return 1
         fi
-        usleep 50000
+        usleep 5000
     done
     ip link set dev "$dev" up || msg "error: cannot bring $dev up"
     ip addr add "$addr" dev "$dev" || msg "error: cannot set $addr on $dev"
@@ -173,10 +174,10 @@ setup_net() {
 }
 
 # Set $port to the agent's port device. The port name arrives from the host in a virtio
-# control message, slightly after the port device appears, hence the retry loop (at
-# most ~5 s).
+# control message, slightly after the port device appears, hence the retry loop (every
+# 5 ms, at most ~5 s).
 agent_port() {
-    tries=100
+    tries=1000
     while [ "$tries" -gt 0 ]; do
         for p in /sys/class/virtio-ports/*; do
             name=
@@ -187,16 +188,16 @@ agent_port() {
             fi
         done
         tries=$((tries - 1))
-        usleep 50000
+        usleep 5000
     done
     return 1
 }
 
 # Restart the agent if it ever dies, so the host never loses its control channel.
+# Its state directory is qemu-ga's default, /var/run (= /run, a fresh tmpfs): no mkdir.
 run_agent() {
-    mkdir -p /run/qemu-ga
     while :; do
-        qemu-ga -m virtio-serial -p "$1" -t /run/qemu-ga -f /run/qemu-ga.pid
+        qemu-ga -m virtio-serial -p "$1" -f /run/qemu-ga.pid
         msg "error: qemu-ga exited with $?, restarting"
         sleep 1
     done

@@ -4,8 +4,9 @@
 #
 # The initramfs holds only busybox and the modules needed to reach the root disk, so the
 # kernel has little to unpack. This script finds the read-only root file system image
-# (the virtio disk with serial hvb-root), puts a tmpfs overlay on top so the root is
-# writable, and switch_roots into it to run the stage-2 /init (init.sh). Any failure
+# (the virtio disk with serial hvb-root), puts an overlay on top whose writable layer
+# lives in the initramfs itself (tmpfs), and switch_roots into it to run the stage-2
+# /init (init.sh). Any failure
 # exits, and PID 1 exiting panics the kernel: with panic=-1 and QEMU's -no-reboot the
 # host sees QEMU exit at once, with the reason on the console, instead of a timeout.
 
@@ -40,13 +41,15 @@ find_root_device() {
 }
 
 # virtio_blk registers its disks while modprobe runs, and devtmpfs creates the node
-# right after; poll briefly (at most 2 s) rather than assume both already happened.
+# right after; poll (every 5 ms, at most 2 s) rather than assume both already happened.
+# A short interval: the node usually appears within a millisecond, and the guest's
+# only vCPU is idle while this sleeps.
 wait_root_device() {
-    tries=40
+    tries=400
     while [ "$tries" -gt 0 ]; do
         find_root_device && [ -b "$root" ] && return 0
         tries=$((tries - 1))
-        usleep 50000
+        usleep 5000
     done
     return 1
 }
@@ -56,18 +59,33 @@ mount -t sysfs sysfs /sys || fail "cannot mount /sys"
 mount -t devtmpfs devtmpfs /dev || fail "cannot mount /dev"
 msg "loading the root disk drivers"
 
-# Both virtio transports: PCI for q35/pc, MMIO for microvm. The one without devices
-# costs only its registration. virtio_console carries the guest agent: loading it here,
-# in the same process, saves stage 2 a modprobe (a fork and a modules.dep parse).
-modprobe -a virtio_pci virtio_mmio virtio_blk squashfs overlay virtio_console \
+# The machine's virtio transport: PCI on q35/pc, MMIO on microvm (no PCI device at
+# all; ACPI describes its virtio-mmio transports). Only the one in use loads: each
+# module costs its load and relocation under TCG. virtio_console carries the guest
+# agent: loading it here, in the same process, saves stage 2 a modprobe (a fork and a
+# modules.dep parse).
+transport=virtio_mmio
+for d in /sys/bus/pci/devices/*; do
+    [ -e "$d" ] && transport=virtio_pci
+    break
+done
+modprobe -a "$transport" virtio_blk squashfs overlay virtio_console \
     || fail "cannot load the root disk drivers"
 wait_root_device || fail "no virtio disk with serial $ROOT_SERIAL (is rootfs.img attached?)"
 
-# /lower, /rw and /newroot ship in the initramfs (no mkdir process at boot).
+# /lower, /rw/upper, /rw/work and /newroot ship in the initramfs (no mkdir at boot).
 mount -t squashfs -o ro "$root" /lower || fail "cannot mount $root"
-# upperdir and workdir must be on the same file system: one tmpfs holds both.
-mount -t tmpfs -o mode=755 tmpfs /rw || fail "cannot mount the overlay tmpfs"
-mkdir -p /rw/upper /rw/work
+# Stage 2 and every shell, mount and modprobe after it run /bin/busybox. The root disk's
+# copy is the same file (both come from the image's busybox-static package), but its
+# pages would be read from the squashfs on first use, about 60 ms of page faults and
+# virtio reads under TCG; this one is in memory already. A hard link in the overlay's
+# upper layer makes the root's /bin/busybox this file; made before the overlay mounts,
+# as overlayfs requires of changes to its layers.
+ln /bin/busybox /rw/upper/bin/busybox || fail "cannot link busybox into the overlay"
+# The writable layer is the initramfs's own file system: the kernel unpacks the
+# initramfs into a tmpfs (no root= on the command line), which overlayfs accepts as an
+# upper layer, and upperdir and workdir share it. A tmpfs of its own would hold the
+# same pages in the same way, for one more mount and one mkdir (two processes).
 mount -t overlay -o lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work overlay /newroot \
     || fail "cannot mount the root overlay"
 msg "root $root mounted, switching root"
