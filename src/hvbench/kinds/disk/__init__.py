@@ -1,0 +1,20 @@
+"""The disk workload kind (``kind = "disk"``): fio reproducing IOzone, Bonnie++ or dd,
+or the user's job file, on the platform's benchmark disk, a file system on it, or a
+shared directory; its spec and checks (:mod:`.spec`), its fio driver (:mod:`.driver`)
+and its cell (:mod:`.cell`)."""
+
+from __future__ import annotations
+
+from hvbench.kinds.disk import spec
+from hvbench.kinds.disk.cell import DiskCell
+from hvbench.model.workload import WorkloadKind, register_workload_kind
+from hvbench.run.cells.registry import register_cell_kind
+
+KIND = WorkloadKind("disk", spec.DiskWorkloadSpec, spec.default_name,
+                    check_cell=spec.check_cell, check_study=spec.check_study)
+
+
+def register() -> None:
+    """Register the disk kind into the core's registries."""
+    register_workload_kind(KIND)
+    register_cell_kind(DiskCell.kind, DiskCell)
