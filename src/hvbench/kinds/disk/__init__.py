@@ -5,6 +5,7 @@ and its cell (:mod:`.cell`)."""
 
 from __future__ import annotations
 
+from hvbench.analysis.resources import register_kind_class
 from hvbench.kinds.disk import spec
 from hvbench.kinds.disk.cell import DiskCell
 from hvbench.model.workload import WorkloadKind, register_workload_kind
@@ -18,3 +19,5 @@ def register() -> None:
     """Register the disk kind into the core's registries."""
     register_workload_kind(KIND)
     register_cell_kind(DiskCell.kind, DiskCell)
+    # The disk rules; an old stored cell without a kind is disk by fio's throughputs.
+    register_kind_class("disk", "disk", evidence=("mb_s", "ops_s"))

@@ -3,6 +3,7 @@ timed; its spec (:mod:`.spec`) and its cell (:mod:`.cell`)."""
 
 from __future__ import annotations
 
+from hvbench.analysis.resources import register_kind_class
 from hvbench.kinds.lifecycle import spec
 from hvbench.kinds.lifecycle.cell import LifecycleCell
 from hvbench.model.workload import WorkloadKind, register_workload_kind
@@ -15,3 +16,6 @@ def register() -> None:
     """Register the lifecycle kind into the core's registries."""
     register_workload_kind(KIND)
     register_cell_kind(LifecycleCell.kind, LifecycleCell)
+    # A guest's life is no one device's I/O, but ``create`` copies or converts an image
+    # on the host's disk: disk throughput (``mb_s``), read by the disk rules.
+    register_kind_class("lifecycle", "other", phases={"create": "disk"})
