@@ -83,6 +83,18 @@ NIC_KINDS: set[str] = set()
 def register_nic_kind(kind: str) -> None:
     """Workload kind ``kind`` measures the NIC: tune searches the NIC axes for it."""
     NIC_KINDS.add(kind)
+
+
+#: The workload kinds that measure the benchmark disk (filled by their packages with
+#: :func:`register_disk_kind`): tune searches the disk axes for them.
+DISK_KINDS: set[str] = set()
+
+
+def register_disk_kind(kind: str) -> None:
+    """Workload kind ``kind`` measures the disk: tune searches the disk axes for it."""
+    DISK_KINDS.add(kind)
+
+
 #: Spelling of the largest space hvbench enumerates (every valid combination is listed
 #: up front, so that invalid ones are never handed to a guest).
 MAX_SPACE = 20_000
@@ -283,10 +295,11 @@ def default_axes(study: Study, aio_modes: Iterable[str], allow_unsafe: bool
     """Every I/O axis QEMU offers here for the study's workloads: the disk's bus, cache
     (without ``unsafe`` unless allowed), AIO modes this QEMU opens (``aio_modes``, as
     ``hvbench doctor`` reports them), format, allocation and iothread for disk
-    workloads; the NIC's model and backend for workloads of :data:`NIC_KINDS`."""
+    workloads (:data:`DISK_KINDS`); the NIC's model and backend for workloads of
+    :data:`NIC_KINDS`."""
     kinds = {w.spec.kind for w in study.workloads}
     axes: dict[str, tuple[Any, ...]] = {}
-    if "disk" in kinds:
+    if kinds & DISK_KINDS:
         for axis in DISK_AXES:
             values = AXIS_VALUES[axis]
             if axis == "disk.aio":

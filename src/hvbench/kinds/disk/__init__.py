@@ -8,6 +8,7 @@ from __future__ import annotations
 from hvbench.analysis.resources import register_kind_class
 from hvbench.kinds.disk import spec
 from hvbench.kinds.disk.cell import DiskCell
+from hvbench.model.tune import register_disk_kind
 from hvbench.model.workload import WorkloadKind, register_workload_kind
 from hvbench.run.cells.registry import register_cell_kind
 
@@ -21,3 +22,4 @@ def register() -> None:
     register_cell_kind(DiskCell.kind, DiskCell)
     # The disk rules; an old stored cell without a kind is disk by fio's throughputs.
     register_kind_class("disk", "disk", evidence=("mb_s", "ops_s"))
+    register_disk_kind("disk")  # tune searches the disk axes for it
