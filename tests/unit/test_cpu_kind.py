@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from hvbench.errors import HvbenchError, SpecError
-from hvbench.kinds.cpu.driver import parse_report, stress_argv, tool_error
+from hvbench.kinds.cpu.driver import parse_report, report_argv, stress_argv, tool_error
 from hvbench.kinds.cpu.spec import CpuWorkloadSpec
 from hvbench.model.stored import load_workload
 from hvbench.model.study import parse_study
@@ -78,10 +78,13 @@ def test_a_stored_cpu_definition_loads_back_typed() -> None:
     assert load_workload(spec.model_dump(mode="json"), "stored cpu") == spec
 
 
-def test_argv_asks_for_yaml_on_stdout() -> None:
-    argv = stress_argv(CpuWorkloadSpec(workers=0, duration_s=3, method="matrixprod"))
-    assert argv == ["stress-ng", "--cpu", "0", "--timeout", "3s", "--metrics", "--yaml",
-                    "/dev/stdout", "--cpu-method", "matrixprod"]
+def test_argv_asks_for_metrics_and_passes_them_to_the_report_script() -> None:
+    spec = CpuWorkloadSpec(workers=0, duration_s=3, method="matrixprod")
+    argv = stress_argv(spec)
+    assert argv == ["stress-ng", "--cpu", "0", "--timeout", "3s", "--metrics",
+                    "--cpu-method", "matrixprod"]
+    wrapped = report_argv(spec)
+    assert wrapped[:2] == ["sh", "-c"] and wrapped[3:] == ["sh", *argv]
 
 
 def test_the_report_gives_bogo_ops_per_second() -> None:

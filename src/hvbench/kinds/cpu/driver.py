@@ -18,14 +18,28 @@ RAW_KIND = "stress-ng-yaml"
 SLACK_S = 30.0
 
 
+#: Runs its arguments (stress-ng) with ``--yaml`` into a temporary file, its log on
+#: stderr, then prints the file: stdout holds the YAML report alone. (``--yaml
+#: /dev/stdout`` loses the report through a guest agent's captured stdout.) The file is
+#: removed however the script ends.
+_WITH_REPORT = ('f=$(mktemp) || exit 1; trap \'rm -f "$f"\' EXIT; trap "exit 143" TERM INT; '
+                '"$@" --yaml "$f" >&2; rc=$?; cat "$f"; exit $rc')
+
+
 def stress_argv(spec: CpuWorkloadSpec) -> list[str]:
     """The stress-ng command: the CPU stressor with ``spec``'s workers, duration and
-    method, its report as YAML on stdout (its log goes to stderr)."""
+    method, with its metrics (their report is added by :func:`report_argv`)."""
     argv = ["stress-ng", "--cpu", str(spec.workers), "--timeout", f"{spec.duration_s}s",
-            "--metrics", "--yaml", "/dev/stdout"]
+            "--metrics"]
     if spec.method is not None:
         argv += ["--cpu-method", spec.method]
     return argv
+
+
+def report_argv(spec: CpuWorkloadSpec) -> list[str]:
+    """:func:`stress_argv` run so that stdout carries its YAML report and nothing else
+    (``sh -c`` with a fixed script; the stress-ng argv are its positional arguments)."""
+    return ["sh", "-c", _WITH_REPORT, "sh", *stress_argv(spec)]
 
 
 def parse_report(text: str) -> dict[str, tuple[float, str]]:
@@ -72,7 +86,7 @@ def run_cpu(platform: Platform, spec: CpuWorkloadSpec) -> PhaseOutcome:
     """One stress-ng run on ``platform``, bounded by ``spec.timeout_s``. Raises
     :class:`CommandError` with stress-ng's own words when it fails or its report
     cannot be read (a guest's failure raises what its agent raises)."""
-    argv = stress_argv(spec)
+    argv = report_argv(spec)
     done = platform.exec(argv, timeout=min(spec.timeout_s, spec.duration_s + SLACK_S))
     stderr = done.stderr.decode(errors="replace")
     if not done.ok:
