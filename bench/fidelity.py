@@ -40,10 +40,11 @@ from hvbench.analysis.stats import median_ratio_ci95
 from hvbench.host.caches import drop_host_caches
 from hvbench.host.paths import work_dir
 from hvbench.kinds import install
-from hvbench.model.study import DiskWorkloadSpec, parse_study
+from hvbench.kinds.disk.driver import DiskTarget, phase_job
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
+from hvbench.model.study import parse_study
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
-from hvbench.workloads.disk import DiskTarget, phase_job
 from hvbench.workloads.fio import parse_fio_json
 
 STUDY = """

@@ -33,7 +33,9 @@ from typing import Any
 from scipy import stats as sstats
 
 from hvbench.kinds import install
-from hvbench.model.study import DiskWorkloadSpec, NetworkWorkloadSpec
+from hvbench.kinds.disk import driver as disk
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
+from hvbench.kinds.network.spec import NetworkWorkloadSpec
 from hvbench.monitors.cpu import parse_proc_stat
 from hvbench.monitors.guest import GuestSampler, guest_disk_name
 from hvbench.monitors.session import monitors_for
@@ -43,7 +45,6 @@ from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.cells.base import MonitorWindow
 from hvbench.run.lab_session import LabSession
 from hvbench.run.runner import load_study
-from hvbench.workloads import disk
 from hvbench.workloads.iperf3 import run_iperf3
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 
 from hvbench.image.builder import GuestImage
-from hvbench.model.study import DiskWorkloadSpec, parse_study
+from hvbench.kinds.disk import driver as disk
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
+from hvbench.model.study import parse_study
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
-from hvbench.workloads import disk
 
 pytestmark = pytest.mark.integration
 HOST_RAM = 24 << 30

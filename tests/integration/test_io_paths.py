@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from hvbench.image.builder import GuestImage
+from hvbench.kinds.disk import driver as disk
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
 from hvbench.model.qemu_argv import DISK_DRIVERS
 from hvbench.model.spec import VmSpec, vm_spec_from_mapping
-from hvbench.model.study import DiskWorkloadSpec
 from hvbench.monitors.session import monitors_for
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
-from hvbench.workloads import disk
 from hvbench.workloads.fio import FioJob, run_fio
 from tests.integration.conftest import shared
 from tests.integration.test_guest_devices import guest_drivers

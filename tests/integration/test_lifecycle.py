@@ -11,9 +11,10 @@ import pytest
 
 from hvbench.errors import GuestBootError, GuestTimeoutError, ImageError
 from hvbench.image.builder import GuestImage
+from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import LIFECYCLE_PHASES, LifecycleWorkloadSpec
 from hvbench.workloads.lifecycle import (
+    LIFECYCLE_PHASES,
     RAW_KIND,
     RepositoryCache,
     remove_repository,

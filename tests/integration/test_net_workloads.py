@@ -22,8 +22,9 @@ import pytest
 
 from hvbench.errors import CommandError
 from hvbench.image.builder import GuestImage
+from hvbench.kinds.network.spec import NetworkWorkloadSpec
+from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.model.spec import NicSpec, VmSpec
-from hvbench.model.study import NetworkWorkloadSpec, WebWorkloadSpec
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform

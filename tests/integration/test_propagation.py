@@ -20,20 +20,16 @@ from hvbench.analysis.shares import phase_shares
 from hvbench.analysis.trends import propagation_workloads
 from hvbench.errors import CommandError
 from hvbench.image.builder import GuestImage
+from hvbench.kinds.propagation.driver import MARKS, RAW_KIND, run_propagation
+from hvbench.kinds.propagation.spec import PROPAGATION_PHASES, PropagationWorkloadSpec
 from hvbench.model.lab import LabHostSpec, LabSpec
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import (
-    PROPAGATION_PHASES,
-    PropagationWorkloadSpec,
-    Study,
-    parse_study,
-)
+from hvbench.model.study import Study, parse_study
 from hvbench.netlab.lab import NetLab
 from hvbench.platforms.registry import REGISTRY
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
 from hvbench.workloads.outcome import PhaseOutcome
-from hvbench.workloads.propagation import MARKS, RAW_KIND, run_propagation
 from hvbench.workloads.repository import ImageRepository
 from tests.integration.conftest import hvbench_links, hvbench_netns, new_network_objects
 

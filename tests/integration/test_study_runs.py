@@ -15,12 +15,12 @@ import pytest
 
 from hvbench.errors import HostError
 from hvbench.image.builder import GuestImage
+from hvbench.kinds.disk import driver as disk
 from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import parse_study
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.run.runner import RunLock, run_study
 from hvbench.store.database import Store
-from hvbench.workloads import disk
 from hvbench.workloads.outcome import PhaseOutcome
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from hvbench.image.builder import GuestImage
-from hvbench.model.study import parse_study
+from hvbench.model.study import declared_vm, parse_study
 from hvbench.store.database import Store
 
 pytestmark = pytest.mark.integration
@@ -159,7 +159,7 @@ def _check_answer(answer: dict[str, Any], winner: Path) -> None:
                         + '[[workload]]\nkind = "disk"\nprofile = "dd"\ndirect = true\n',
                         "w.toml", HOST_RAM)
     settings = next(r["settings"] for r in ranking if r["configuration"] == answer["winner"])
-    disk = study.platforms[0].spec.vm.disks[0]
+    disk = declared_vm(study.platforms[0].spec).disks[0]
     assert (disk.bus, disk.cache, disk.iothread) == (
         settings["disk.bus"], settings["disk.cache"], settings["disk.iothread"])
     # ... and as libvirt XML that libvirt's schema accepts.

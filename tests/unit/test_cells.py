@@ -10,13 +10,10 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import GuestError, HvbenchError, InterruptedRun, SpecError
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
 from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE, GUEST_CLOCKSOURCE_KIND
-from hvbench.model.study import (
-    SELF_BOOTING_KINDS,
-    WORKLOAD_KINDS,
-    DiskWorkloadSpec,
-    parse_study,
-)
+from hvbench.model.study import parse_study
+from hvbench.model.workload import spec_classes
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.base import Platform
@@ -69,12 +66,12 @@ kind = "lifecycle"
 
 
 def test_every_workload_kind_has_one_cell_kind() -> None:
-    assert set(CELL_KINDS) == set(WORKLOAD_KINDS)
-    for name in WORKLOAD_KINDS:
+    assert set(CELL_KINDS) == set(spec_classes())
+    for name in spec_classes():
         kind = kind_of(name)
         assert kind.kind == name
         # The kinds that boot their own guests are the model's self-booting ones.
-        assert kind.boots_platform == (name not in SELF_BOOTING_KINDS)
+        assert kind.boots_platform == (not spec_classes()[name].SELF_BOOTING)
     assert kind_of("disk") is not kind_of("disk")  # fresh per (cell, repetition)
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from hvbench.model.study import WORKLOAD_KINDS, select_cells
+from hvbench.model.study import select_cells
+from hvbench.model.workload import spec_classes
 from hvbench.run.runner import load_study
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
@@ -27,7 +28,7 @@ def test_example_loads(path: Path) -> None:
     study = load_study(path)
     assert study.cells
     assert study.study.repetitions >= 1
-    assert {c.workload.spec.kind for c in study.cells} <= set(WORKLOAD_KINDS)
+    assert {c.workload.spec.kind for c in study.cells} <= set(spec_classes())
     names = [c.name for c in study.cells]
     assert len(names) == len(set(names)), "cell names must be unique"
 

@@ -29,7 +29,9 @@ from hvbench.analysis.findings import (
 )
 from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.preconditions import HostFacts, Requirements, check
-from hvbench.model.study import PROFILE_PHASES, PROPAGATION_PHASES, Study
+from hvbench.kinds.disk.spec import PROFILE_PHASES
+from hvbench.kinds.propagation.spec import PROPAGATION_PHASES
+from hvbench.model.study import Study
 from hvbench.report.findings import (
     DOC_BEGIN,
     DOC_END,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import WebWorkloadSpec
+from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.workloads.web import (
     ERROR_KINDS,
     HttperfResult,

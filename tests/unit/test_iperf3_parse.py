@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import NetworkWorkloadSpec
+from hvbench.kinds.network.spec import NetworkWorkloadSpec
 from hvbench.workloads.iperf3 import (
     client_argv,
     iperf3_metrics,

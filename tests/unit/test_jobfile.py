@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hvbench.errors import SpecError
-from hvbench.model.study import DiskWorkloadSpec
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
 from hvbench.workloads.jobfile import (
     JobTarget,
     Overrides,
@@ -178,9 +178,9 @@ def study_with(tmp_path: Path, job: str, text: str) -> str:
 
 
 def test_check_job_file_rewrites_for_a_guest(tmp_path: Path) -> None:
+    from hvbench.kinds.disk.driver import check_job_file, job_file_text
     from hvbench.model.spec import DiskSpec, VmSpec
     from hvbench.model.study import QemuPlatformSpec
-    from hvbench.workloads.disk import check_job_file, job_file_text
 
     study = study_with(tmp_path, "f.fio", (JOBS / "flash-check.fio").read_text())
     spec = disk_spec(job_file="f.fio", file_size="16M", runtime="1s")
@@ -194,7 +194,7 @@ def test_check_job_file_rewrites_for_a_guest(tmp_path: Path) -> None:
 
 
 def test_check_job_file_reports_fio_refusal(tmp_path: Path) -> None:
-    from hvbench.workloads.disk import check_job_file
+    from hvbench.kinds.disk.driver import check_job_file
 
     study = study_with(tmp_path, "bad.fio", "[j]\nrw=sideways\nsize=1m\n")
     spec = disk_spec(job_file="bad.fio")
@@ -205,7 +205,7 @@ def test_check_job_file_reports_fio_refusal(tmp_path: Path) -> None:
 
 
 def test_job_file_that_is_binary_is_one_line(tmp_path: Path) -> None:
-    from hvbench.workloads.disk import job_file_text
+    from hvbench.kinds.disk.driver import job_file_text
 
     (tmp_path / "b.fio").write_bytes(b"\x7fELF\x02\x01\xff")
     study = study_with(tmp_path, "x", "")
@@ -219,8 +219,8 @@ def test_fio_parses_one_rewritten_job_file_once_per_process(
     """Cells sharing a job file start fio once (each in its own scratch directory, the
     rewritten texts differ only there); fio's refusal is repeated from its answer, and
     another text is parsed again."""
-    from hvbench.workloads import disk
-    from hvbench.workloads.disk import check_job_file
+    from hvbench.kinds.disk import driver as disk
+    from hvbench.kinds.disk.driver import check_job_file
 
     started: list[str] = []
     real = disk._run_fio_parse_only

@@ -9,11 +9,12 @@ import pytest
 from hvbench.analysis.metrics import lookup, main_metrics, register_metrics, vs_alone_metrics
 from hvbench.errors import HvbenchError
 from hvbench.kinds import install
+from hvbench.kinds.disk.cell import DiskCell
 from hvbench.kinds.network.cell import NetworkCell
-from hvbench.model.study import WORKLOAD_KINDS, parse_study
+from hvbench.model.study import parse_study
 from hvbench.model.tune import NIC_AXES, NIC_KINDS, default_axes
+from hvbench.model.workload import spec_classes
 from hvbench.run.cells import registry
-from hvbench.run.cells.disk import DiskCell
 
 
 def test_every_workload_kind_runs_after_install() -> None:
@@ -21,7 +22,7 @@ def test_every_workload_kind_runs_after_install() -> None:
     before = (dict(registry.CELL_KINDS), list(registry.ROUND_MEMORIES))
     install()
     assert (dict(registry.CELL_KINDS), list(registry.ROUND_MEMORIES)) == before
-    assert set(registry.CELL_KINDS) == set(WORKLOAD_KINDS)
+    assert set(registry.CELL_KINDS) == set(spec_classes())
 
 
 def test_a_kind_claimed_by_two_classes_is_refused() -> None:

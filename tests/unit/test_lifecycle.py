@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import GuestTimeoutError, ImageError
+from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import LIFECYCLE_PHASES, LifecycleWorkloadSpec
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.platforms.qemu import _event_offset
 from hvbench.workloads.lifecycle import (
+    LIFECYCLE_PHASES,
     MARKS,
     RAW_KIND,
     ConsoleWatch,

@@ -13,7 +13,7 @@ import pytest
 from hvbench.cli.main import main
 from hvbench.errors import SpecError
 from hvbench.model.overrides import apply_overrides, parse_override, parse_value
-from hvbench.model.study import parse_study
+from hvbench.model.study import declared_vm, parse_study
 from hvbench.report.html import ReportInput, render_html
 from hvbench.run.runner import load_study, resume_study
 from hvbench.store.database import Store
@@ -125,7 +125,7 @@ def test_a_fleet_host_applies_the_set_changes(tmp_path: Path) -> None:
         fleet.seed_scratch(scratch, job, "h1")
         resumed = resume_study(scratch, "run-h1")
     assert resumed.study.repetitions == 1 and resumed.overrides == changes
-    assert resumed.platforms[1].spec.vm.disks[0].bus == "ide"
+    assert declared_vm(resumed.platforms[1].spec).disks[0].bus == "ide"
 
 
 def test_resume_applies_the_stored_overrides(tmp_path: Path) -> None:
@@ -140,7 +140,7 @@ def test_resume_applies_the_stored_overrides(tmp_path: Path) -> None:
         again = resume_study(store, "20261125-000000-abcd")
     assert again.overrides == tuple(changes)
     assert [c.name for c in again.cells] == [c.name for c in study.cells]
-    assert again.platforms[1].spec.vm.disks[0].bus == "ide"
+    assert declared_vm(again.platforms[1].spec).disks[0].bus == "ide"
 
 
 def test_the_html_report_names_the_overrides() -> None:

@@ -12,11 +12,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import CommandError, HostError, SpecError
-from hvbench.model.lab import LabHostSpec
-from hvbench.model.study import PROPAGATION_PHASES
-from hvbench.netlab.lab import LabHost
-from hvbench.platforms.registry import REGISTRY
-from hvbench.workloads.propagation import (
+from hvbench.kinds.propagation.driver import (
     MARKS,
     PHASE_BOUNDS,
     RAW_KIND,
@@ -40,6 +36,10 @@ from hvbench.workloads.propagation import (
     transfer_metrics,
     zstd_argv,
 )
+from hvbench.kinds.propagation.spec import PROPAGATION_PHASES
+from hvbench.model.lab import LabHostSpec
+from hvbench.netlab.lab import LabHost
+from hvbench.platforms.registry import REGISTRY
 from hvbench.workloads.repository import (
     METHOD_SERVERS,
     GridftpServer,

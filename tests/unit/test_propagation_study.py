@@ -10,15 +10,11 @@ import pytest
 
 from hvbench.errors import SpecError
 from hvbench.kinds.propagation.cell import repository_methods
-from hvbench.model.study import (
-    PROPAGATION_PHASES,
-    SELF_BOOTING_KINDS,
-    WORKLOAD_KINDS,
-    PropagationWorkloadSpec,
-    parse_study,
-)
+from hvbench.kinds.propagation.spec import PROPAGATION_PHASES, PropagationWorkloadSpec
+from hvbench.model.study import parse_study
+from hvbench.model.workload import spec_classes
 from hvbench.monitors.sampler import MonitorResult
-from hvbench.run.cells.base import MeasuredWindow, cell_result
+from hvbench.run.cells.base import MeasuredWindow, as_spec, cell_result
 from hvbench.run.cells.registry import kind_of
 from hvbench.workloads.outcome import PhaseOutcome
 
@@ -49,8 +45,8 @@ neighbours = [{ role = "idle", count = 1 }]
 
 
 def test_propagation_is_a_registered_self_booting_kind() -> None:
-    assert WORKLOAD_KINDS["propagation"] is PropagationWorkloadSpec
-    assert "propagation" in SELF_BOOTING_KINDS
+    assert spec_classes()["propagation"] is PropagationWorkloadSpec
+    assert PropagationWorkloadSpec.SELF_BOOTING
     kind = kind_of("propagation")
     assert not kind.boots_platform and kind.needs_lab
 
@@ -61,7 +57,7 @@ def test_a_propagation_study_expands_into_method_x_size_cells_on_guests_only() -
     assert [c.name for c in study.cells] == [
         "vm/propagation.scp-128M", "vm/propagation.scp-1G",
         "vm/propagation.overlay-128M", "vm/propagation.overlay-1G"]
-    specs = [c.workload.spec for c in study.cells]
+    specs = [as_spec(c.workload.spec, PropagationWorkloadSpec) for c in study.cells]
     assert all(isinstance(s, PropagationWorkloadSpec) for s in specs)
     assert [(s.method, s.image_size) for s in specs] == [
         ("scp", 128 << 20), ("scp", 1 << 30), ("overlay", 128 << 20), ("overlay", 1 << 30)]
@@ -119,7 +115,7 @@ def test_a_native_only_propagation_study_has_no_cell() -> None:
 def test_the_example_sweeps_five_methods_over_four_sizes() -> None:
     study = parse_study((EXAMPLES / "propagation.toml").read_text(), "propagation.toml",
                         HOST_RAM)
-    specs = [c.workload.spec for c in study.cells]
+    specs = [as_spec(c.workload.spec, PropagationWorkloadSpec) for c in study.cells]
     assert {s.method for s in specs} == {"scp", "http", "rsync", "http-zstd", "overlay"}
     assert len({s.image_size for s in specs}) >= 4
     assert min(s.image_size for s in specs) >= 120 << 20  # above the guest's root fs

@@ -15,10 +15,11 @@ import pytest
 from hvbench.analysis.scenarios import build_scenario_report
 from hvbench.errors import HvbenchError, SpecError
 from hvbench.kinds.web.cell import WebCell
+from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.model.rates import check_rate, offered_rate, relative_pct, resolve_rate
 from hvbench.model.study import Study, cell_references, parse_study
 from hvbench.report.scenarios import rate_sweep_table, scenario_json, scenario_tables
-from hvbench.run.cells.base import CellContext, CellResult
+from hvbench.run.cells.base import CellContext, CellResult, as_spec
 from hvbench.run.plan import (
     PlannedItem,
     plan_study,
@@ -115,7 +116,7 @@ def test_a_reference_that_sustained_nothing_says_so() -> None:
 def test_a_relative_fixed_rate_keeps_its_declaration_in_the_stored_definition() -> None:
     study = parse(BASE + FIXED)
     cell = next(c for c in study.cells if c.name == "vm/fixed")
-    assert cell.workload.spec.rate == "90%"
+    assert as_spec(cell.workload.spec, WebWorkloadSpec).rate == "90%"
     assert cell_record(cell).workload["rate"] == "90%"
 
 
@@ -152,7 +153,7 @@ def test_rate_of_picks_one_of_several_references() -> None:
     study = parse(BASE + second + FIXED + 'rate_of = "max2"\n')
     fixed = next(c for c in study.cells if c.name == "vm/fixed")
     assert reference_names(study) == {"vm/max2", "native/max2"}
-    assert fixed.workload.spec.rate_of == "max2"
+    assert as_spec(fixed.workload.spec, WebWorkloadSpec).rate_of == "max2"
 
 
 # -- the neighbour rate axis -------------------------------------------------------------------
@@ -275,12 +276,12 @@ def test_the_web_cell_offers_the_share_of_the_reference_per_file_size() -> None:
     cell = next(c for c in study.cells if c.name == "vm/fixed")
     ctx = cast(CellContext, SimpleNamespace(study=study, cell=cell,
                                             rate_refs={"max": {1: 1000.0, 70: 150.0}}))
-    spec, reference = WebCell._resolved(ctx, cell.workload.spec, 70)
+    spec, reference = WebCell._resolved(ctx, as_spec(cell.workload.spec, WebWorkloadSpec), 70)
     assert reference == 150.0 and spec.rate == pytest.approx(150.0 * 0.9 / 2)
-    assert spec.rate_of is None and cell.workload.spec.rate == "90%"
+    assert spec.rate_of is None and as_spec(cell.workload.spec, WebWorkloadSpec).rate == "90%"
     empty = cast(CellContext, SimpleNamespace(study=study, cell=cell, rate_refs={}))
     with pytest.raises(HvbenchError, match="cell vm/fixed: rate 90% of max's maximum"):
-        WebCell._resolved(empty, cell.workload.spec, 1)
+        WebCell._resolved(empty, as_spec(cell.workload.spec, WebWorkloadSpec), 1)
 
 
 # -- seed 003 Fig. 20 over the neighbour rate --------------------------------------------------

@@ -26,7 +26,6 @@ from hvbench.analysis.trends import (
 )
 from hvbench.errors import SpecError
 from hvbench.kinds.web.report import WEB_LATENCY_METRICS, web_latency_rows
-from hvbench.model.study import LIFECYCLE_PHASES
 from hvbench.report.html import (
     CSP,
     FIGURE_SCALE,
@@ -50,6 +49,7 @@ from hvbench.report.html import (
 from hvbench.report.propagation import fit_rows, propagation_fit_rows
 from hvbench.report.tables import phase_stats
 from hvbench.store.records import MeasurementRow, SampleRow, identity_of
+from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ENV = {"hostname": "vm", "kernel": "6.1.0", "cpu_model": "EPYC", "cpus": 2,

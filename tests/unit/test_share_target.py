@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import SpecError
-from hvbench.model.study import DiskWorkloadSpec, native_share_dir, parse_study
+from hvbench.kinds.disk import driver as disk
+from hvbench.kinds.disk.spec import DiskWorkloadSpec, native_share_dir
+from hvbench.model.study import parse_study
 from hvbench.platforms.native import NativePlatform
-from hvbench.workloads import disk
 
 WORKLOAD = """
 [[workload]]

@@ -7,12 +7,8 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import SpecError
-from hvbench.model.study import (
-    DiskWorkloadSpec,
-    QemuPlatformSpec,
-    cell_order,
-    parse_study,
-)
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
+from hvbench.model.study import QemuPlatformSpec, cell_order, parse_study
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 GIB = 1 << 30

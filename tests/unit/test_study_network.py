@@ -7,12 +7,9 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import SpecError
-from hvbench.model.study import (
-    NetworkWorkloadSpec,
-    QemuPlatformSpec,
-    WebWorkloadSpec,
-    parse_study,
-)
+from hvbench.kinds.network.spec import NetworkWorkloadSpec
+from hvbench.kinds.web.spec import WebWorkloadSpec
+from hvbench.model.study import QemuPlatformSpec, parse_study
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 HOST_RAM = 24 << 30

@@ -16,7 +16,7 @@ from hvbench.analysis.compare import min_p_value
 from hvbench.analysis.stats import summarize
 from hvbench.analysis.tuning import Objective, axis_effects, ranked, scores, separated
 from hvbench.errors import SpecError
-from hvbench.model.study import Variant, parse_study
+from hvbench.model.study import PlatformSpec, Variant, declared_vm, parse_study
 from hvbench.model.tune import (
     TuneSpec,
     libvirt_domain,
@@ -152,7 +152,7 @@ def test_the_winner_parses_as_a_study_platform_with_the_same_guest() -> None:
                         + "[[workload]]\nkind = \"disk\"\nprofile = \"dd\"\ndirect = true\n",
                         "w.toml", MEMORY)
     assert study.platforms[0].name == "tuned"
-    assert study.platforms[0].spec.vm == variant.spec.vm
+    assert declared_vm(study.platforms[0].spec) == declared_vm(variant.spec)
 
 
 def test_qemu_fragment_and_libvirt_elements_carry_the_settings() -> None:
@@ -160,7 +160,7 @@ def test_qemu_fragment_and_libvirt_elements_carry_the_settings() -> None:
     params = next(p for p in spec.space if dict(p) == {
         "disk.bus": "virtio-blk", "disk.cache": "none", "disk.aio": "native",
         "disk.iothread": True})
-    vm = spec.trial_variant(params).spec.vm
+    vm = declared_vm(spec.trial_variant(params).spec)
     args = qemu_fragment(vm)
     drive = args[args.index("-drive") + 1]
     assert "cache=none" in drive and "aio=native" in drive
@@ -178,7 +178,7 @@ def test_ide_on_q35_is_not_expressible_in_libvirt() -> None:
     spec = tune(base=BASE.replace('machine = "pc"', 'machine = "q35"'))
     params = next(p for p in spec.space if dict(p)["disk.bus"] == "ide")
     with pytest.raises(SpecError, match="IDE on machine pc only"):
-        libvirt_domain(spec.trial_variant(params).spec.vm)
+        libvirt_domain(declared_vm(spec.trial_variant(params).spec))
 
 
 # -- the search ---------------------------------------------------------------------------
@@ -201,7 +201,7 @@ class FakeLab:
         self.rng = random.Random(seed)
         self.clock = 0.0
 
-    def measure(self, variant: Variant, reps: Sequence[int]) -> None:
+    def measure(self, variant: Variant[PlatformSpec], reps: Sequence[int]) -> None:
         self.calls.append((variant.name, tuple(reps)))
         have = self.stored.setdefault(variant.name, [])
         for rep in reps:
@@ -292,7 +292,7 @@ def test_resume_measures_nothing_again() -> None:
     first = search(spec, lab)
     steps = 0
 
-    def stop_after(variant: Variant, reps: Sequence[int]) -> None:
+    def stop_after(variant: Variant[PlatformSpec], reps: Sequence[int]) -> None:
         nonlocal steps
         steps += 1
         if steps > 4:
@@ -387,7 +387,7 @@ def test_disk_queues_reach_the_argv_and_the_libvirt_driver() -> None:
                                        ("virtio-scsi", "num_queues=2", "controller")):
         params = next(p for p in spec.space if dict(p)["disk.bus"] == bus
                       and dict(p)["disk.queues"] == 2)
-        vm = spec.trial_variant(params).spec.vm
+        vm = declared_vm(spec.trial_variant(params).spec)
         assert any(device_option in a for a in qemu_fragment(vm))
         elements = ET.fromstring(  # noqa: S314 - XML built by hvbench
             f"<x>{libvirt_elements(libvirt_domain(vm))}</x>")
@@ -410,10 +410,11 @@ def test_polling_and_nvme_are_axes_and_invalid_pairs_leave_the_space() -> None:
                for p in space if p["disk.poll_max_ns"] is not None)
     polled = next(p for p in spec.space if dict(p)["disk.poll_max_ns"] == 0)
     assert "iothread,id=iothread0,poll-max-ns=0" in qemu_fragment(
-        spec.trial_variant(polled).spec.vm)
+        declared_vm(spec.trial_variant(polled).spec))
     # A polling axis leaves NVMe no valid value; without one it is searched.
     assert not any(p["disk.bus"] == "nvme" for p in space)
     plain = tune(TUNE.replace('axes.disk.bus = ["virtio-blk", "virtio-scsi", "ide"]',
                               'axes.disk.bus = ["virtio-blk", "nvme"]'))
     nvme = next(p for p in plain.space if dict(p)["disk.bus"] == "nvme")
-    assert any(a.startswith("nvme,") for a in qemu_fragment(plain.trial_variant(nvme).spec.vm))
+    vm = declared_vm(plain.trial_variant(nvme).spec)
+    assert any(a.startswith("nvme,") for a in qemu_fragment(vm))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.cli.main import main
-from hvbench.model.study import Variant
+from hvbench.model.study import PlatformSpec, Variant
 from hvbench.model.tune import TuneSpec
 from hvbench.report.tune import (
     ABOVE_NATIVE_NOTE,
@@ -94,7 +94,7 @@ def _stored(tmp_path: Path, text: str) -> tuple[Store, str, TuneSpec]:
     return store, run_id, spec
 
 
-def _store(store: Store, run_id: str, spec: TuneSpec, variant: Variant,
+def _store(store: Store, run_id: str, spec: TuneSpec, variant: Variant[PlatformSpec],
            values: list[float]) -> None:
     cell = spec.cells(variant)[0]
     ids = store.add_cells(run_id, [cell_record(cell)])

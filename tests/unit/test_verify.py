@@ -17,7 +17,9 @@ from hvbench.analysis.verify import (
     plan,
     study_text,
 )
-from hvbench.model.study import parse_study
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
+from hvbench.model.study import declared_vm, parse_study
+from hvbench.run.cells.base import as_spec
 
 PLATFORM = {"kind": "qemu", "vm": {
     "accel": "auto", "machine": "pc", "memory_mib": 256, "vcpus": 1, "nics": [],
@@ -65,12 +67,12 @@ def test_the_verification_study_validates_and_differs_only_in_the_fix() -> None:
     text = study_text(the_plan, PLATFORM, WORKLOAD, run_id="r1", repetitions=4)
     study = parse_study(text, "/tmp/verify.toml", 24 << 30)
     assert study.study.ab == ("vm", "vm+fix") and study.study.repetitions == 4
-    original, fixed = (p.spec.vm for p in study.platforms)
+    original, fixed = (declared_vm(p.spec) for p in study.platforms)
     assert (original.disks[0].bus, fixed.disks[0].bus) == ("ide", "virtio-blk")
     assert original.model_dump(mode="json") == {**fixed.model_dump(mode="json"), "disks": [
         {**fixed.model_dump(mode="json")["disks"][0], "bus": "ide"}]}
     [workload] = study.workloads
-    assert workload.spec.iodepth == 16
+    assert as_spec(workload.spec, DiskWorkloadSpec).iodepth == 16
 
 
 def _plan() -> Plan:

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import WebWorkloadSpec
+from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.workloads.endpoints import host_endpoint
 from hvbench.workloads.web import (
     SiteLayout,

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from hvbench.analysis.metrics import direction_of, lookup, unknown_metrics
 from hvbench.errors import CommandError, GuestTimeoutError, HvbenchError, SpecError
 from hvbench.kinds.web.cell import WebCell
-from hvbench.model.study import WebLatencySpec, WebWorkloadSpec
+from hvbench.kinds.web.spec import WebLatencySpec, WebWorkloadSpec
 from hvbench.platforms.base import ExecResult
 from hvbench.workloads.endpoints import Endpoint
 from hvbench.workloads.wrk import (

@@ -44,18 +44,13 @@ SECTOR_KB = 0.5
 _BYTES_PER_S = {"mb_s": 1e6, "mbit_s": 1e6 / 8}
 
 
-#: The diagnosis class of each stored workload kind: which rules apply to its phases.
-#: Lifecycle workloads time a guest's life, whose phases are no one device's I/O, apart
-#: from the exceptions in :data:`PHASE_CLASSES`.
-#: A kind package of :mod:`hvbench.kinds` adds its own with :func:`register_kind_class`.
-KIND_CLASSES: dict[str, str] = {
-    "disk": "disk", "lifecycle": "other",
-}
+#: The diagnosis class of each stored workload kind: which rules apply to its phases,
+#: apart from the exceptions in :data:`PHASE_CLASSES`. Each kind package of
+#: :mod:`hvbench.kinds` adds its own with :func:`register_kind_class`.
+KIND_CLASSES: dict[str, str] = {}
 #: For a cell whose definition names no kind this version knows: metrics only a kind of
-#: that class stores, tried in this order.
-_CLASS_EVIDENCE: list[tuple[frozenset[str], str]] = [
-    (frozenset({"mb_s", "ops_s"}), "disk"),
-]
+#: that class stores, tried in the order the kinds registered them (disk's first).
+_CLASS_EVIDENCE: list[tuple[frozenset[str], str]] = []
 
 
 def register_kind_class(kind: str, cls: str, evidence: Sequence[str] = (),
@@ -69,12 +64,11 @@ def register_kind_class(kind: str, cls: str, evidence: Sequence[str] = (),
     if evidence and guess not in _CLASS_EVIDENCE:
         _CLASS_EVIDENCE.append(guess)
 #: Phases whose class is not their kind's. ``boot`` (the runner's boot time of every
-#: guest cell) measures the guest's boot, not the workload. Lifecycle's ``create`` copies
-#: or converts an image on the host's disk: disk throughput (``mb_s``), read by the disk
-#: rules. A kind package adds its own (:func:`register_kind_class` ``phases``).
+#: guest cell) measures the guest's boot, not the workload. A kind package adds its own
+#: (:func:`register_kind_class` ``phases``: lifecycle's ``create``, propagation's
+#: ``transfer``).
 PHASE_CLASSES: dict[tuple[str | None, str], str] = {
     (None, "boot"): "other",
-    ("lifecycle", "create"): "disk",
 }
 
 

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from hvbench.analysis.metrics import lookup, main_metric
 from hvbench.analysis.stats import Summary, stability_warnings, summarize
-from hvbench.model.study import LIFECYCLE_PHASES, PROFILE_PHASES, PROPAGATION_PHASES
+from hvbench.model.workload import ordered_phases
 
 __all__ = [
     "PhaseStats",
@@ -29,14 +29,14 @@ __all__ = [
     "warnings_for",
 ]
 
-#: Phases in the order a reader expects them: the profiles' (write before read), then
-#: propagation's and the lifecycle's steps in the order they happen. ``shutdown`` ends
-#: both, so it goes after the lifecycle's ``agent`` (propagation's ``terminal`` comes
-#: before ``create`` anyway, and the two kinds never share a workload).
-_KNOWN_PHASES = tuple(dict.fromkeys(
-    [p for phases in PROFILE_PHASES.values() for p in phases]
-    + [p for p in PROPAGATION_PHASES if p != "shutdown"] + list(LIFECYCLE_PHASES)
-    + ["idle"]))
+
+
+def _known_phases() -> tuple[str, ...]:
+    """Phases in the order a reader expects them: each registered workload kind's, in
+    the order they happen (:func:`~hvbench.model.workload.ordered_phases`: the disk
+    profiles' write before read, propagation's steps, then the lifecycle's), then
+    ``idle``. Read when called: the kinds register after this module is imported."""
+    return (*ordered_phases(), "idle")
 _SIZE_PHASE = re.compile(r"^(\d+)kB$")
 
 
@@ -109,8 +109,9 @@ def phase_stats(rows: Iterable[Row]) -> list[PhaseStats]:
 
 def phase_key(phase: str) -> tuple[int, int, str]:
     """Profiles' phase order (write before read), web sizes by size, others by name."""
-    if phase in _KNOWN_PHASES:
-        return (1, _KNOWN_PHASES.index(phase), phase)
+    known = _known_phases()
+    if phase in known:
+        return (1, known.index(phase), phase)
     match = _SIZE_PHASE.match(phase)
     if match:
         return (2, int(match.group(1)), phase)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from hvbench.analysis.stats import Fit, linear_fit, poly2_fit
 from hvbench.analysis.summaries import Row
-from hvbench.model.study import LIFECYCLE_PHASES
+from hvbench.model.workload import kind_phases
 
 __all__ = [
     "DURATION_METRICS",
@@ -106,7 +106,7 @@ def propagation_workloads(rows: Sequence[Row]) -> list[str]:
 def lifecycle_workloads(rows: Sequence[Row]) -> list[str]:
     """Workloads with at least two of the lifecycle's phases (``create`` ... ``exit``)
     that carry a duration."""
-    return _workloads_with(rows, LIFECYCLE_PHASES)
+    return _workloads_with(rows, kind_phases("lifecycle"))
 
 
 # -- series ----------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 
 from hvbench.errors import SpecError
-from hvbench.model.study import LibvirtPlatformSpec, QemuPlatformSpec, Study, Variant
+from hvbench.model.study import LibvirtPlatformSpec, PlatformSpec, QemuPlatformSpec, Study, Variant
 
 EXAMPLES = """examples:
   hvbench show examples/quick.toml guest.virtio-blk
@@ -53,7 +53,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     return 0
 
 
-def find_platform(study: Study, name: str) -> Variant:
+def find_platform(study: Study, name: str) -> Variant[PlatformSpec]:
     """The platform variant ``name`` of ``study``. Raises :class:`SpecError` naming
     the closest name and every platform."""
     names = [p.name for p in study.platforms]
@@ -66,7 +66,7 @@ def find_platform(study: Study, name: str) -> Variant:
                     f"{', '.join(names)}")
 
 
-def preview_lines(variant: Variant) -> list[str]:
+def preview_lines(variant: Variant[PlatformSpec]) -> list[str]:
     """What ``show`` prints for ``variant``: a comment line on accel and placeholders,
     then the argv (one option per line, shell-quoted) or the domain XML."""
     from hvbench.platforms.preview import domain_xml, guest_files, preview_accel, qemu_argv

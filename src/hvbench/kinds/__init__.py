@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from functools import cache
 
-from hvbench.kinds import network, propagation, web
+from hvbench.kinds import cpu, disk, lifecycle, network, propagation, web
 
-#: Every kind package; each has a ``register()`` that fills the core's registries.
-KINDS = (network, propagation, web)
+#: Every kind package; each has a ``register()`` that fills the core's registries. The
+#: order is the order a study file's unknown-kind message lists them in.
+KINDS = (disk, network, web, lifecycle, propagation, cpu)
 
 
 @cache

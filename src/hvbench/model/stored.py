@@ -4,7 +4,8 @@ A cell is stored with its platform and workload specs dumped to JSON (plus, for 
 in a scenario, the scenario under ``scenario`` in the platform's). :func:`load_platform`
 and :func:`load_workload` validate such a definition as the study parser validates a
 study's entries, so that a reader holds a :class:`QemuPlatformSpec` or a
-:class:`DiskWorkloadSpec` again instead of keys in a dict. Single settings of a stored
+:class:`~hvbench.model.workload.WorkloadSpec` of its kind again (through the registry of
+workload kinds) instead of keys in a dict. Single settings of a stored
 platform, without validating the whole of it, are read with :mod:`hvbench.model.settings`.
 
 Pure: no file, no process.
@@ -23,13 +24,12 @@ from hvbench.model import settings
 from hvbench.model.problems import did_you_mean
 from hvbench.model.spec import VmSpec, spec_error
 from hvbench.model.study import (
-    WORKLOAD_KINDS,
     LibvirtPlatformSpec,
     NativePlatformSpec,
     PlatformSpec,
     QemuPlatformSpec,
-    WorkloadSpec,
 )
+from hvbench.model.workload import WorkloadSpec, spec_classes
 
 __all__ = ["PLATFORM_KINDS", "StoredPlatform", "load_platform", "load_workload"]
 
@@ -107,6 +107,10 @@ def load_workload(workload: Mapping[str, Any], source: str = "stored workload"
     kind = workload.get("kind")
     if kind is None:
         raise SpecError(f"{source}: kind: missing (a definition stored without its kind)")
-    model = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
+    classes = spec_classes()  # the registered kinds' (hvbench.model.workload)
+    model = classes.get(kind) if isinstance(kind, str) else None
     data = _declared(model, workload) if model is not None else dict(workload)
-    return _validate(WORKLOAD_KINDS, data, source, "workload")  # type: ignore[return-value]
+    spec = _validate(classes, data, source, "workload")
+    if not isinstance(spec, WorkloadSpec):
+        raise SpecError(f"{source}: kind: {kind!r} is not a workload kind")
+    return spec

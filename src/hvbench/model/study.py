@@ -19,7 +19,7 @@ import re
 import tomllib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -32,14 +32,13 @@ from pydantic import (
 )
 
 from hvbench.errors import SpecError
-from hvbench.model.lab import LabHostSpec, LabSpec, host_name_problems, parse_rate
+from hvbench.model.lab import LabHostSpec, LabSpec, host_name_problems
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
 from hvbench.model.problems import Loc, TomlLines, Where, did_you_mean, joined, printable
-from hvbench.model.rates import Rate, check_rate, is_relative, rate_suffix
+from hvbench.model.rates import check_rate, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import (
-    ByteSize,
     DiskSpec,
     VmSpec,
     aoe_host,
@@ -48,22 +47,17 @@ from hvbench.model.spec import (
     source_kind,
     spec_error,
 )
+from hvbench.model.workload import StudyChecks, WorkloadSpec, spec_classes, workload_kinds
 
 T = TypeVar("T")
+S_co = TypeVar("S_co", covariant=True)
+#: The kind of a ``[[workload]]`` entry that names none.
+DEFAULT_WORKLOAD_KIND = "disk"
 
-DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
-#: The phases of each profile, in the order they run (later phases reuse earlier files).
-PROFILE_PHASES: Mapping[str, tuple[str, ...]] = {
-    "iozone": ("write", "rewrite", "read", "reread", "randread", "randwrite"),
-    "bonnie": ("block-write", "block-rewrite", "block-read", "seq-create", "seq-stat",
-               "seq-delete", "rand-create", "rand-stat", "rand-delete"),
-    "dd": ("write", "read"),
-    "fio-job": (),
-}
 _FILTER_KEYS = ("only", "exclude", "name")
-#: List-valued fields that are values, not variant axes.
-_NOT_AXES = ("disks", "nics", "filesystems", "phases", "forwards", "file_kb", "neighbours",
-             "workloads", "host_paths")
+#: List-valued fields of platforms and scenarios that are values, not variant axes (a
+#: workload kind names its own: :attr:`WorkloadSpec.VALUE_LISTS`).
+_NOT_AXES = ("disks", "nics", "filesystems", "forwards", "neighbours", "workloads")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -229,279 +223,18 @@ class LibvirtPlatformSpec(_Strict):
         return self.domain is not None
 
 
-class DiskWorkloadSpec(_Strict):
-    """``kind = "disk"``: fio reproducing IOzone, Bonnie++ or dd, or the user's job file."""
-
-    kind: Literal["disk"] = "disk"
-    profile: DiskProfile
-    #: ``file``: a test file on a filesystem (the guest formats its benchmark disk);
-    #: ``device``: the raw benchmark disk (natively, a file of the same size);
-    #: ``filesystem``: the guest's first virtio-fs share (``filesystem = {...}`` on the
-    #: platform), natively the same host directory (:func:`native_share_dir`). Each
-    #: run works in a fresh subdirectory of the share, removed afterwards.
-    target: Literal["file", "device", "filesystem"] = "file"
-    file_size: ByteSize = 256 << 20
-    #: I/O size: IOzone's record size, dd's block size, Bonnie++'s chunk size.
-    record_size: ByteSize | None = None
-    direct: bool = False
-    allow_cached: bool = False
-    ioengine: Literal["psync", "libaio", "io_uring", "sync"] = "psync"
-    iodepth: int = Field(default=1, ge=1, le=1024)
-    #: Bonnie++: how many zero-size files the create/stat/delete phases use.
-    files: int = Field(default=1024, ge=1, le=1_000_000)
-    #: fio-job: the user's job file, relative to the study file.
-    job_file: str | None = None
-    #: fio-job: replace every job's runtime / ramp_time (e.g. "20s"); None keeps the
-    #: job file's. ``file_size`` replaces every job's size= only when the study gives
-    #: it (see :meth:`file_size_given`); otherwise it only sizes jobs that have none.
-    runtime: Duration | None = None
-    ramp_time: Duration | None = None
-    #: fio-job: host devices or paths outside the target that the job file may name
-    #: natively (e.g. ["/dev/nvme1n1"]); everything else is pointed at the target.
-    host_paths: tuple[str, ...] = ()
-    #: A subset of the profile's phases; all by default.
-    phases: tuple[str, ...] | None = None
-    timeout_s: float = Field(default=1800.0, gt=0)
-
-    @model_validator(mode="after")
-    def _check(self) -> DiskWorkloadSpec:
-        if self.profile == "fio-job" and not self.job_file:
-            raise ValueError("profile fio-job needs job_file (path to a fio job file)")
-        if self.profile != "fio-job" and self.job_file:
-            raise ValueError(f"job_file is only valid with profile fio-job, not {self.profile}")
-        job_only = [f for f in ("runtime", "ramp_time", "host_paths")
-                    if f in self.model_fields_set]
-        if self.profile != "fio-job" and job_only:
-            raise ValueError(f"{job_only[0]} is only valid with profile fio-job")
-        for path in self.host_paths:
-            if not path.startswith("/") or name_problem(path) is not None:
-                raise ValueError(f"host_paths: expected absolute paths, got {path!r}")
-        known = PROFILE_PHASES[self.profile]
-        for phase in self.phases or ():
-            if known and phase not in known:
-                raise ValueError(f"phase {phase!r} is not one of {', '.join(known)}")
-        return self
-
-    def file_size_given(self) -> bool:
-        """True when the study set ``file_size`` (pydantic's ``model_fields_set``), as
-        opposed to the default: only then does it replace a job file's sizes."""
-        return "file_size" in self.model_fields_set
-
-    def io_size(self) -> int:
-        """The record size this profile uses when none is given."""
-        if self.record_size is not None:
-            return self.record_size
-        return {"iozone": 16 << 20, "bonnie": 8 << 10, "dd": 64 << 10}.get(self.profile, 4096)
-
-    def phase_list(self) -> tuple[str, ...]:
-        return self.phases or PROFILE_PHASES[self.profile]
-
-
 #: The lab host that runs the native platform's web server (added by the runner).
 NATIVE_SERVER_HOST = "native"
-#: The peers a network workload can talk to besides the study's lab hosts.
-BUILTIN_PEERS = ("host", "guest")
-
-
-class NetworkWorkloadSpec(_Strict):
-    """``kind = "network"``: iperf3 between the platform and a peer (seed 001 §3.4).
-
-    The platform runs the iperf3 client; ``direction = "tx"`` means it sends,
-    ``"rx"`` that it receives (``iperf3 -R``). ``peer`` is ``host`` (the root
-    namespace, the seeds' driver domain), a ``[[lab.host]]`` name (an external host), or
-    ``guest`` (a second guest of the same platform spec on the same bridge).
-    """
-
-    kind: Literal["network"] = "network"
-    tool: Literal["iperf3"] = "iperf3"
-    peer: str = Field(default="host", min_length=1)
-    direction: Literal["tx", "rx"] = "tx"
-    protocol: Literal["tcp", "udp"] = "tcp"
-    streams: int = Field(default=1, ge=1, le=128)
-    duration_s: float = Field(default=10.0, gt=0, le=3600)
-    #: Seconds at the start that iperf3 leaves out (TCP slow start).
-    omit_s: float = Field(default=1.0, ge=0, le=60)
-    #: UDP only: the offered rate in bits/s (iperf3 -b), e.g. "1G" or "100M".
-    udp_bitrate: str | None = Field(default=None, pattern=r"^\d+(\.\d+)?[KMG]?$")
-    port: int = Field(default=5201, ge=1024, le=65535)
-    timeout_s: float = Field(default=300.0, gt=0)
-
-    @model_validator(mode="after")
-    def _check(self) -> NetworkWorkloadSpec:
-        if self.udp_bitrate is not None and self.protocol != "udp":
-            raise ValueError("udp_bitrate is only valid with protocol = \"udp\"")
-        if self.omit_s >= self.duration_s:
-            raise ValueError(f"omit_s ({self.omit_s:g}) must be shorter than duration_s "
-                             f"({self.duration_s:g})")
-        return self
-
-    def phase_list(self) -> tuple[str, ...]:
-        return (self.direction,)
-
-
-def _latency_switch(value: object) -> object:
-    """``latency = true`` is the default pass, ``false`` none."""
-    if value is True:
-        return {}
-    if value is False:
-        return None
-    return value
-
-
-class WebLatencySpec(_Strict):
-    """``latency = { tool = "wrk", ... }`` of a web workload: after httperf, per file size,
-    a closed-loop wrk run of ``seconds`` (whole seconds: wrk's ``-d`` takes no fraction)
-    with ``connections`` open connections on ``threads`` threads, whose latency
-    percentiles are stored next to httperf's means (docs/network-workloads.md)."""
-
-    tool: Literal["wrk"] = "wrk"
-    seconds: int = Field(default=5, ge=1, le=3600)
-    connections: int = Field(default=4, ge=1, le=10000)
-    threads: int = Field(default=1, ge=1, le=64)
-
-    @model_validator(mode="after")
-    def _check(self) -> WebLatencySpec:
-        # wrk's own rule ("number of connections must be >= threads"), caught early.
-        if self.connections < self.threads:
-            raise ValueError(f"latency: connections ({self.connections}) must be at least "
-                             f"threads ({self.threads})")
-        return self
-
-
-class WebWorkloadSpec(_Strict):
-    """``kind = "web"``: an HTTP server on the platform, httperf on a lab host (seed 003).
-
-    One phase per served file size (``1kB``, ``10kB``, ...). ``fixed`` offers ``rate``
-    requests/s; ``max-rate`` ramps the rate and reports the highest one sustained with
-    fewer than ``max_error_pct`` % errors and achieved/offered >= ``min_achieved_ratio``.
-    ``latency`` (off unless given; ``true`` for the defaults) adds a wrk pass per size
-    for latency percentiles (:class:`WebLatencySpec`).
-    """
-
-    kind: Literal["web"] = "web"
-    client: str = Field(default="client", min_length=1)
-    file_kb: tuple[int, ...] = Field(default=(1, 10, 30, 50, 70, 100, 200), min_length=1)
-    mode: Literal["fixed", "max-rate"] = "fixed"
-    #: fixed: requests/s, or ``"90%"``: that share of the maximum the platform sustained
-    #: alone for each file size, measured in the same run (:mod:`hvbench.model.rates`).
-    rate: Annotated[Rate, BeforeValidator(check_rate)] = 50.0
-    #: With a relative rate: the max-rate web workload (variant name) whose maximum it
-    #: is taken from; None: the study's only max-rate web workload.
-    rate_of: str | None = Field(default=None, min_length=1)
-    duration_s: float = Field(default=10.0, gt=0, le=3600)
-    calls_per_conn: int = Field(default=1, ge=1, le=1000)
-    reply_timeout_s: float = Field(default=5.0, gt=0, le=600)
-    start_rate: float = Field(default=10.0, gt=0)
-    rate_factor: float = Field(default=1.5, gt=1.0, le=10.0)
-    max_rate: float = Field(default=20000.0, gt=0)
-    max_error_pct: float = Field(default=1.0, ge=0, le=100)
-    min_achieved_ratio: float = Field(default=0.99, gt=0, le=1)
-    port: int = Field(default=8080, ge=1024, le=65535)
-    timeout_s: float = Field(default=1800.0, gt=0)
-    latency: Annotated[WebLatencySpec | None, BeforeValidator(_latency_switch)] = None
-
-    @field_validator("file_kb")
-    @classmethod
-    def _check_sizes(cls, value: tuple[int, ...]) -> tuple[int, ...]:
-        for size in value:
-            # Files are generated in memory and copied into a guest through its agent.
-            if not 1 <= size <= 1 << 16:
-                raise ValueError(f"file size {size} kB: expected 1 to 65536 kB")
-        if len(set(value)) != len(value):
-            raise ValueError("file sizes must be distinct")
-        return value
-
-    @model_validator(mode="after")
-    def _check(self) -> WebWorkloadSpec:
-        if self.mode == "max-rate" and is_relative(self.rate):
-            raise ValueError("a relative rate applies to mode = \"fixed\" (a max-rate "
-                             "search measures the maximum itself)")
-        if self.rate_of is not None and not is_relative(self.rate):
-            raise ValueError("rate_of applies to a relative rate such as \"90%\"")
-        if self.start_rate > self.max_rate:
-            raise ValueError(f"start_rate ({self.start_rate:g}) is above max_rate "
-                             f"({self.max_rate:g})")
-        return self
-
-    def phase_list(self) -> tuple[str, ...]:
-        return tuple(f"{kb}kB" for kb in self.file_kb)
-
-
-#: The timed phases of one guest's life, in order (see :class:`LifecycleWorkloadSpec`).
-LIFECYCLE_PHASES = ("create", "qemu", "kernel", "agent", "shutdown", "exit")
-#: The phases of one propagation, in order (seed 000 §5.1 plus the VM's termination).
-PROPAGATION_PHASES = ("initial", "transfer", "terminal", "shutdown")
-#: The lab host that serves images to propagation workloads unless one is named.
-REPOSITORY_HOST = "headnode"
-#: Workload kinds that boot (and stop) their own guests from the platform's spec: the
-#: runner does not boot the platform for them.
-SELF_BOOTING_KINDS = ("lifecycle", "propagation")
-
-
-class LifecycleWorkloadSpec(_Strict):
-    """``kind = "lifecycle"``: one guest's life, each step timed (seed 003 Fig. 13).
-
-    ``create`` makes the guest's system image of ``image_size`` from a repository copy
-    (``copy``: a byte copy; ``convert``: qemu-img convert to ``image_format``;
-    ``overlay``: a qcow2 copy-on-write overlay over it), then the guest is started,
-    boots, its agent answers, it is shut down and its QEMU process exits. With
-    ``idle_guests`` > 0 an ``idle`` phase also measures the host CPU that many idle
-    guests use over ``idle_s`` seconds.
-    """
-
-    kind: Literal["lifecycle"] = "lifecycle"
-    image_size: ByteSize = 256 << 20
-    image_format: Literal["raw", "qcow2"] = "raw"
-    create: Literal["copy", "convert", "overlay"] = "copy"
-    idle_guests: int = Field(default=0, ge=0, le=32)
-    idle_s: float = Field(default=10.0, gt=0, le=3600)
-    timeout_s: float = Field(default=600.0, gt=0)
-
-    @model_validator(mode="after")
-    def _check(self) -> LifecycleWorkloadSpec:
-        if self.create == "overlay" and self.image_format != "qcow2":
-            raise ValueError("create = \"overlay\" makes a qcow2 image: set "
-                             "image_format = \"qcow2\"")
-        return self
-
-    def phase_list(self) -> tuple[str, ...]:
-        return LIFECYCLE_PHASES + (("idle",) if self.idle_guests else ())
-
-
-class PropagationWorkloadSpec(_Strict):
-    """``kind = "propagation"``: fetch a system image from a repository host, verify
-    it, boot it and terminate it (seed 000 §5.1, Figs. 3-4).
-
-    Phases: ``initial`` (request to first byte), ``transfer`` (first to last byte),
-    ``terminal`` (last byte to the guest's agent answering: checksum, image set-up,
-    boot) and ``shutdown``. ``method``: ``scp``, ``http``, ``rsync``, ``gridftp`` (the
-    seeds' GSIFTP: globus-url-copy from an anonymous GridFTP server); the modern ones
-    the seeds lacked: ``http-zstd`` (compressed on the wire) and ``overlay`` (the node
-    keeps the base image in a cache and boots a qcow2 copy-on-write overlay over it;
-    only a checksum-verified first fetch moves bytes).
-    """
-
-    kind: Literal["propagation"] = "propagation"
-    method: Literal["scp", "http", "rsync", "gridftp", "http-zstd", "overlay"] = "scp"
-    image_size: ByteSize = 256 << 20
-    #: The [[lab.host]] that serves images; added with ``link_rate`` if not declared.
-    repository: str = Field(default=REPOSITORY_HOST, min_length=1)
-    #: The repository's link, when hvbench adds the repository host itself.
-    link_rate: str = "1gbit"
-    verify: bool = True
-    timeout_s: float = Field(default=1800.0, gt=0)
-
-    @field_validator("link_rate")
-    @classmethod
-    def _check_rate(cls, value: str) -> str:
-        parse_rate(value)
-        return value.strip().lower()
-
-    def phase_list(self) -> tuple[str, ...]:
-        return PROPAGATION_PHASES
-
-
 PlatformSpec = NativePlatformSpec | QemuPlatformSpec | LibvirtPlatformSpec
+
+
+def declared_vm(platform: PlatformSpec) -> VmSpec:
+    """The VM ``platform`` declares (see :func:`guest_vm`). Raises :class:`SpecError`
+    for a platform that declares none (the host, an existing libvirt domain)."""
+    vm = guest_vm(platform)
+    if vm is None:
+        raise SpecError(f"a {platform.kind} platform declares no guest here")
+    return vm
 
 
 def guest_vm(platform: PlatformSpec) -> VmSpec | None:
@@ -510,20 +243,15 @@ def guest_vm(platform: PlatformSpec) -> VmSpec | None:
     if isinstance(platform, NativePlatformSpec):
         return None
     return platform.vm
-WorkloadSpec = (DiskWorkloadSpec | NetworkWorkloadSpec | WebWorkloadSpec
-                | LifecycleWorkloadSpec | PropagationWorkloadSpec)
-WORKLOAD_KINDS: Mapping[str, type[BaseModel]] = {
-    "disk": DiskWorkloadSpec, "network": NetworkWorkloadSpec, "web": WebWorkloadSpec,
-    "lifecycle": LifecycleWorkloadSpec, "propagation": PropagationWorkloadSpec,
-}
 
 
 @dataclass(frozen=True)
-class Variant:
-    """One expanded platform or workload: its derived name, spec and varying values."""
+class Variant(Generic[S_co]):
+    """One expanded platform, workload or scenario: its derived name, spec and varying
+    values."""
 
     name: str
-    spec: Any
+    spec: S_co
     values: Mapping[str, Any]
 
 
@@ -532,10 +260,10 @@ class Cell:
     """One platform variant running one workload variant, alone or in a scenario."""
 
     name: str
-    platform: Variant
-    workload: Variant
+    platform: Variant[PlatformSpec]
+    workload: Variant[WorkloadSpec]
     #: The scenario (a variant of a ``[[scenario]]`` entry); None: the platform alone.
-    scenario: Variant | None = None
+    scenario: Variant[ScenarioSpec] | None = None
 
     @property
     def platform_name(self) -> str:
@@ -553,13 +281,13 @@ class Study:
     path: str
     text: str
     study: StudySection
-    platforms: tuple[Variant, ...]
-    workloads: tuple[Variant, ...]
+    platforms: tuple[Variant[PlatformSpec], ...]
+    workloads: tuple[Variant[WorkloadSpec], ...]
     cells: tuple[Cell, ...]
     #: The net lab: declared by ``[lab]``, or an empty one (a bridge only) when a
     #: network or web workload needs it; None for disk-only studies.
     lab: LabSpec | None = None
-    scenarios: tuple[Variant, ...] = ()
+    scenarios: tuple[Variant[ScenarioSpec], ...] = ()
     #: ``repetitions`` set in a ``[[workload]]`` entry, by workload variant name: it
     #: replaces the study's for that workload's cells (:func:`repetition_rule`).
     workload_repetitions: Mapping[str, RepetitionRule] = dataclasses.field(
@@ -612,14 +340,16 @@ def _workload_rule(value: Any, where: str) -> RepetitionRule:
 
 
 # -- expansion ---------------------------------------------------------------------------
-def _axes(entry: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, list[Any]]]:
-    """Dotted paths of list-valued scalars (the variant axes), depth first."""
+def _axes(entry: Mapping[str, Any], prefix: str = "", values: Collection[str] = ()
+          ) -> Iterator[tuple[str, list[Any]]]:
+    """Dotted paths of list-valued scalars (the variant axes), depth first; ``values``:
+    more list-valued fields that are values."""
     for key, value in entry.items():
-        if key in _FILTER_KEYS or key in _NOT_AXES:
+        if key in _FILTER_KEYS or key in _NOT_AXES or key in values:
             continue
         path = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            yield from _axes(value, f"{path}.")
+            yield from _axes(value, f"{path}.", values)
         elif isinstance(value, list):
             yield path, value
 
@@ -651,11 +381,12 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
-def expand_entry(entry: Mapping[str, Any], base: str) -> list[tuple[str, dict[str, Any],
-                                                                     dict[str, Any]]]:
+def expand_entry(entry: Mapping[str, Any], base: str, value_lists: Collection[str] = ()
+                 ) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """Expand one raw entry into ``(name, concrete entry, varying values)`` triples,
-    filtered by its ``only`` / ``exclude`` lists."""
-    axes = list(_axes(entry))
+    filtered by its ``only`` / ``exclude`` lists. ``value_lists``: list-valued fields of
+    the entry's kind that are values, not axes."""
+    axes = list(_axes(entry, values=value_lists))
     only = entry.get("only", [])
     exclude = entry.get("exclude", [])
     clean = {k: v for k, v in entry.items() if k not in _FILTER_KEYS}
@@ -765,14 +496,15 @@ def _vm_spec(concrete: dict[str, Any], where: Where) -> VmSpec:
 
 
 def _workload_spec(concrete: dict[str, Any], where: Where) -> WorkloadSpec:
-    kind = concrete.get("kind", "disk")
-    model = WORKLOAD_KINDS.get(kind) if isinstance(kind, str) else None
+    kind = concrete.get("kind", DEFAULT_WORKLOAD_KIND)
+    classes = spec_classes()
+    model = classes.get(kind) if isinstance(kind, str) else None
     if model is None:
-        kinds = ", ".join(f'"{k}"' for k in WORKLOAD_KINDS)
+        kinds = ", ".join(f'"{k}"' for k in classes)
         raise where.error("kind", f"expected one of {kinds}, got {kind!r}"
-                                  + did_you_mean(str(kind), list(WORKLOAD_KINDS)))
+                                  + did_you_mean(str(kind), list(classes)))
     try:
-        return model.model_validate(concrete)  # type: ignore[return-value]
+        return model.model_validate(concrete)
     except ValidationError as exc:
         raise spec_error(exc, where, model=model) from exc
 
@@ -787,23 +519,27 @@ def _pop_rules(raw: Any, path: str) -> tuple[Any, dict[int, RepetitionRule]]:
     return [{k: v for k, v in e.items() if k != "repetitions"} for e in raw], rules
 
 
-def _variants(raw: Any, section: str, path: str,
-              lines: TomlLines | None = None) -> list[Variant]:
-    return [v for v, _ in _indexed_variants(raw, section, path, lines)]
+#: How an expanded entry of a section becomes its spec.
+_Parse = Callable[[dict[str, Any], Where], T]
 
 
-def _indexed_variants(raw: Any, section: str, path: str,
-                      lines: TomlLines | None = None) -> list[tuple[Variant, int]]:
+def _variants(raw: Any, section: str, path: str, parse: _Parse[T],
+              lines: TomlLines | None = None) -> list[Variant[T]]:
+    return [v for v, _ in _indexed_variants(raw, section, path, parse, lines)]
+
+
+def _indexed_variants(raw: Any, section: str, path: str, parse: _Parse[T],
+                      lines: TomlLines | None = None) -> list[tuple[Variant[T], int]]:
     """Every variant with the index of the entry it came from. Raises
     :class:`SpecError` listing the problem of every entry that has one (the first
     variant's problem for an entry that expands to several)."""
     if not isinstance(raw, list) or not raw or not all(isinstance(e, dict) for e in raw):
         raise SpecError(f"{path}: {section}: expected at least one [[{section}]] table")
-    out: list[tuple[Variant, int]] = []
+    out: list[tuple[Variant[T], int]] = []
     errors: list[SpecError] = []
     for index, entry in enumerate(raw):
         try:
-            out += _entry_variants(entry, section, path, index, lines)
+            out += _entry_variants(entry, section, path, index, parse, lines=lines)
         except SpecError as exc:
             errors.append(exc)
     if errors:
@@ -819,52 +555,35 @@ def _indexed_variants(raw: Any, section: str, path: str,
 
 
 def _entry_variants(entry: dict[str, Any], section: str, path: str, index: int,
-                    lines: TomlLines | None) -> list[tuple[Variant, int]]:
+                    parse: _Parse[T], *, lines: TomlLines | None
+                    ) -> list[tuple[Variant[T], int]]:
     """The variants of one ``[[platform]]`` or ``[[workload]]`` entry."""
     _check_filters(entry, Where(path, section, index, lines=lines))
     base = entry.get("name") or _default_name(section, entry)
-    out: list[tuple[Variant, int]] = []
-    for name, concrete, values in expand_entry(entry, base):
+    out: list[tuple[Variant[T], int]] = []
+    for name, concrete, values in expand_entry(entry, base, _value_lists(section, entry)):
         where = _where(path, section, index, values, lines)
         _check_variant_name(name, where)
-        spec = (_platform_spec(concrete, where) if section == "platform"
-                else _workload_spec(concrete, where))
-        out.append((Variant(name, spec, values), index))
+        out.append((Variant(name, parse(concrete, where), values), index))
     return out
+
+
+def _value_lists(section: str, entry: Mapping[str, Any]) -> tuple[str, ...]:
+    """The list-valued fields a workload entry's kind takes as values (none for
+    platforms and for a kind no package registered)."""
+    if section == "platform":
+        return ()
+    classes = spec_classes()
+    model = classes.get(str(entry.get("kind", DEFAULT_WORKLOAD_KIND)))
+    return model.VALUE_LISTS if model is not None else ()
 
 
 def _default_name(section: str, entry: Mapping[str, Any]) -> str:
     if section == "platform":
         return "native" if entry.get("kind") == "native" else "qemu"
-    kind = entry.get("kind", "disk")
-    if kind == "network":
-        return "iperf3"
-    if kind in ("web", "lifecycle", "propagation"):
-        return str(kind)
-    profile = entry.get("profile", "disk")
-    return profile if isinstance(profile, str) else "disk"
-
-
-def check_cache_rule(cell: Cell, host_memory_bytes: int) -> None:
-    """Seed 000's rule: a buffered test file smaller than 2 x the platform's RAM measures
-    the page cache. Refused unless the workload sets ``allow_cached = true``."""
-    workload = cell.workload.spec
-    if not isinstance(workload, DiskWorkloadSpec) or workload.direct or workload.allow_cached:
-        return
-    if workload.profile == "fio-job":
-        return  # the user's job file decides its own caching
-    platform = cell.platform.spec
-    vm = guest_vm(platform)
-    ram = vm.memory_mib << 20 if vm is not None else host_memory_bytes
-    if isinstance(platform, NativePlatformSpec) and platform.memory_mib is not None:
-        # The native side's page cache is bounded by its memory cgroup.
-        ram = platform.memory_mib << 20
-    if workload.file_size < 2 * ram:
-        raise SpecError(
-            f"cell {cell.name}: file_size {format_size(workload.file_size)} is smaller than "
-            f"2 x the platform's RAM ({format_size(ram)}): buffered results would measure "
-            "the page cache. Set direct = true, a larger file_size, or allow_cached = true"
-        )
+    kind = workload_kinds().get(str(entry.get("kind", DEFAULT_WORKLOAD_KIND)))
+    # An unknown kind is refused when the entry is validated; the name is a stand-in.
+    return kind.default_name(entry) if kind is not None else str(entry.get("kind"))
 
 
 def parse_study(text: str, path: str, host_memory_bytes: int,
@@ -899,10 +618,10 @@ def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int
     _collect(errors, lambda: _check_sections(raw, path, lines))
     section = _collect(errors, lambda: _study_section(raw.get("study", {}), path, lines))
     platforms = _collect(errors, lambda: _variants(raw.get("platform"), "platform", path,
-                                                   lines))
+                                                   _platform_spec, lines))
     pair = _collect(errors, lambda: _pop_rules(raw.get("workload"), path))
     indexed = _collect(errors, lambda: _indexed_variants(
-        pair[0] if pair else raw.get("workload"), "workload", path, lines))
+        pair[0] if pair else raw.get("workload"), "workload", path, _workload_spec, lines))
     known = [v for v, _ in indexed] if indexed is not None else None
     if section is not None and platforms is not None:
         _collect(errors, lambda: _check_ab(section, platforms, path))
@@ -922,19 +641,17 @@ def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int
                         "and propagation workloads have no native counterpart; add a qemu "
                         "platform)")
     check_storage_sources(platforms, lab, path)
-    check_rates(workloads, scenarios, path)
-    check_identical(cells, path)
+    kinds = workload_kinds()
+    for kind in kinds.values():
+        kind.check_variants(workloads, scenarios, cells, path)
+    checks = StudyChecks(path, lab, host_memory_bytes)
     for cell in cells:
-        check_cache_rule(cell, host_memory_bytes)
-        check_native_source_cell(cell, path)
-        check_filesystem_cell(cell, path)
-        check_network_cell(cell, lab, path)
+        kinds[cell.workload.spec.kind].check_cell(cell, checks)
         check_scenario_cell(cell, lab, path)
     study = Study(path, text, section, tuple(platforms), tuple(workloads), cells, lab,
                   tuple(scenarios), workload_rules, overrides)
-    for cell in cells:
-        if _is_share_cell(cell) and isinstance(cell.platform.spec, NativePlatformSpec):
-            native_share_dir(study, cell.workload.name)
+    for kind in kinds.values():
+        kind.check_study(study)
     return study
 
 
@@ -982,7 +699,7 @@ def _collect(errors: list[SpecError], check: Callable[[], T]) -> T | None:
         return None
 
 
-def _check_ab(section: StudySection, platforms: Sequence[Variant], path: str) -> None:
+def _check_ab(section: StudySection, platforms: Sequence[Variant[PlatformSpec]], path: str) -> None:
     """``ab`` names two platform variants of the study."""
     names = [p.name for p in platforms]
     for name in section.ab or ():
@@ -991,8 +708,9 @@ def _check_ab(section: StudySection, platforms: Sequence[Variant], path: str) ->
                             f"(platforms: {', '.join(names)})")
 
 
-def _cells(platforms: Sequence[Variant], workloads: Sequence[Variant],
-           scenarios: Sequence[Variant]) -> Iterator[Cell]:
+def _cells(platforms: Sequence[Variant[PlatformSpec]],
+           workloads: Sequence[Variant[WorkloadSpec]],
+           scenarios: Sequence[Variant[ScenarioSpec]]) -> Iterator[Cell]:
     """Every platform x workload alone, and every qemu one in each scenario that applies
     to the workload (lifecycle and propagation boot their own guests: alone only)."""
     for p in platforms:
@@ -1000,7 +718,7 @@ def _cells(platforms: Sequence[Variant], workloads: Sequence[Variant],
             if not cell_exists(p.spec, w.spec):
                 continue
             yield Cell(f"{p.name}/{w.name}", p, w)
-            if not isinstance(p.spec, QemuPlatformSpec) or w.spec.kind in SELF_BOOTING_KINDS:
+            if not isinstance(p.spec, QemuPlatformSpec) or w.spec.SELF_BOOTING:
                 continue
             for sc in scenarios:
                 wanted = sc.spec.workloads
@@ -1008,8 +726,8 @@ def _cells(platforms: Sequence[Variant], workloads: Sequence[Variant],
                     yield Cell(f"{p.name}@{sc.name}/{w.name}", p, w, sc)
 
 
-def _scenarios(raw: Any, path: str, workloads: Sequence[Variant] | None,
-               lines: TomlLines | None = None) -> list[Variant]:
+def _scenarios(raw: Any, path: str, workloads: Sequence[Variant[WorkloadSpec]] | None,
+               lines: TomlLines | None = None) -> list[Variant[ScenarioSpec]]:
     """The ``[[scenario]]`` entries, expanded like platforms (``weights.io = [0.5, 1, 2]``
     gives three variants). Each entry needs a ``name``. ``workloads``: the study's, to
     check the names an entry applies to (None: not checked, the workloads had problems).
@@ -1018,7 +736,7 @@ def _scenarios(raw: Any, path: str, workloads: Sequence[Variant] | None,
         return []
     if not isinstance(raw, list) or not all(isinstance(e, dict) for e in raw):
         raise SpecError(f"{path}: scenario: expected [[scenario]] tables")
-    out: list[Variant] = []
+    out: list[Variant[ScenarioSpec]] = []
     errors: list[SpecError] = []
     for index, entry in enumerate(raw):
         try:
@@ -1041,8 +759,8 @@ def _scenarios(raw: Any, path: str, workloads: Sequence[Variant] | None,
 
 
 def _scenario_entry(entry: dict[str, Any], path: str, index: int,
-                    workloads: Sequence[Variant] | None,
-                    lines: TomlLines | None) -> list[Variant]:
+                    workloads: Sequence[Variant[WorkloadSpec]] | None,
+                    lines: TomlLines | None) -> list[Variant[ScenarioSpec]]:
     """The variants of one ``[[scenario]]`` entry. Raises :class:`SpecError` listing its
     problems: the name, the filters, the rates, the first variant's fields (as for
     platforms) and every unknown workload name."""
@@ -1055,7 +773,7 @@ def _scenario_entry(entry: dict[str, Any], path: str, index: int,
         errors.append(where.error("name", "expected a name of lowercase letters, digits, "
                                           f"- and _ (not {ALONE!r}), got {name!r}"))
         name = "scenario"  # a stand-in, so the rest of the entry is checked too
-    out: list[Variant] = []
+    out: list[Variant[ScenarioSpec]] = []
     for full, concrete, values in _collect(errors, lambda: list(
             _rate_expanded(entry, name, where))) or []:
         try:
@@ -1112,7 +830,8 @@ def _rate_expanded(entry: dict[str, Any], name: str, where: Where
             yield full, concrete, {**axis, **values}
 
 
-def _scenario_workload_problems(wanted: Sequence[object], workloads: Sequence[Variant],
+def _scenario_workload_problems(wanted: Sequence[object],
+                                workloads: Sequence[Variant[WorkloadSpec]],
                                 where: Where) -> list[SpecError]:
     """One problem per name of an entry's ``workloads`` list that names no workload of
     the study (a value that is not a string is the model's to refuse)."""
@@ -1136,28 +855,19 @@ def check_scenario_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
 
 
 def cell_exists(platform: PlatformSpec, workload: WorkloadSpec) -> bool:
-    """Guest-to-guest traffic, a guest's lifecycle and an image's propagation to a
-    guest have no native counterpart: such cells are not formed."""
-    if isinstance(platform, LibvirtPlatformSpec) and platform.existing:
-        # The user's own domain is never booted, copied or peered by hvbench.
-        return not isinstance(workload, LifecycleWorkloadSpec | PropagationWorkloadSpec) \
-            and not (isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest")
-    if not isinstance(platform, NativePlatformSpec):
-        return True
-    if isinstance(workload, LifecycleWorkloadSpec | PropagationWorkloadSpec):
-        return False
-    return not (isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest")
+    """Whether the cell of ``workload`` on ``platform`` is formed (the workload's kind
+    says: guest-to-guest traffic, for one, has no native counterpart)."""
+    return workload.runs_on(platform)
 
 
-def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant],
-              scenarios: Sequence[Variant] = (),
+def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant[WorkloadSpec]],
+              scenarios: Sequence[Variant[ScenarioSpec]] = (),
               lines: TomlLines | None = None) -> LabSpec | None:
     """The ``[lab]`` section (``subnet``, ``[[lab.host]]``); an empty lab when a network,
     web or propagation workload, or a network neighbour, needs it but none is declared.
     Raises :class:`SpecError` listing every problem: each host's, each reserved or
     repeated host name, and the lab's own fields."""
-    needs = any(isinstance(w.spec, NetworkWorkloadSpec | WebWorkloadSpec
-                           | PropagationWorkloadSpec) for w in workloads)
+    needs = any(w.spec.needs_lab() for w in workloads)
     needs = needs or any(s.spec.lab_clients() for s in scenarios)
     if raw is None:
         return _with_repositories(LabSpec(), workloads) if needs else None
@@ -1204,42 +914,15 @@ def _lab_host(entry: dict[str, Any], where: Where,
         return None
 
 
-def _with_repositories(lab: LabSpec, workloads: Sequence[Variant]) -> LabSpec:
-    """``lab`` plus the repository host of every propagation workload it lacks, on a
-    link shaped to the workload's ``link_rate`` (the first such workload's)."""
+def _with_repositories(lab: LabSpec, workloads: Sequence[Variant[WorkloadSpec]]) -> LabSpec:
+    """``lab`` plus the lab host each workload needs (:meth:`WorkloadSpec.lab_host`: a
+    propagation's repository) that it lacks, as the first workload naming it gives it."""
     hosts = list(lab.hosts)
     for variant in workloads:
-        spec = variant.spec
-        if isinstance(spec, PropagationWorkloadSpec) and \
-                not any(h.name == spec.repository for h in hosts):
-            hosts.append(LabHostSpec(name=spec.repository, rate=spec.link_rate))
+        host = variant.spec.lab_host()
+        if host is not None and not any(h.name == host.name for h in hosts):
+            hosts.append(host)
     return lab if len(hosts) == len(lab.hosts) else lab.model_copy(update={"hosts": tuple(hosts)})
-
-
-def check_network_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
-    """A network or web cell names hosts the lab has, and a guest has a NIC to use."""
-    workload = cell.workload.spec
-    if not isinstance(workload, NetworkWorkloadSpec | WebWorkloadSpec):
-        return
-    hosts = [h.name for h in lab.hosts] if lab else []
-    where = f"{path}: cell {cell.name}"
-    if isinstance(workload, NetworkWorkloadSpec):
-        if workload.peer not in (*BUILTIN_PEERS, *hosts):
-            raise SpecError(f"{where}: peer: expected host, guest or a [[lab.host]] name "
-                            f"({', '.join(hosts) or 'none declared'}), got {workload.peer!r}")
-    elif workload.client not in hosts:
-        raise SpecError(f"{where}: client: expected a [[lab.host]] name "
-                        f"({', '.join(hosts) or 'none declared'}), got {workload.client!r}")
-    platform = cell.platform.spec
-    vm = guest_vm(platform)
-    if vm is not None:
-        if not vm.nics:
-            raise SpecError(f"{where}: the guest has no NIC: give the platform a nic table, "
-                            "e.g. nic = { model = \"virtio-net\", backend = \"tap\" }")
-        if isinstance(workload, NetworkWorkloadSpec) and workload.peer == "guest" and \
-                vm.nics[0].backend != "tap":
-            raise SpecError(f"{where}: peer = \"guest\" needs backend = \"tap\" (two "
-                            "user-mode guests cannot reach each other)")
 
 
 def platform_sources(spec: PlatformSpec) -> list[tuple[str, DiskSpec | None, str]]:
@@ -1253,8 +936,8 @@ def platform_sources(spec: PlatformSpec) -> list[tuple[str, DiskSpec | None, str
             for i, d in enumerate(disks) if d.source is not None]
 
 
-def nbd_exports(platforms: Sequence[Variant], host_of: Callable[[str | None], str | None]
-                = nbd_host) -> dict[str, DiskSpec]:
+def nbd_exports(platforms: Sequence[Variant[PlatformSpec]],
+                host_of: Callable[[str | None], str | None] = nbd_host) -> dict[str, DiskSpec]:
     """Lab host -> the export it serves (the first guest disk naming it gives size,
     format and allocation; a host only natives name serves a default 1 GiB raw image).
     ``host_of``: :func:`nbd_host` for NBD exports, :func:`aoe_host` for AoE ones."""
@@ -1270,7 +953,7 @@ def nbd_exports(platforms: Sequence[Variant], host_of: Callable[[str | None], st
     return exports
 
 
-def check_storage_sources(platforms: Sequence[Variant], lab: LabSpec | None,
+def check_storage_sources(platforms: Sequence[Variant[PlatformSpec]], lab: LabSpec | None,
                           path: str) -> None:
     """Every ``nbd:HOST`` and ``aoe:HOST`` names a ``[[lab.host]]`` of the study, and
     the guest disks naming one export agree on the export's size, format and allocation
@@ -1296,69 +979,12 @@ def check_storage_sources(platforms: Sequence[Variant], lab: LabSpec | None,
                                 f"platform {first[0]}'s disk on the same export")
 
 
-def check_native_source_cell(cell: Cell, path: str) -> None:
-    """A native platform with a disk source measures it raw: its disk workloads need
-    ``target = "device"`` (hvbench formats no host device). Raises :class:`SpecError`."""
-    platform, workload = cell.platform.spec, cell.workload.spec
-    if isinstance(platform, NativePlatformSpec) and platform.disk is not None and \
-            isinstance(workload, DiskWorkloadSpec) and workload.target != "device":
-        raise SpecError(f"{path}: cell {cell.name}: disk.source {platform.disk.source}: the "
-                        "host measures its device raw: set target = \"device\" (hvbench "
-                        "makes no file system on a host device)")
-
-
-def _is_share_cell(cell: Cell) -> bool:
-    workload = cell.workload.spec
-    return isinstance(workload, DiskWorkloadSpec) and workload.target == "filesystem"
-
-
-def check_filesystem_cell(cell: Cell, path: str) -> None:
-    """A ``target = "filesystem"`` disk workload runs on a guest's first virtio-fs
-    share: every guest it runs on declares one (a qemu platform: hvbench's virtiofsd
-    serves QEMU only). Raises :class:`SpecError` naming the platform and the field."""
-    if not _is_share_cell(cell):
-        return
-    platform = cell.platform.spec
-    where = f"{path}: platform {cell.platform.name}: workload {cell.workload.name}"
-    if isinstance(platform, LibvirtPlatformSpec):
-        raise SpecError(f"{where}: target = \"filesystem\" needs a virtio-fs share, "
-                        "which hvbench serves to kind = \"qemu\" guests only; expected "
-                        "kind = \"qemu\" with filesystem = { cache = \"auto\" }")
-    vm = guest_vm(platform)
-    if vm is not None and not vm.filesystems:
-        raise SpecError(f"{where}: target = \"filesystem\" runs on the guest's first "
-                        "shared directory; expected filesystem = { cache = \"auto\" } "
-                        "(or filesystems = [...]) on the platform")
-
-
-def native_share_dir(study: Study, workload: str) -> str | None:
-    """The host directory where the native side of ``target = "filesystem"`` workload
-    ``workload`` runs: the ``source`` the study's guests share (the first shared
-    directory of every declared guest that has one: ``--only`` may leave no guest cell
-    in this invocation, the directory is still theirs); None when they name none: then
-    hvbench makes each guest's share in the work directory and the host runs in a
-    directory of its own there, on the same filesystem. Raises :class:`SpecError` when
-    the guests share different directories (the host runs on one)."""
-    sources: dict[str | None, str] = {}
-    for platform in study.platforms:
-        vm = guest_vm(platform.spec)
-        if vm is not None and vm.filesystems:
-            sources.setdefault(vm.filesystems[0].source, platform.name)
-    if len(sources) > 1:
-        named = ", ".join(f"{name} ({source or 'none: in the work directory'})"
-                          for source, name in sources.items())
-        raise SpecError(f"{study.path}: workload {workload}: target = \"filesystem\": the "
-                        f"guests share different directories ({named}); expected one "
-                        "filesystem.source for all, which the host measures natively")
-    return next(iter(sources), None)
-
-
 def raw_file_sizes(study: Study, platform: str) -> list[tuple[str, int]]:
-    """(workload name, file_size) of every disk workload run raw (``target =
-    "device"``) on platform variant ``platform``: what its device must hold."""
-    return [(c.workload.name, c.workload.spec.file_size) for c in study.cells
-            if c.platform.name == platform and isinstance(c.workload.spec, DiskWorkloadSpec)
-            and c.workload.spec.target == "device"]
+    """(workload name, bytes) of every workload run raw on the benchmark disk of platform
+    variant ``platform`` (:meth:`WorkloadSpec.raw_device_bytes`): what its device must
+    hold."""
+    return [(c.workload.name, size) for c in study.cells if c.platform.name == platform
+            for size in (c.workload.spec.raw_device_bytes(),) if size is not None]
 
 
 def disk_for(spec: PlatformSpec) -> DiskSpec | None:
@@ -1447,12 +1073,13 @@ def with_repetitions(study: Study, repetitions: int) -> Study:
 
 
 # -- relative rates and identical guests ---------------------------------------------------
-def rate_reference(workloads: Sequence[Variant], rate_of: str | None, where: str) -> Variant:
-    """The max-rate web workload a relative rate is a share of: ``rate_of`` when given,
-    else the study's only one. Raises :class:`SpecError` (``where`` names the file and
-    entry) when there is none, several without ``rate_of``, or ``rate_of`` names none."""
-    found = [w for w in workloads
-             if isinstance(w.spec, WebWorkloadSpec) and w.spec.mode == "max-rate"]
+def rate_reference(workloads: Sequence[Variant[WorkloadSpec]], rate_of: str | None,
+                   where: str) -> Variant[WorkloadSpec]:
+    """The max-rate web workload a relative rate is a share of (one whose spec
+    :meth:`~WorkloadSpec.is_rate_reference`): ``rate_of`` when given, else the study's
+    only one. Raises :class:`SpecError` (``where`` names the file and entry) when there
+    is none, several without ``rate_of``, or ``rate_of`` names none."""
+    found = [w for w in workloads if w.spec.is_rate_reference()]
     names = ", ".join(w.name for w in found) or "none"
     if rate_of is not None:
         for workload in found:
@@ -1470,67 +1097,20 @@ def rate_reference(workloads: Sequence[Variant], rate_of: str | None, where: str
                     "the one the relative rate is a share of")
 
 
-def _check_sizes(reference: Variant, sizes: Sequence[int], where: str) -> None:
-    missing = [kb for kb in sizes if kb not in reference.spec.file_kb]
-    if missing:
-        raise SpecError(f"{where}: file_kb: {missing[0]} kB is not measured by the "
-                        f"reference max-rate workload {reference.name!r} (its file_kb: "
-                        f"{', '.join(map(str, reference.spec.file_kb))})")
-
-
-def check_rates(workloads: Sequence[Variant], scenarios: Sequence[Variant], path: str) -> None:
-    """Every relative rate has a reference that measures its file sizes."""
-    for w in workloads:
-        spec = w.spec
-        if isinstance(spec, WebWorkloadSpec) and is_relative(spec.rate):
-            where = f"{path}: workload {w.name}"
-            _check_sizes(rate_reference(workloads, spec.rate_of, where), spec.file_kb, where)
-    for sc in scenarios:
-        for index, nb in enumerate(sc.spec.neighbours):
-            if nb.role == "net" and nb.load == "web" and is_relative(nb.rate):
-                where = f"{path}: scenario {sc.name}: neighbours[{index}]"
-                _check_sizes(rate_reference(workloads, nb.rate_of, where), (nb.file_kb,),
-                             where)
-
-
-def check_identical(cells: Sequence[Cell], path: str) -> None:
-    """A scenario with ``identical`` applies to one fixed-rate web workload with one
-    file size: its neighbours serve that workload's file at its rate."""
-    seen: dict[str, str] = {}
-    for cell in cells:
-        if cell.scenario is None or cell.scenario.spec.identical is None:
-            continue
-        where = f"{path}: scenario {cell.scenario.name}: identical"
-        spec = cell.workload.spec
-        if not isinstance(spec, WebWorkloadSpec) or spec.mode != "fixed" \
-                or len(spec.file_kb) != 1:
-            raise SpecError(f"{where}: applies to a web workload with mode = \"fixed\" and "
-                            f"one file size; workload {cell.workload.name} is not one (set "
-                            "the scenario's workloads)")
-        first = seen.setdefault(cell.scenario.name, cell.workload.name)
-        if first != cell.workload.name:
-            raise SpecError(f"{where}: applies to one workload, got {first} and "
-                            f"{cell.workload.name} (set the scenario's workloads)")
-
-
 def cell_references(study: Study, cell: Cell) -> dict[str, Cell]:
-    """The alone max-rate cells (on the cell's platform) whose measured maxima the cell's
-    relative rates are shares of, by reference workload name: its own rate's, its
-    scenario's web neighbours' and identical guests'. Empty without relative rates."""
-    rates: list[tuple[Rate, str | None]] = []
-    spec = cell.workload.spec
-    if isinstance(spec, WebWorkloadSpec):
-        rates.append((spec.rate, spec.rate_of))
-    if cell.scenario is not None:
-        rates += [(nb.rate, nb.rate_of) for nb in cell.scenario.spec.neighbours
-                  if nb.role == "net" and nb.load == "web"]
+    """The alone cells (on the cell's platform) whose measured results the cell's
+    relative settings are shares of, by reference workload name, as every registered
+    kind finds them (:attr:`WorkloadKind.references`: the web kind's relative rates,
+    its own and its scenario's web neighbours'). Empty without such settings."""
     out: dict[str, Cell] = {}
-    for rate, rate_of in rates:
-        if not is_relative(rate):
-            continue
-        ref = rate_reference(study.workloads, rate_of, f"{study.path}: cell {cell.name}")
-        for other in study.cells:
-            if other.scenario is None and other.platform.name == cell.platform.name \
-                    and other.workload.name == ref.name:
-                out[ref.name] = other
+    for kind in workload_kinds().values():
+        out.update(kind.references(study, cell))
     return out
+
+
+def require_nic(vm: VmSpec | None, where: str) -> None:
+    """A guest (``vm``; None natively) has a NIC for a workload that talks over one.
+    Raises :class:`SpecError` (``where`` names the file and the cell)."""
+    if vm is not None and not vm.nics:
+        raise SpecError(f"{where}: the guest has no NIC: give the platform a nic table, "
+                        "e.g. nic = { model = \"virtio-net\", backend = \"tap\" }")

@@ -38,6 +38,7 @@ from hvbench.model.study import (
     Cell,
     LibvirtPlatformSpec,
     NativePlatformSpec,
+    PlatformSpec,
     QemuPlatformSpec,
     Study,
     Variant,
@@ -45,6 +46,7 @@ from hvbench.model.study import (
     parse_study,
     value_text,
 )
+from hvbench.model.workload import WorkloadSpec
 
 #: Cache modes that give up durability (QEMU ignores the guest's flushes): never tried
 #: unless the tune file says ``allow_unsafe = true``.
@@ -81,6 +83,18 @@ NIC_KINDS: set[str] = set()
 def register_nic_kind(kind: str) -> None:
     """Workload kind ``kind`` measures the NIC: tune searches the NIC axes for it."""
     NIC_KINDS.add(kind)
+
+
+#: The workload kinds that measure the benchmark disk (filled by their packages with
+#: :func:`register_disk_kind`): tune searches the disk axes for them.
+DISK_KINDS: set[str] = set()
+
+
+def register_disk_kind(kind: str) -> None:
+    """Workload kind ``kind`` measures the disk: tune searches the disk axes for it."""
+    DISK_KINDS.add(kind)
+
+
 #: Spelling of the largest space hvbench enumerates (every valid combination is listed
 #: up front, so that invalid ones are never handed to a guest).
 MAX_SPACE = 20_000
@@ -186,8 +200,8 @@ class TuneSpec:
     study: Study
     section: TuneSection
     #: The default configuration's platform variant (a guest without variants).
-    base: Variant
-    native: Variant | None
+    base: Variant[PlatformSpec]
+    native: Variant[PlatformSpec] | None
     metric: str
     goal: Goal
     targets: tuple[Target, ...]
@@ -203,18 +217,18 @@ class TuneSpec:
         return params_of(self.base.spec, tuple(self.axes))
 
     @property
-    def workloads(self) -> tuple[Variant, ...]:
+    def workloads(self) -> tuple[Variant[WorkloadSpec], ...]:
         """The workloads the objective measures (each trial runs all of them)."""
         names = {t.workload for t in self.targets}
         return tuple(w for w in self.study.workloads if w.name in names)
 
-    def trial_variant(self, params: Params) -> Variant:
+    def trial_variant(self, params: Params) -> Variant[PlatformSpec]:
         """The platform variant of a configuration, named from its values
         (``vm.writeback-io_uring-on``). Raises :class:`SpecError` when the combination
         is invalid or excluded."""
         return trial_variant(self, params)
 
-    def cells(self, variant: Variant) -> tuple[Cell, ...]:
+    def cells(self, variant: Variant[PlatformSpec]) -> tuple[Cell, ...]:
         """The cells one platform variant runs: itself times the objective's workloads."""
         return tuple(Cell(f"{variant.name}/{w.name}", variant, w) for w in self.workloads)
 
@@ -252,7 +266,7 @@ def trial_name(base: str, params: Params) -> str:
     return f"{base}.{'-'.join(value_text(v) for _, v in params)}"
 
 
-def trial_variant(spec: TuneSpec, params: Params) -> Variant:
+def trial_variant(spec: TuneSpec, params: Params) -> Variant[PlatformSpec]:
     """See :meth:`TuneSpec.trial_variant`."""
     values = dict(params)
     if any(matches_filter(values, rule) for rule in spec.section.exclude):
@@ -281,10 +295,11 @@ def default_axes(study: Study, aio_modes: Iterable[str], allow_unsafe: bool
     """Every I/O axis QEMU offers here for the study's workloads: the disk's bus, cache
     (without ``unsafe`` unless allowed), AIO modes this QEMU opens (``aio_modes``, as
     ``hvbench doctor`` reports them), format, allocation and iothread for disk
-    workloads; the NIC's model and backend for workloads of :data:`NIC_KINDS`."""
+    workloads (:data:`DISK_KINDS`); the NIC's model and backend for workloads of
+    :data:`NIC_KINDS`."""
     kinds = {w.spec.kind for w in study.workloads}
     axes: dict[str, tuple[Any, ...]] = {}
-    if "disk" in kinds:
+    if kinds & DISK_KINDS:
         for axis in DISK_AXES:
             values = AXIS_VALUES[axis]
             if axis == "disk.aio":
@@ -334,7 +349,7 @@ def _check_axes(axes: Mapping[str, Any], where: str, allow_unsafe: bool
     return out
 
 
-def _base_platform(study: Study) -> tuple[Variant, Variant | None]:
+def _base_platform(study: Study) -> tuple[Variant[PlatformSpec], Variant[PlatformSpec] | None]:
     guests = [p for p in study.platforms if _vm(p.spec) is not None]
     natives = [p for p in study.platforms if isinstance(p.spec, NativePlatformSpec)]
     others = [p for p in study.platforms if p not in guests and p not in natives]
@@ -473,7 +488,7 @@ def toml_value(value: Any) -> str:
     return f'"{escaped}"'
 
 
-def platform_toml(variant: Variant, name: str = "tuned") -> str:
+def platform_toml(variant: Variant[PlatformSpec], name: str = "tuned") -> str:
     """The study ``[[platform]]`` entry of a guest variant, ready to paste into a study:
     the fields that differ from the defaults, plus every searched setting (its
     ``values``) spelled out even where it is the default."""

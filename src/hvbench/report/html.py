@@ -82,7 +82,7 @@ from hvbench.analysis.trends import (
 )
 from hvbench.errors import SpecError
 from hvbench.model.overrides import STUDY_OVERRIDES
-from hvbench.model.study import LIFECYCLE_PHASES
+from hvbench.model.workload import kind_phases
 from hvbench.report.diagnosis import DIAGNOSIS_NOTE, CellBlock, FixGroup
 from hvbench.report.plots import (
     BarChart,
@@ -910,7 +910,7 @@ def _lifecycle_section(rows: Sequence[Row]) -> str:
     if not workloads:
         return ""
     parts = ['<h2 id="lifecycle">Lifecycle</h2>']
-    bars, segments, values = phase_segments(rows, workloads, LIFECYCLE_PHASES)
+    bars, segments, values = phase_segments(rows, workloads, kind_phases("lifecycle"))
     title = "time per lifecycle step (mean over repetitions)"
     parts.append(figure(stacked_bars(title, "s", bars, segments, values), title,
                          "One bar per cell, stacked from create, qemu, kernel, agent, "

@@ -28,7 +28,8 @@ from hvbench.analysis.tuning import (
     trial_rows,
     winner_of,
 )
-from hvbench.errors import SpecError
+from hvbench.errors import HvbenchError, SpecError
+from hvbench.model.study import guest_vm
 from hvbench.model.tune import (
     TuneSpec,
     libvirt_domain,
@@ -97,7 +98,9 @@ class TuneReport:
 def winner_block(spec: TuneSpec, params: dict[str, Any]) -> WinnerBlock:
     """The study platform entry, QEMU fragment and libvirt elements of a configuration."""
     variant = spec.trial_variant(tuple(params.items()))
-    vm = variant.spec.vm
+    vm = guest_vm(variant.spec)
+    if vm is None:
+        raise HvbenchError(f"internal: tune trial {variant.name} declares no guest")
     try:
         domain = libvirt_domain(vm)
     except SpecError as exc:

@@ -35,17 +35,11 @@ from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.started import StartStop
 from hvbench.image.builder import find_image
 from hvbench.image.system_image import write_raw_image
-from hvbench.model.rates import absolute, is_relative, offered_rate
+from hvbench.model.rates import is_relative, offered_rate
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec, StartOnDemandSpec
 from hvbench.model.spec import NicSpec, VmSpec
-from hvbench.model.study import (
-    Cell,
-    NetworkWorkloadSpec,
-    Variant,
-    WebWorkloadSpec,
-    guest_vm,
-    rate_reference,
-)
+from hvbench.model.study import Cell, Variant, guest_vm, rate_reference
+from hvbench.model.workload import WorkloadSpec
 from hvbench.monitors.sampler import Monitor, MonitorResult, ThreadCpuSampler
 from hvbench.monitors.session import GuestSamplerFactory, PhaseMonitors
 from hvbench.platforms.accel import choose_accel
@@ -145,7 +139,7 @@ class ScenarioRun(StartStop):
 
     def __init__(self, spec: ScenarioSpec, name: str, target: Platform, *,
                  session: LabSession | None, key: str, cell: Cell | None = None,
-                 workloads: Sequence[Variant] = ()) -> None:
+                 workloads: Sequence[Variant[WorkloadSpec]] = ()) -> None:
         self.spec = spec
         self.name = name
         self.target = target
@@ -193,14 +187,17 @@ class ScenarioRun(StartStop):
             raise HvbenchError(f"internal: scenario {self.name}: identical guests copy "
                                "the group's qemu platform")
         # A fixed-rate web workload with one file size (checked when parsed).
-        site = cell.workload.spec
+        site = cell.workload.spec.served_load()
+        if site is None:
+            raise HvbenchError(f"internal: scenario {self.name}: workload "
+                               f"{cell.workload.name} serves nothing to copy")
         model = vm.nics[0].model if vm.nics else "virtio-net"
         copy = VmSpec(machine=vm.machine, vcpus=vm.vcpus, memory_mib=vm.memory_mib,
                       cpu=vm.cpu, mitigations=vm.mitigations, kernel_args=vm.kernel_args,
                       accel=vm.accel, clocksource=vm.clocksource,
                       nics=(NicSpec(model=model, backend="tap"),))
         spec = NeighbourSpec(role="net", load="web", client=site.client,
-                             file_kb=site.file_kb[0], rate=site.rate, rate_of=site.rate_of,
+                             file_kb=site.file_kb, rate=site.rate, rate_of=site.rate_of,
                              vcpus=vm.vcpus, memory_mib=vm.memory_mib)
         return [(spec, copy)] * (count - 1)
 
@@ -236,10 +233,9 @@ class ScenarioRun(StartStop):
         if nb.spec.load == "web":
             rate, nb.rate_ref = self._offered(nb)
             nb.offered = rate
-            site = WebWorkloadSpec(file_kb=(nb.spec.file_kb,), port=NEIGHBOUR_WEB_PORT,
-                                   mode="fixed", rate=rate, duration_s=LOAD_CHUNK_S)
+            site = web.StaticSite(file_kb=(nb.spec.file_kb,), port=NEIGHBOUR_WEB_PORT)
             nb.servers.enter_context(web.serve_web(site, server))
-            nb.load = ChainedLoad(nb.label, _web_chunk(site, client, server))
+            nb.load = ChainedLoad(nb.label, _web_chunk(site, rate, client, server))
         else:
             argv = iperf3.server_argv(server.bind_address, NEIGHBOUR_PORT)
             handle: ServerHandle = start_server(server, argv, name=f"iperf3-{nb.label}",
@@ -375,11 +371,10 @@ def _background(guest: QemuPlatform, argv: list[str]) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _web_chunk(site: WebWorkloadSpec, client: Endpoint, server: Endpoint
+def _web_chunk(site: web.StaticSite, rate: float, client: Endpoint, server: Endpoint
                ) -> Callable[[], float]:
     address, port = server.reach(site.port)
     kb = site.file_kb[0]
-    rate = absolute(site.rate)
 
     def once() -> float:
         argv = web.httperf_argv(server=address, port=port, uri=web.file_uri(kb),
@@ -393,9 +388,9 @@ def _web_chunk(site: WebWorkloadSpec, client: Endpoint, server: Endpoint
 def _iperf3_chunk(spec: NeighbourSpec, client: Endpoint, server: Endpoint
                   ) -> Callable[[], float]:
     address, port = server.reach(NEIGHBOUR_PORT)
-    load = NetworkWorkloadSpec(direction="tx" if spec.direction == "to-guest" else "rx",
-                               duration_s=LOAD_CHUNK_S, omit_s=0, port=NEIGHBOUR_PORT,
-                               protocol="tcp")
+    load = iperf3.Iperf3Load(direction="tx" if spec.direction == "to-guest" else "rx",
+                             duration_s=LOAD_CHUNK_S, omit_s=0, port=NEIGHBOUR_PORT,
+                             protocol="tcp")
     argv = iperf3.client_argv(load, address, port, bind_address=client.bind_address)
     if spec.bitrate is not None:
         argv += ["-b", spec.bitrate]

@@ -72,7 +72,7 @@ from hvbench.errors import SpecError
 from hvbench.host import facts, interrupt
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import work_dir
-from hvbench.model.study import Variant
+from hvbench.model.study import PlatformSpec, Variant
 from hvbench.model.tune import Params, TuneSpec, params_of_definition, parse_tune
 from hvbench.run.cells.registry import kind_of
 from hvbench.run.lab_session import LabSession
@@ -170,7 +170,7 @@ class Action:
     repetitions: int
 
 
-Measure = Callable[[Variant, Sequence[int]], None]
+Measure = Callable[[Variant[PlatformSpec], Sequence[int]], None]
 Scores = Callable[[], tuple[dict[str, list[float]], set[str]]]
 #: The default's diagnosis: (knob, better values) of its findings, dominant first.
 #: A configuration to try early: settings changed together from the default's.
@@ -598,7 +598,7 @@ class TuneRunner:
         self.run_id = run_id
         self.position = len(store.done(run_id)) + len(store.failures(run_id))
 
-    def measure(self, variant: Variant, repetitions: Sequence[int]) -> None:
+    def measure(self, variant: Variant[PlatformSpec], repetitions: Sequence[int]) -> None:
         """Measure ``variant`` x the objective's workloads for ``repetitions`` (one boot
         per repetition); each repetition is committed as it finishes."""
         cells = self.spec.cells(variant)

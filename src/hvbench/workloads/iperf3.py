@@ -16,12 +16,48 @@ import json
 import re
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from hvbench.errors import CommandError, HvbenchError, SpecError
-from hvbench.model.study import NetworkWorkloadSpec
 from hvbench.workloads.endpoints import Endpoint, start_server
 from hvbench.workloads.outcome import PhaseOutcome
+
+
+class Iperf3Test(Protocol):
+    """What one iperf3 test is run with (the network kind's spec is one; a neighbour's
+    load is an :class:`Iperf3Load`)."""
+
+    @property
+    def direction(self) -> Literal["tx", "rx"]: ...
+    @property
+    def protocol(self) -> Literal["tcp", "udp"]: ...
+    @property
+    def streams(self) -> int: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def omit_s(self) -> float: ...
+    @property
+    def udp_bitrate(self) -> str | None: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def timeout_s(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class Iperf3Load:
+    """An :class:`Iperf3Test` given field by field (a scenario neighbour's load)."""
+
+    direction: Literal["tx", "rx"]
+    duration_s: float
+    port: int
+    protocol: Literal["tcp", "udp"] = "tcp"
+    streams: int = 1
+    omit_s: float = 0.0
+    udp_bitrate: str | None = None
+    timeout_s: float = 300.0
+
 
 #: iperf3 --connect-timeout, milliseconds.
 CONNECT_TIMEOUT_MS = 5000
@@ -55,7 +91,7 @@ def server_argv(bind_address: str, port: int) -> list[str]:
 
 
 def client_argv(
-    spec: NetworkWorkloadSpec,
+    spec: Iperf3Test,
     server_address: str,
     server_port: int,
     *,
@@ -180,7 +216,7 @@ def iperf3_metrics(result: Iperf3Result) -> dict[str, tuple[float, str]]:
     return metrics
 
 
-def run_iperf3(spec: NetworkWorkloadSpec, client: Endpoint, server: Endpoint, *,
+def run_iperf3(spec: Iperf3Test, client: Endpoint, server: Endpoint, *,
                window: AbstractContextManager[object] | None = None) -> PhaseOutcome:
     """One iperf3 test: the server on ``server`` (bound to its ``bind_address`` and
     ``spec.port``), the client (the platform under test) on ``client``. ``window`` is

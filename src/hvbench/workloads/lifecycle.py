@@ -83,7 +83,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from io import FileIO
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from hvbench.errors import GuestBootError, GuestError, HostError, ImageError
 from hvbench.host.paths import make_owned_dir
@@ -97,13 +97,36 @@ from hvbench.image.system_image import (
     write_raw_image,
 )
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import LIFECYCLE_PHASES, LifecycleWorkloadSpec
 from hvbench.monitors.base import SeriesRow
 from hvbench.monitors.readers import HostCpuSampler, ThreadCpuSampler
 from hvbench.monitors.sampler import MonitorResult, MonitorSet
 from hvbench.platforms.qemu import AccelChoice, QemuPlatform
 from hvbench.workloads import timeline
 from hvbench.workloads.outcome import PhaseOutcome
+
+#: The timed phases of one guest's life, in order (``idle`` follows with idle guests).
+LIFECYCLE_PHASES = ("create", "qemu", "kernel", "agent", "shutdown", "exit")
+
+
+class Life(Protocol):
+    """What one guest's timed life is run with (the lifecycle kind's spec)."""
+
+    @property
+    def image_size(self) -> int: ...
+    @property
+    def image_format(self) -> Literal["raw", "qcow2"]: ...
+    @property
+    def create(self) -> Literal["copy", "convert", "overlay"]: ...
+    @property
+    def idle_guests(self) -> int: ...
+    @property
+    def idle_s(self) -> float: ...
+    @property
+    def timeout_s(self) -> float: ...
+
+    def phase_list(self) -> tuple[str, ...]: ...
+
+    def model_dump(self, *, mode: str = ...) -> dict[str, Any]: ...
 
 RAW_KIND = "lifecycle-json"
 #: How often the console watcher reads the console log, seconds: the resolution of the
@@ -484,7 +507,7 @@ def _live(guest: QemuPlatform, times: timeline.Timeline) -> tuple[list[tuple[flo
 class _Run:
     """One call of :func:`run_lifecycle`: its inputs and private directory ``tmp``."""
 
-    spec: LifecycleWorkloadSpec
+    spec: Life
     vm: VmSpec
     name: str
     image: GuestImage
@@ -626,7 +649,7 @@ def _sample_idle(guests: Sequence[QemuPlatform], seconds: float) -> MonitorResul
 
 
 # -- the workload ----------------------------------------------------------------------
-def _raw_document(spec: LifecycleWorkloadSpec, vm: VmSpec, life: LifeRecord,
+def _raw_document(spec: Life, vm: VmSpec, life: LifeRecord,
                   idle: IdleRecord | None) -> str:
     t0 = life.marks["create_start"]
     document = {
@@ -650,7 +673,7 @@ def _raw_document(spec: LifecycleWorkloadSpec, vm: VmSpec, life: LifeRecord,
     return json.dumps(document, indent=1, sort_keys=True)
 
 
-def lifecycle_outcomes(spec: LifecycleWorkloadSpec, life: LifeRecord, raw: str,
+def lifecycle_outcomes(spec: Life, life: LifeRecord, raw: str,
                        idle: IdleRecord | None) -> list[PhaseOutcome]:
     """One outcome per phase of ``spec.phase_list()``, each with ``raw``."""
     durations = split_phases(life.marks)
@@ -669,7 +692,7 @@ def lifecycle_outcomes(spec: LifecycleWorkloadSpec, life: LifeRecord, raw: str,
     return out
 
 
-def run_lifecycle(spec: LifecycleWorkloadSpec, vm: VmSpec, *, name: str, scratch: Path,
+def run_lifecycle(spec: Life, vm: VmSpec, *, name: str, scratch: Path,
                   image: GuestImage | None = None,
                   source_cache: RepositoryCache | None = None,
                   accel: AccelChoice | None = None) -> list[PhaseOutcome]:

@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Literal, Protocol
 
 from hvbench.errors import CommandError, GuestError, GuestTimeoutError, HvbenchError
 from hvbench.host.paths import make_owned_dir
-from hvbench.model.rates import absolute
-from hvbench.model.study import WebWorkloadSpec
+from hvbench.model.rates import Rate, absolute
 from hvbench.workloads.endpoints import (
     Endpoint,
     FileWriter,
@@ -99,6 +99,52 @@ def lighttpd_config(*, docroot: str, bind_address: str, port: int, pid_file: str
     return "\n".join(lines) + "\n"
 
 
+
+class Site(Protocol):
+    """What a web server serves: one file per size, on a port, each connection
+    answering ``calls_per_conn`` requests (the web kind's spec is one)."""
+
+    @property
+    def file_kb(self) -> tuple[int, ...]: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def calls_per_conn(self) -> int: ...
+
+
+class HttperfTest(Site, Protocol):
+    """What httperf's runs of one file size are run with (the web kind's spec)."""
+
+    @property
+    def mode(self) -> Literal["fixed", "max-rate"]: ...
+    @property
+    def rate(self) -> Rate: ...
+    @property
+    def duration_s(self) -> float: ...
+    @property
+    def reply_timeout_s(self) -> float: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def start_rate(self) -> float: ...
+    @property
+    def rate_factor(self) -> float: ...
+    @property
+    def max_rate(self) -> float: ...
+    @property
+    def max_error_pct(self) -> float: ...
+    @property
+    def min_achieved_ratio(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class StaticSite:
+    """A :class:`Site` given field by field (a scenario neighbour's)."""
+
+    file_kb: tuple[int, ...]
+    port: int
+    calls_per_conn: int = 1
+
 @dataclass(frozen=True)
 class SiteLayout:
     """The paths of one site on its platform."""
@@ -116,7 +162,7 @@ class SiteLayout:
     def config(self) -> str:
         return self._path("lighttpd.conf")
 
-    def config_text(self, spec: WebWorkloadSpec, endpoint: Endpoint) -> str:
+    def config_text(self, spec: Site, endpoint: Endpoint) -> str:
         return lighttpd_config(
             docroot=self.docroot, bind_address=endpoint.bind_address, port=spec.port,
             pid_file=self._path("lighttpd.pid"), error_log=self._path("error.log"),
@@ -157,7 +203,7 @@ class WebServer:
     uris: dict[int, str] = field(default_factory=dict)
 
 
-def _stage_host(spec: WebWorkloadSpec, endpoint: Endpoint) -> SiteLayout:
+def _stage_host(spec: Site, endpoint: Endpoint) -> SiteLayout:
     """Write the site into a fresh owned directory under TMPDIR (host and netns share
     the root namespace's file system)."""
     layout = SiteLayout(str(make_owned_dir(Path(tempfile.gettempdir()), "hvb-www-")))
@@ -169,7 +215,7 @@ def _stage_host(spec: WebWorkloadSpec, endpoint: Endpoint) -> SiteLayout:
     return layout
 
 
-def _stage_guest(spec: WebWorkloadSpec, endpoint: Endpoint) -> SiteLayout:
+def _stage_guest(spec: Site, endpoint: Endpoint) -> SiteLayout:
     """Write the site into :data:`GUEST_WWW` in the guest (through the agent's file
     calls when the executor has them, else ``cat`` fed on stdin). Raises
     :class:`CommandError` if the guest cannot create it."""
@@ -206,7 +252,7 @@ def _remove_site(endpoint: Endpoint, layout: SiteLayout) -> None:
 
 
 @contextlib.contextmanager
-def serve_web(spec: WebWorkloadSpec, endpoint: Endpoint) -> Iterator[WebServer]:
+def serve_web(spec: Site, endpoint: Endpoint) -> Iterator[WebServer]:
     """Serve ``spec.file_kb`` files with lighttpd on ``endpoint`` port ``spec.port``.
 
     The server is ready when the context is entered and stopped, with its files
@@ -560,7 +606,7 @@ def web_metrics(result: HttperfResult, offered_rate: float) -> dict[str, tuple[f
 class _Httperf:
     """Runs httperf for one phase on the client endpoint and keeps every report."""
 
-    def __init__(self, spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
+    def __init__(self, spec: HttperfTest, file_kb: int, client: Endpoint,
                  server: Endpoint) -> None:
         self.spec, self.file_kb, self.client = spec, file_kb, client
         self.address, self.port = server.reach(spec.port)
@@ -607,7 +653,7 @@ class _Httperf:
                                tool_error=httperf_error(stderr)) from exc
 
 
-def _max_rate_metrics(spec: WebWorkloadSpec, file_kb: int,
+def _max_rate_metrics(spec: HttperfTest, file_kb: int,
                       outcome: MaxRateOutcome) -> dict[str, tuple[float, str]]:
     """The metrics of the highest sustained step (else the last served one), plus
     ``max_rate_rps``, ``steps`` and ``overloaded_steps``. Raises :class:`HvbenchError`
@@ -629,7 +675,7 @@ def _max_rate_metrics(spec: WebWorkloadSpec, file_kb: int,
     return metrics
 
 
-def run_web_phase(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
+def run_web_phase(spec: HttperfTest, file_kb: int, client: Endpoint,
                   server: Endpoint) -> PhaseOutcome:
     """The ``{file_kb}kB`` phase: httperf on ``client`` against the lighttpd that
     :func:`serve_web` runs on ``server``.

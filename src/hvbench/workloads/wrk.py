@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from hvbench.errors import (
     CommandError,
@@ -39,9 +39,31 @@ from hvbench.errors import (
 )
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
-from hvbench.model.study import WebLatencySpec, WebWorkloadSpec
 from hvbench.workloads.endpoints import Endpoint
 from hvbench.workloads.web import file_uri
+
+
+class WrkOptions(Protocol):
+    """A closed-loop wrk run: ``seconds`` long, ``connections`` on ``threads``."""
+
+    @property
+    def seconds(self) -> int: ...
+    @property
+    def connections(self) -> int: ...
+    @property
+    def threads(self) -> int: ...
+
+
+class WrkSite(Protocol):
+    """The web workload a wrk pass follows (the web kind's spec)."""
+
+    @property
+    def port(self) -> int: ...
+    @property
+    def reply_timeout_s(self) -> float: ...
+    @property
+    def latency(self) -> WrkOptions | None: ...
+
 
 #: The raw output kind of the JSON the Lua script writes.
 RAW_KIND = "wrk-json"
@@ -76,7 +98,7 @@ def wrk_url(address: str, port: int, uri: str) -> str:
     return f"http://{address}:{port}{uri}"
 
 
-def wrk_argv(*, url: str, latency: WebLatencySpec, timeout_s: float, script: str
+def wrk_argv(*, url: str, latency: WrkOptions, timeout_s: float, script: str
              ) -> list[str]:
     """wrk for ``latency.seconds`` with ``latency.connections`` connections on
     ``latency.threads`` threads, replies slower than ``timeout_s`` (rounded up to whole
@@ -241,7 +263,7 @@ class WrkPass:
     raw: str
 
 
-def run_wrk_pass(spec: WebWorkloadSpec, file_kb: int, client: Endpoint,
+def run_wrk_pass(spec: WrkSite, file_kb: int, client: Endpoint,
                  server: Endpoint) -> WrkPass:
     """wrk on ``client`` against the ``{file_kb}kB`` file that :func:`serve_web` serves
     on ``server``, as ``spec.latency`` says (nothing to run without it: an empty pass).

@@ -7,7 +7,8 @@ import contextlib
 from collections.abc import Iterator
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import NetworkWorkloadSpec, WorkloadSpec
+from hvbench.kinds.network.spec import NetworkWorkloadSpec
+from hvbench.model.workload import WorkloadSpec
 from hvbench.platforms.base import Platform
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.base import (

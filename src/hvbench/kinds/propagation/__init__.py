@@ -1,16 +1,22 @@
 """The propagation workload kind (``kind = "propagation"``): one image from a lab
-repository to this host, booted and terminated; its cell (:mod:`.cell`) and its
+repository to this host, booted and terminated; its spec (:mod:`.spec`), its driver
+(:mod:`.driver`), its cell (:mod:`.cell`) and its
 diagnosis class."""
 
 from __future__ import annotations
 
 from hvbench.analysis.resources import register_kind_class
+from hvbench.kinds.propagation import spec
 from hvbench.kinds.propagation.cell import PropagationCell
+from hvbench.model.workload import WorkloadKind, register_workload_kind
 from hvbench.run.cells.registry import register_cell_kind
+
+KIND = WorkloadKind("propagation", spec.PropagationWorkloadSpec, spec.default_name)
 
 
 def register() -> None:
     """Register the propagation kind into the core's registries."""
+    register_workload_kind(KIND)
     register_cell_kind(PropagationCell.kind, PropagationCell)
     # An image's journey is no one device's I/O, but ``transfer`` writes the fetched
     # image to the host's disk: disk throughput, read by the disk rules.

@@ -4,7 +4,10 @@ host), booted as the platform's VM and terminated; the cell boots its own guest.
 from __future__ import annotations
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import PropagationWorkloadSpec, Study, WorkloadSpec
+from hvbench.kinds.propagation.driver import run_propagation
+from hvbench.kinds.propagation.spec import PropagationWorkloadSpec
+from hvbench.model.study import Study
+from hvbench.model.workload import WorkloadSpec
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.platforms.accel import choose_accel
 from hvbench.run.cells.base import (
@@ -15,10 +18,9 @@ from hvbench.run.cells.base import (
     Simple,
     as_spec,
     cell_result,
+    guest_vm_of,
 )
-from hvbench.run.cells.lifecycle import guest_vm
 from hvbench.workloads.outcome import PhaseOutcome
-from hvbench.workloads.propagation import run_propagation
 from hvbench.workloads.repository import ImageRepository
 
 #: Rough seconds of one propagation under TCG besides the transfer and the guest's
@@ -55,7 +57,7 @@ class PropagationCell(Simple):
 
     def run(self, ctx: CellContext) -> CellResult:
         """Bounded by the workload's ``timeout_s``; raises what
-        :func:`~hvbench.workloads.propagation.run_propagation` raises. The window
+        :func:`~hvbench.kinds.propagation.driver.run_propagation` raises. The window
         (the lab's interfaces, among them the repository's veth) spans the request to
         the client's exit and goes with the ``transfer`` phase; the other phases carry
         their own duration and no samples. The raw document is stored once."""
@@ -63,7 +65,7 @@ class PropagationCell(Simple):
         session = ctx.lab()
         if self._repo is None:
             raise HvbenchError("internal: a propagation cell ran before its prepare()")
-        vm = session.guest_spec(guest_vm(ctx.cell), f"{ctx.cell.platform.name}-propagation")
+        vm = session.guest_spec(guest_vm_of(ctx.cell), f"{ctx.cell.platform.name}-propagation")
         monitors = ctx.monitors(session.host, session.interfaces())
         window = MonitorWindow(monitors)
         try:
@@ -85,5 +87,5 @@ def _window(outcome: PhaseOutcome, window: MonitorWindow) -> MeasuredWindow:
 
 def repository_methods(study: Study, host: str) -> list[str]:
     """Every propagation method the study's workloads fetch from lab host ``host``."""
-    specs = [v.spec for v in study.workloads if v.spec.kind == PropagationCell.kind]
+    specs = [v.spec for v in study.workloads if isinstance(v.spec, PropagationWorkloadSpec)]
     return sorted({s.method for s in specs if s.repository == host})

@@ -8,8 +8,10 @@ from __future__ import annotations
 import contextlib
 
 from hvbench.errors import HvbenchError
+from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.model.rates import is_relative, offered_rate
-from hvbench.model.study import Cell, WebWorkloadSpec, WorkloadSpec, rate_reference
+from hvbench.model.study import Cell, rate_reference
+from hvbench.model.workload import WorkloadSpec
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.run.cells.base import (
     CellContext,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from hvbench.model.study import Cell, Study, WebWorkloadSpec, base_rounds, cell_references
+from hvbench.kinds.web.spec import WebWorkloadSpec
+from hvbench.model.study import Cell, Study, base_rounds, cell_references
 from hvbench.run.cells.base import as_spec
 from hvbench.run.cells.registry import StoredRows
 from hvbench.run.plan import reference_names

@@ -19,11 +19,14 @@ from typing import Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from hvbench.errors import HvbenchError
-from hvbench.model.study import Cell, Study, WorkloadSpec
+from hvbench.errors import HvbenchError, SpecError
+from hvbench.model.spec import VmSpec
+from hvbench.model.study import Cell, Study
+from hvbench.model.workload import WorkloadSpec
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.monitors.session import PhaseMonitors, monitors_for
 from hvbench.platforms.base import Platform
+from hvbench.platforms.kinds import platform_kind
 from hvbench.run.lab_session import LabSession
 from hvbench.run.scenario import ScenarioRun
 from hvbench.store.records import MeasurementRecord, RawRecord, SampleRecord
@@ -325,3 +328,12 @@ def vhost_records(platform: Platform, phases: Sequence[str]) -> list[Measurement
     if vhost is None:
         return []
     return [MeasurementRecord(phase, "vhost", float(vhost), "bool") for phase in phases]
+
+
+def guest_vm_of(cell: Cell) -> VmSpec:
+    """The VM spec a self-booting cell boots copies of. Raises :class:`SpecError` for a
+    platform that declares none (the host)."""
+    vm = platform_kind(cell.platform.spec).vm(cell.platform.spec)
+    if vm is None:
+        raise SpecError(f"cell {cell.name}: {cell.workload.spec.kind} needs a qemu platform")
+    return vm

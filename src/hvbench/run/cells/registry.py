@@ -1,6 +1,6 @@
 """Workload kinds -> the class that runs their cells; the one place that maps them.
 
-The core kinds are listed here; a kind package of :mod:`hvbench.kinds` adds itself at
+Every kind is a package of :mod:`hvbench.kinds` that adds itself at
 start-up with :func:`register_cell_kind` (and, when its cells keep results for other
 cells of the same round, :func:`register_round_memory`). The core never imports a kind.
 """
@@ -13,15 +13,11 @@ from hvbench.errors import HvbenchError, SpecError
 from hvbench.model.study import Cell, Study
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.base import CellKind, RoundMemory
-from hvbench.run.cells.disk import DiskCell
-from hvbench.run.cells.lifecycle import LifecycleCell
 from hvbench.store.records import MeasurementRow
 
 #: ``spec.kind`` -> a fresh cell kind (one per (cell, repetition): it holds what its
-#: ``prepare`` set up). Filled by the core kinds below and by :func:`register_cell_kind`.
-CELL_KINDS: dict[str, Callable[[], CellKind]] = {
-    DiskCell.kind: DiskCell, LifecycleCell.kind: LifecycleCell,
-}
+#: ``prepare`` set up). Filled by the kind packages through :func:`register_cell_kind`.
+CELL_KINDS: dict[str, Callable[[], CellKind]] = {}
 #: A run's stored measurements so far (empty before the run exists): what a
 #: :class:`RoundMemory` reads back on ``--resume``.
 StoredRows = Callable[[], Iterable[MeasurementRow]]

@@ -40,9 +40,9 @@ from hvbench.errors import CommandError, HvbenchError, SpecError, stderr_tail
 from hvbench.host.caches import drop_host_caches
 from hvbench.host.inputs import decode_text, read_text_input
 from hvbench.host.paths import work_dir
+from hvbench.kinds.disk.spec import DiskWorkloadSpec
 from hvbench.model.qemu_argv import guest_share_mount
 from hvbench.model.study import (
-    DiskWorkloadSpec,
     LibvirtPlatformSpec,
     NativePlatformSpec,
     PlatformSpec,

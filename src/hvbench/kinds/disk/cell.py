@@ -6,7 +6,10 @@ from __future__ import annotations
 import time
 
 from hvbench.errors import HvbenchError
-from hvbench.model.study import Cell, DiskWorkloadSpec, WorkloadSpec, native_share_dir
+from hvbench.kinds.disk import driver as disk
+from hvbench.kinds.disk.spec import DiskWorkloadSpec, native_share_dir
+from hvbench.model.study import Cell
+from hvbench.model.workload import WorkloadSpec
 from hvbench.monitors.session import PhaseMonitors
 from hvbench.platforms.base import Platform
 from hvbench.run.cells.base import (
@@ -17,7 +20,6 @@ from hvbench.run.cells.base import (
     as_spec,
     cell_result,
 )
-from hvbench.workloads import disk
 
 #: Rough seconds per phase under TCG (a 256 MiB file), and for a whole job file.
 PHASE_ESTIMATE_S = 20.0

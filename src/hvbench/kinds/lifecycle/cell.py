@@ -3,12 +3,10 @@ own guests from the platform's VM spec, so the runner boots nothing for it."""
 
 from __future__ import annotations
 
-from hvbench.errors import SpecError
 from hvbench.host.paths import work_dir
-from hvbench.model.spec import VmSpec
-from hvbench.model.study import Cell, LifecycleWorkloadSpec, WorkloadSpec
+from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
+from hvbench.model.workload import WorkloadSpec
 from hvbench.platforms.accel import choose_accel
-from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.base import (
     CellContext,
     CellResult,
@@ -16,6 +14,7 @@ from hvbench.run.cells.base import (
     Simple,
     as_spec,
     cell_result,
+    guest_vm_of,
 )
 from hvbench.workloads import lifecycle
 
@@ -41,17 +40,9 @@ class LifecycleCell(Simple):
 
     def run(self, ctx: CellContext) -> CellResult:
         spec = ctx.spec(LifecycleWorkloadSpec)
-        vm = guest_vm(ctx.cell)
+        vm = guest_vm_of(ctx.cell)
         outcomes = lifecycle.run_lifecycle(spec, vm, name=ctx.guest_name, scratch=work_dir(),
                                            source_cache=ctx.lifecycle_cache,
                                            accel=choose_accel(vm))
         return cell_result([MeasuredWindow(outcomes)], raw_once="lifecycle")
 
-
-def guest_vm(cell: Cell) -> VmSpec:
-    """The VM spec a self-booting cell boots copies of. Raises :class:`SpecError` for a
-    platform that declares none (the host)."""
-    vm = platform_kind(cell.platform.spec).vm(cell.platform.spec)
-    if vm is None:
-        raise SpecError(f"cell {cell.name}: {cell.workload.spec.kind} needs a qemu platform")
-    return vm

@@ -87,8 +87,8 @@ from hvbench.host.paths import make_owned_dir
 from hvbench.host.started import StartStop
 from hvbench.image.builder import GuestImage, find_image
 from hvbench.image.system_image import check_free_disk, make_overlay, sha256_file
+from hvbench.kinds.propagation.spec import PropagationWorkloadSpec
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import PropagationWorkloadSpec
 from hvbench.platforms.process import BackgroundProcess
 from hvbench.platforms.qemu import AccelChoice, QemuPlatform
 from hvbench.workloads import timeline

@@ -1,0 +1,21 @@
+"""The lifecycle workload kind (``kind = "lifecycle"``): one guest's life, each step
+timed; its spec (:mod:`.spec`) and its cell (:mod:`.cell`)."""
+
+from __future__ import annotations
+
+from hvbench.analysis.resources import register_kind_class
+from hvbench.kinds.lifecycle import spec
+from hvbench.kinds.lifecycle.cell import LifecycleCell
+from hvbench.model.workload import WorkloadKind, register_workload_kind
+from hvbench.run.cells.registry import register_cell_kind
+
+KIND = WorkloadKind("lifecycle", spec.LifecycleWorkloadSpec, spec.default_name)
+
+
+def register() -> None:
+    """Register the lifecycle kind into the core's registries."""
+    register_workload_kind(KIND)
+    register_cell_kind(LifecycleCell.kind, LifecycleCell)
+    # A guest's life is no one device's I/O, but ``create`` copies or converts an image
+    # on the host's disk: disk throughput (``mb_s``), read by the disk rules.
+    register_kind_class("lifecycle", "other", phases={"create": "disk"})
