@@ -102,6 +102,12 @@ def test_phy_loop_device_natively_and_in_a_tcg_guest(image: GuestImage, tmp_path
     for platform in ("native-phy", "phy", "file"):
         for phase in ("write", "read"):
             assert values[(platform, phase, "mb_s")] > 0
+    # The host's iostat follows the device the study names, not the work directory's;
+    # the image-file guest's stays on the filesystem holding its image.
+    loop = Path(device).name
+    for platform in ("native-phy", "phy"):
+        assert values[(platform, "write", f"host.disk.{loop}.w_mb_s")] > 0
+    assert not [m for (p, _, m) in values if p == "file" and f".{loop}." in m]
 
 
 def test_nbd_export_of_a_lab_host_host_and_guest_initiator(image: GuestImage,

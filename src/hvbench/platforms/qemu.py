@@ -555,6 +555,16 @@ class QemuPlatform(StartStop):
         guest without benchmark disks."""
         return self.disk_device(0) if self.spec.disks else None
 
+    def host_storage(self) -> str | None:
+        """Where the first benchmark disk's blocks land on this host (see
+        :class:`~hvbench.platforms.base.HostStorage`); without benchmark disks, the
+        host directory of the first shared directory."""
+        if self.spec.disks:
+            images = self._plan.disk_images if self._plan is not None else ()
+            return disk_host_path(self.spec.disks[0], images[0] if images else None)
+        dirs = self.shared_dirs()
+        return str(dirs[0][1]) if dirs else None
+
     def disk_device(self, index: int) -> str:
         """The guest's device node for benchmark disk ``index`` (found by its serial).
 
@@ -707,6 +717,16 @@ def existing_source(disk: DiskSpec, what: str) -> str | None:
         raise HostError(f"{what}: disk.source {disk.source}: no lab serves this export "
                         "(a study declares it with a [[lab.host]] of that name)")
     return disk.source
+
+
+def disk_host_path(disk: DiskSpec, opened: str | None) -> str | None:
+    """The host path of a disk's storage: the block device its ``source`` names, else
+    ``opened`` (the image file a platform created for it; None before it did); None for
+    a network export (``nbd://``, ``aoe://``: no host path holds its blocks)."""
+    kind = source_kind(disk.source)
+    if kind == "device":
+        return disk.source
+    return opened if kind == "image" else None
 
 
 def devices_with_serial(guest: Platform, serial: str) -> list[str]:
