@@ -629,6 +629,8 @@ def test_a_fixed_reference_is_compared_one_sample(scp: list[float], verdict: str
     mean = sum(scp) / len(scp)
     assert result.interval.low < mean / 100 < result.interval.high
     assert result.verdict == verdict, (result.reason, ratio_text(result))
+    shown = findings_json([result])[0]["b"]
+    assert shown["fixed"] is True and shown["cells"] == []
 
 
 def test_a_fixed_reference_without_measurements_is_not_measured() -> None:
