@@ -21,6 +21,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from hvbench.kinds import install
 from hvbench.report.findings import (
     DOC_BEGIN,
     DOC_END,
@@ -64,6 +65,8 @@ def run_verdicts(db: str, runs: list[str]) -> None:
 
 
 def main() -> None:
+    # The network, web and propagation kinds declare their metrics when installed.
+    install()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="*", help="run ids (or unique prefixes) in --db")
     parser.add_argument("--db", default="hvbench.db", help="results database")

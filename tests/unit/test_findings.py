@@ -120,6 +120,10 @@ _BAD = [
     (("tcg_distorted",), "yes", "tcg_distorted"),
     (("ratio",), [1, 2], "ratio"),
     (("extra",), 1, "extra"),
+    # Only side B may be a fixed reference, and then it selects no cells.
+    (("a", "fixed"), True, "a.fixed"),
+    (("b", "fixed"), "yes", "b.fixed"),
+    (("b", "fixed"), True, "b.fixed"),
 ]
 
 
@@ -495,7 +499,9 @@ def _sides_planned(finding: Finding, study: Study) -> bool:
                 and any(fnmatch.fnmatchcase(p, finding.phase)
                         for p in (_planned_phases(w) or [finding.phase]))}
 
-    a, b = side("a"), side("b")
+    # A fixed side B (a reference such as the NIC's line) selects no cells.
+    a = side("a")
+    b = a if finding.b.fixed else side("b")
     return bool(a & b) if finding.same_workload else bool(a and b)
 
 
@@ -589,3 +595,80 @@ def test_verdict_counts_and_markdown_rows() -> None:
     text = verdicts_markdown([("run1", results[1])])
     assert "| 000-x | run1 | paper \u00d70.5, ours \u00d70.5 [no interval: n = 1]" in text
     assert "n = 1\\|1" in text
+
+
+# -- new selections of issue 26 item 4 on synthetic rows --------------------------------
+
+
+def _shipped(fid: str) -> Finding:
+    return next(f for f in load_findings() if f.id == fid)
+
+
+def _phase_rows(values: Mapping[tuple[str, str], list[float]], metric: str
+                ) -> list[MeasurementRow]:
+    """One row per repetition of each (cell, phase)'s values."""
+    return [MeasurementRow(cell_id=0, cell=cell, platform=cell, workload="w",
+                           repetition=rep, position=0, phase=phase, metric=metric,
+                           value=v, unit="")
+            for (cell, phase), vs in values.items() for rep, v in enumerate(vs)]
+
+
+_SCP = {"kind": "propagation", "method": "scp", "image_size": 128 << 20}
+_PROPAGATION = [_Cell("scp", {"kind": "qemu"}, _SCP),
+                _Cell("http", {"kind": "qemu"}, {**_SCP, "method": "http"})]
+
+
+@pytest.mark.parametrize(("scp", "verdict"), [([33.0, 34.0, 32.0], "reproduced"),
+                                              ([95.0, 99.0, 97.0], "effect absent")])
+def test_a_fixed_reference_is_compared_one_sample(scp: list[float], verdict: str) -> None:
+    finding = _shipped("000-fig3b-scp-below-nic")
+    rows = _phase_rows({("scp", "transfer"): scp, ("http", "transfer"): [99.0] * 3,
+                        ("scp", "initial"): [1.0] * 3}, "link_share_pct")
+    result = evaluate([finding], _PROPAGATION, rows)[0]
+    assert result.a_cells == ("scp",) and result.b_cells == ()
+    assert result.b is not None and result.b.mean == 100.0
+    assert result.interval is not None and result.interval.n == 3
+    mean = sum(scp) / len(scp)
+    assert result.interval.low < mean / 100 < result.interval.high
+    assert result.verdict == verdict, (result.reason, ratio_text(result))
+    shown = findings_json([result])[0]["b"]
+    assert shown["fixed"] is True and shown["cells"] == []
+
+
+def test_a_fixed_reference_without_measurements_is_not_measured() -> None:
+    result = evaluate([_shipped("000-fig3b-scp-below-nic")], _PROPAGATION, [])[0]
+    assert result.verdict == "not measured"
+
+
+def _net(name: str, model: str, peer: str, direction: str) -> _Cell:
+    return _Cell(name, {"kind": "qemu", "vm": {"nics": [{"model": model,
+                                                          "backend": "tap"}]}},
+                 {"kind": "network", "peer": peer, "direction": direction})
+
+
+def test_rx_below_tx_reads_each_direction_of_the_e1000_guest() -> None:
+    finding = _shipped("001-abstract-rx-below-tx")
+    cells = [_net("e-rx", "e1000", "ext", "rx"), _net("e-tx", "e1000", "ext", "tx"),
+             _net("e-host-rx", "e1000", "host", "rx"),
+             _net("v-rx", "virtio-net", "ext", "rx")]
+    rows = _phase_rows({("e-rx", "rx"): [400.0, 420.0, 410.0],
+                        ("e-tx", "tx"): [650.0, 660.0, 670.0],
+                        ("e-host-rx", "rx"): [1.0] * 3, ("v-rx", "rx"): [1.0] * 3},
+                       "mbit_s")
+    result = evaluate([finding], cells, rows, host=HostFacts(lab_rates={"ext": 1000.0}))[0]
+    assert result.a_cells == ("e-rx",) and result.b_cells == ("e-tx",)
+    assert result.verdict == "reproduced", (result.reason, ratio_text(result))
+
+
+def test_small_blocks_select_the_host_dd_by_record_size() -> None:
+    finding = _shipped("001-s33-host-dd-small-blocks")
+    dd = {"kind": "disk", "profile": "dd"}
+    cells = [_Cell("small", {"kind": "native"}, {**dd, "record_size": 7680}),
+             _Cell("large", {"kind": "native"}, {**dd, "record_size": 65536}),
+             _Cell("guest", {"kind": "qemu"}, {**dd, "record_size": 7680})]
+    rows = _phase_rows({("small", "write"): [15.0, 16.0, 15.5],
+                        ("large", "write"): [110.0, 112.0, 111.0],
+                        ("guest", "write"): [1.0] * 3}, "mb_s")
+    result = evaluate([finding], cells, rows)[0]
+    assert result.a_cells == ("small",) and result.b_cells == ("large",)
+    assert result.verdict == "reproduced"

@@ -102,3 +102,16 @@ def test_good_subnets(subnet: str) -> None:
 def test_bad_subnets(subnet: str, expected: str) -> None:
     msg = _error({"subnet": subnet})
     assert msg.startswith("study.toml: lab: subnet: subnet ") and expected in msg
+
+
+@pytest.mark.parametrize("mtu", [576, 1500, 9000])
+def test_good_mtus(mtu: int) -> None:
+    assert LabSpec(mtu=mtu).mtu == mtu
+    assert LabSpec().mtu == 1500
+
+
+@pytest.mark.parametrize("mtu", [575, 9001, 0, "9000", True, 1500.5])
+def test_bad_mtus(mtu: object) -> None:
+    msg = _error({"mtu": mtu})
+    assert msg.startswith("study.toml: lab: mtu: mtu ")
+    assert "expected a whole number of bytes from 576 to 9000" in msg

@@ -29,7 +29,7 @@ def test_malformed_study_errors_match_golden(name: str) -> None:
     assert f"{info.value}\n" == path.with_suffix(".errors.txt").read_text()
 
 
-@pytest.mark.parametrize(("name", "count"), [("typos", 8), ("scenarios", 7), ("lab", 7)])
+@pytest.mark.parametrize(("name", "count"), [("typos", 8), ("scenarios", 7), ("lab", 8)])
 def test_every_problem_is_listed_with_its_line(name: str, count: int) -> None:
     """Every problem of the file, not the first: one per misspelt or bad key, and each
     reserved or repeated name (the fixture's comment says what it holds)."""

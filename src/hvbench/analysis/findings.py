@@ -73,7 +73,7 @@ Expectation = Literal["a<b", "a>b", "a=b"]
 EXPECTATIONS: tuple[Expectation, ...] = ("a<b", "a>b", "a=b")
 #: The papers' numbers (``paper``) name these seeds (001 and 002 are one paper).
 SEEDS = ("000", "001", "003", "004")
-_SIDE_KEYS = frozenset({"label", "value", "platform", "workload"})
+_SIDE_KEYS = frozenset({"label", "value", "platform", "workload", "fixed"})
 _FINDING_KEYS = frozenset({"id", "seed", "source", "statement", "unit", "metric", "phase",
                            "expect", "tcg_distorted", "same_workload", "workload",
                            "paper_setting", "requires",
@@ -124,6 +124,10 @@ class Side:
     value: float
     platform: Mapping[str, Any]
     workload: Mapping[str, Any]
+    #: True (side B only): a reference both the paper and this host share, not a
+    #: measurement (the theoretical NIC line as 100 % of the link): our B is ``value``
+    #: in every round, so the interval is a one-sample t of A against it.
+    fixed: bool = False
 
 
 @dataclass(frozen=True)
@@ -245,10 +249,16 @@ def _side(raw: Any, key: str, path: str, fid: str) -> Side:
         raise _fail(path, fid, f"{key}.{unknown[0]}",
                     f"unknown field (expected one of {', '.join(sorted(_SIDE_KEYS))})")
     where = f"{key}."
+    fixed = raw.get("fixed", False)
+    if not isinstance(fixed, bool):
+        raise _fail(path, fid, f"{key}.fixed", "expected true or false")
+    if fixed and (key != "b" or "platform" in raw or "workload" in raw):
+        raise _fail(path, fid, f"{key}.fixed", "only side b may be a fixed reference, "
+                    "and it selects no cells (no platform or workload)")
     return Side(label=_text(raw, "label", path, fid, where),
                 value=_number(raw, "value", path, fid, where),
                 platform=_selector(raw, "platform", path, fid, where),
-                workload=_selector(raw, "workload", path, fid, where))
+                workload=_selector(raw, "workload", path, fid, where), fixed=fixed)
 
 
 def _metric(raw: Mapping[str, Any], path: str, fid: str) -> str:
@@ -310,6 +320,8 @@ def _finding(raw: Any, index: int, path: str) -> Finding:
         tcg_distorted=distorted, same_workload=same,
         paper_setting=_optional_text(raw, "paper_setting", path, fid),
         requires=_requires(raw, path, fid))
+    if finding.b.fixed and same:
+        raise _fail(path, fid, "same_workload", "a fixed side b has no workloads to share")
     shared = _selector(raw, "workload", path, fid, "")
     finding = _with_shared_workload(finding, shared)
     _check_paper_agrees(finding, path)
@@ -322,7 +334,8 @@ def _with_shared_workload(finding: Finding, shared: Mapping[str, Any]) -> Findin
     if not shared:
         return finding
     a = dataclasses.replace(finding.a, workload={**shared, **finding.a.workload})
-    b = dataclasses.replace(finding.b, workload={**shared, **finding.b.workload})
+    b = finding.b if finding.b.fixed else dataclasses.replace(
+        finding.b, workload={**shared, **finding.b.workload})
     return dataclasses.replace(finding, a=a, b=b)
 
 
@@ -525,16 +538,23 @@ def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
     facts = ctx.facts
     a_cells = tuple(n for n, f in facts.items()
                     if matches(f, finding.a.platform, finding.a.workload))
-    b_cells = tuple(n for n, f in facts.items()
-                    if matches(f, finding.b.platform, finding.b.workload))
+    b_cells = () if finding.b.fixed else tuple(
+        n for n, f in facts.items() if matches(f, finding.b.platform, finding.b.workload))
     if finding.same_workload:
         a_cells, b_cells = _common_workloads(a_cells, b_cells, facts)
     values = _values_by_cell(finding, ctx.rows)
     a_values = _side_values(a_cells, values)
-    b_values = _side_values(b_cells, values)
+    a_rounds = _rounds(a_cells, values)
+    if finding.b.fixed:
+        # The reference in every round A ran: the paired interval is then a one-sample
+        # t of ln A against ln(reference).
+        b_values = [finding.b.value] * len(a_values)
+        b_rounds = dict.fromkeys(a_rounds, finding.b.value)
+    else:
+        b_values, b_rounds = _side_values(b_cells, values), _rounds(b_cells, values)
     if not a_values or not b_values:
         return FindingResult(finding, a_cells, b_cells, None, None, "not measured")
-    interval = log_ratio_interval(_rounds(a_cells, values), _rounds(b_cells, values))
+    interval = log_ratio_interval(a_rounds, b_rounds)
     delta = (_delta(finding, (*a_cells, *b_cells), interval, ctx.floors)
              if interval is not None else MIN_MARGIN)
     checks = _checks(finding, a_cells, b_cells, ctx)

@@ -25,6 +25,11 @@ PRIVATE_RANGES: tuple[ipaddress.IPv4Network, ...] = (
 )
 #: tc's rate units (decimal, as tc reads them: 1kbit = 1000 bit/s).
 RATE_UNITS: dict[str, int] = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+#: The lab's MTU range, bytes: IPv4's smallest datagram every host must take, up to
+#: jumbo frames (seed 001's private network ran 9000 for ATA over Ethernet).
+DEFAULT_MTU = 1500
+MIN_MTU = 576
+MAX_MTU = 9000
 MIN_RATE_BITS = 10_000
 MAX_RATE_BITS = 100 * 10**9
 _RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)(bit|kbit|mbit|gbit)$")
@@ -122,10 +127,22 @@ class LabSpec(_Frozen):
 
     ``subnet`` is an IPv4 /24 network inside 10.0.0.0/8, 172.16.0.0/12 or
     192.168.0.0/16, e.g. ``10.213.7.0/24``; None picks a free one when the lab starts.
+    ``mtu`` is the bridge's, every veth end's and every guest tap's MTU in bytes
+    (576 to 9000; 9000: jumbo frames).
     """
 
     hosts: tuple[LabHostSpec, ...] = ()
     subnet: str | None = None
+    mtu: int = DEFAULT_MTU
+
+    @field_validator("mtu", mode="before")
+    @classmethod
+    def _check_mtu(cls, value: object) -> object:
+        if (isinstance(value, bool) or not isinstance(value, int)
+                or not MIN_MTU <= value <= MAX_MTU):
+            raise ValueError(f"mtu {value!r}: expected a whole number of bytes from "
+                             f"{MIN_MTU} to {MAX_MTU} (9000: jumbo frames)")
+        return value
 
     @field_validator("hosts")
     @classmethod

@@ -863,7 +863,7 @@ def cell_exists(platform: PlatformSpec, workload: WorkloadSpec) -> bool:
 def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant[WorkloadSpec]],
               scenarios: Sequence[Variant[ScenarioSpec]] = (),
               lines: TomlLines | None = None) -> LabSpec | None:
-    """The ``[lab]`` section (``subnet``, ``[[lab.host]]``); an empty lab when a network,
+    """The ``[lab]`` section (``subnet``, ``mtu``, ``[[lab.host]]``); an empty lab when a network,
     web or propagation workload, or a network neighbour, needs it but none is declared.
     Raises :class:`SpecError` listing every problem: each host's, each reserved or
     repeated host name, and the lab's own fields."""
@@ -901,7 +901,7 @@ def _lab_spec(raw: Any, path: str, workloads: Sequence[Variant[WorkloadSpec]],
 
 
 #: The fields of ``[lab]`` besides its ``[[lab.host]]`` tables, which are ``host``.
-LAB_FIELDS = ("host", "subnet")
+LAB_FIELDS = ("host", "subnet", "mtu")
 
 
 def _lab_host(entry: dict[str, Any], where: Where,

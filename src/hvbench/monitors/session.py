@@ -1,11 +1,13 @@
 """The monitors of one platform, started and stopped around each measured phase.
 
-For every platform: the block device under the work directory (where native test files
-and guest images live) and host CPU; for a guest also its QEMU process by thread class,
-with vCPU threads identified through QMP ``query-cpus-fast``; for network and web
-workloads the lab's interfaces and the guests' taps (/proc/net/dev). Inside a guest,
-unless turned off, the guest's own view of its benchmark disk, CPU and (for network
-and web workloads) NICs (:mod:`hvbench.monitors.guest`).
+For every platform: the block device holding its benchmark storage (a device the study
+names in ``disk.source``, the filesystem of its image file or scratch directory, else
+the work directory's: :func:`host_device`) and host CPU; for a guest also its QEMU
+process by thread class, with vCPU threads identified through QMP
+``query-cpus-fast``; for network and web workloads the lab's interfaces and the
+guests' taps (/proc/net/dev). Inside a guest, unless turned off, the guest's own view
+of its benchmark disk, CPU and (for network and web workloads) NICs
+(:mod:`hvbench.monitors.guest`).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from hvbench.monitors.sampler import (
     backing_device,
     whole_disk,
 )
-from hvbench.platforms.base import HelperProcesses, IoCgroup, Platform
+from hvbench.platforms.base import HelperProcesses, HostStorage, IoCgroup, Platform
 
 #: Makes the guest sampler of one window (a fresh one per phase).
 GuestSamplerFactory = Callable[[], GuestSampler]
@@ -141,7 +143,7 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
     sampler = guest_sampler(platform, net=bool(interfaces)) if guest else None
     if not platform.on_this_host:
         return PhaseMonitors(monitors, hz, sampler)
-    device = backing_device(work_dir())
+    device = host_device(platform)
     if interfaces:
         monitors.append(NetDevSampler(interfaces))
     elif device is not None:
@@ -165,6 +167,16 @@ def monitors_for(platform: Platform, hz: float = DEFAULT_HZ,
         if cgroup_io is not None:
             monitors.append(cgroup_io)
     return PhaseMonitors(monitors, hz, sampler)
+
+
+def host_device(platform: Platform) -> str | None:
+    """The block device the host's disk monitor samples for ``platform``: the one
+    holding its benchmark storage (:class:`~hvbench.platforms.base.HostStorage`: a
+    device a study names in ``disk.source`` is itself, an image file on another
+    filesystem that filesystem's), else the work directory's (where a lab host's NBD
+    or AoE export file lives); None when that path has no block device (tmpfs)."""
+    path = platform.host_storage() if isinstance(platform, HostStorage) else None
+    return backing_device(path or work_dir())
 
 
 def cgroup_io_monitor(platform: Platform, device: str) -> CgroupIoSampler | None:

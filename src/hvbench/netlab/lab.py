@@ -32,7 +32,7 @@ from hvbench.host import facts
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.started import StartStop
-from hvbench.model.lab import RESERVED_HOST_NAMES, LabHostSpec, LabSpec
+from hvbench.model.lab import DEFAULT_MTU, RESERVED_HOST_NAMES, LabHostSpec, LabSpec
 from hvbench.netlab import names
 from hvbench.netlab.tc import is_unknown_qdisc, link_shaping_commands, netem_probe_argv
 from hvbench.platforms.base import ExecResult
@@ -455,6 +455,11 @@ class NetLab(StartStop):
             what="labelling the lab bridge with its owner")
         _ip("addr", "add", self._plan.with_prefix(self._plan.bridge_address), "dev", bridge,
             what="addressing the lab bridge")
+        if self.spec.mtu != DEFAULT_MTU:
+            # A bridge takes the smallest MTU of its ports as they join; each port is set
+            # before it joins (the veths here, a guest's tap in QemuPlatform).
+            _ip("link", "set", "dev", bridge, "mtu", str(self.spec.mtu),
+                what="setting the lab bridge's MTU")
         _ip("link", "set", "dev", bridge, "up", what="bringing the lab bridge up")
 
     def _create(self, kind: str, name: str, argv: list[str]) -> None:
@@ -538,8 +543,11 @@ class NetLab(StartStop):
         """Bridge the root end, address and raise both ends (IPv4 only: no IPv6
         link-local addresses, so the lab carries no background IPv6 chatter)."""
         eth = names.NETNS_IFNAME
+        mtu = str(self.spec.mtu)
         steps: list[tuple[str, ...]] = [
             ("-n", netns, "link", "set", "dev", "lo", "up"),
+            ("link", "set", "dev", veth, "mtu", mtu),
+            ("-n", netns, "link", "set", "dev", eth, "mtu", mtu),
             ("link", "set", "dev", veth, "addrgenmode", "none"),
             ("link", "set", "dev", veth, "master", names.bridge_name(self._tag)),
             ("link", "set", "dev", veth, "up"),

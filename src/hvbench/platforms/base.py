@@ -144,6 +144,20 @@ class SharedDirs(Protocol):
 
 
 @runtime_checkable
+class HostStorage(Protocol):
+    """A platform that knows where on this host its benchmark I/O lands, so the host's
+    disk monitor samples that device rather than the work directory's."""
+
+    def host_storage(self) -> str | None:
+        """The host path the benchmark storage lives on (while running): the block
+        device a study named (``disk.source = "/dev/..."``), the image file or
+        directory hvbench made for it (on whatever filesystem holds it); None when its
+        blocks cross the network (an NBD or AoE export, whose file a lab host serves
+        from the work directory) or there is no benchmark storage."""
+        ...
+
+
+@runtime_checkable
 class HelperProcesses(Protocol):
     """A guest whose I/O is also served by host processes besides its hypervisor (the
     storage daemons of vhost-user disks, virtiofsd), sampled as thread classes of

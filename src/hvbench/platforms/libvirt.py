@@ -55,7 +55,13 @@ from hvbench.model.study import LibvirtPlatformSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.guest_disk import PROBE_SCRIPT, disk_usage, parse_probe
-from hvbench.platforms.qemu import AccelChoice, devices_with_serial, existing_source, fixed_accel
+from hvbench.platforms.qemu import (
+    AccelChoice,
+    devices_with_serial,
+    disk_host_path,
+    existing_source,
+    fixed_accel,
+)
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
 DEFAULT_URI = "qemu:///system"
@@ -190,6 +196,8 @@ class LibvirtPlatform(StartStop):
         self._pid: int | None = None
         self._taps: tuple[str | None, ...] = ()
         self._device: str | None = None
+        #: What each benchmark disk opens on this host (image files, devices, exports).
+        self._disk_images: tuple[str, ...] = ()
         self.accel: str | None = None
         self.accel_reason = ""
         self.timings: dict[str, float] = {}
@@ -223,6 +231,7 @@ class LibvirtPlatform(StartStop):
                             "guest was built (hvbench.platforms.accel.choose_accel)")
         self.accel, self.accel_reason = choice.accel, choice.reason
         plan = self._plan(vm, choice, image)
+        self._disk_images = plan.disk_images
         self._xml = build_domain_xml(plan)
         self.timings["prepared_s"] = time.monotonic() - started
         self._define_and_start()
@@ -529,6 +538,16 @@ class LibvirtPlatform(StartStop):
 
     def scratch_dir(self) -> str:
         return self.spec.path or "/tmp"
+
+    def host_storage(self) -> str | None:
+        """Where hvbench's first benchmark disk lands on this host (see
+        :class:`~hvbench.platforms.base.HostStorage`); None for an existing domain,
+        whose storage hvbench did not choose."""
+        vm = self.spec.vm
+        if vm is None or not vm.disks:
+            return None
+        return disk_host_path(vm.disks[0],
+                              self._disk_images[0] if self._disk_images else None)
 
     def bench_disk(self) -> str | None:
         """The benchmark disk's device node: hvbench's first disk (by its serial), the

@@ -86,6 +86,15 @@ class NativePlatform(StartStop):
         ``memory_mib``), None when there is none or the host does not account it."""
         return self._cgroup.io_stat if self._cgroup is not None else None
 
+    def host_storage(self) -> str | None:
+        """Where the host's test files land (see
+        :class:`~hvbench.platforms.base.HostStorage`): the block device of its
+        ``disk_source``, else its scratch directory (while running); None for an
+        NBD export (fio's NBD engine: the blocks cross the lab's link)."""
+        if self.disk_source is not None:
+            return self.disk_source if source_kind(self.disk_source) == "device" else None
+        return str(self._scratch) if self._scratch is not None else None
+
     def bench_disk(self) -> str | None:
         """The storage the study gave the host (a device path or a resolved nbd://
         export), None for a scratch file."""

@@ -44,6 +44,7 @@ from hvbench.host.started import StartStop
 from hvbench.host.tsc import tsc_khz
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage, find_image
 from hvbench.model.aoe import guest_attach_argv, guest_device
+from hvbench.model.lab import DEFAULT_MTU
 from hvbench.model.qemu_argv import (
     LaunchPlan,
     ResolvedAccel,
@@ -202,6 +203,9 @@ class QemuPlatform(StartStop):
             raise
         self.timings["boot_s"] = time.monotonic() - started
         try:
+            # Before the guest attaches network storage: AoE sizes its requests to the
+            # frame its interface allows when it discovers a target.
+            self._match_bridge_mtu()
             self._attach_guest_disks()
             if self._await_agent:
                 self._mount_shares()
@@ -434,7 +438,32 @@ class QemuPlatform(StartStop):
             run(["ip", "link", "set", tap, "up"], what="bringing the tap up")
             bridge = plan.spec.nics[index].bridge
             if bridge:
+                mtu = bridge_mtu(bridge)
+                if mtu is not None and mtu != DEFAULT_MTU:
+                    # A bridge drops to the smallest MTU of its ports: the tap joins at
+                    # the lab's (jumbo frames stay jumbo).
+                    run(["ip", "link", "set", tap, "mtu", str(mtu)],
+                        what="setting the tap's MTU to the bridge's")
                 run(["ip", "link", "set", tap, "master", bridge], what="enslaving the tap")
+
+    def _match_bridge_mtu(self) -> None:
+        """Inside the guest, give each tap NIC on a bridge whose MTU is not 1500 that
+        MTU (found by its MAC), so its frames are as large as the lab's. Needs the
+        agent (skipped without it); a guest command of up to 60 s. Raises
+        :class:`GuestBootError` with ip's own words when it fails."""
+        plan = self._plan
+        if plan is None or not self._await_agent:
+            return
+        for index, nic in enumerate(plan.spec.nics):
+            mtu = bridge_mtu(nic.bridge) if nic.backend == "tap" and nic.bridge else None
+            if mtu is None or mtu == DEFAULT_MTU:
+                continue
+            done = self.exec(["sh", "-c", _SET_MTU_BY_MAC, "mtu", plan.macs[index], str(mtu)],
+                             timeout=GUEST_ATTACH_TIMEOUT)
+            if not done.ok:
+                said = stderr_tail(done.stderr.decode(errors="replace")) or done.text()
+                raise self._boot_error(f"guest {self.name}: NIC {index}: cannot set MTU "
+                                       f"{mtu}: {said}")
 
     def _boot_error(self, message: str) -> GuestBootError:
         status = self._proc.poll() if self._proc else None
@@ -554,6 +583,16 @@ class QemuPlatform(StartStop):
         """The first benchmark disk's device node (see :meth:`disk_device`); None for a
         guest without benchmark disks."""
         return self.disk_device(0) if self.spec.disks else None
+
+    def host_storage(self) -> str | None:
+        """Where the first benchmark disk's blocks land on this host (see
+        :class:`~hvbench.platforms.base.HostStorage`); without benchmark disks, the
+        host directory of the first shared directory."""
+        if self.spec.disks:
+            images = self._plan.disk_images if self._plan is not None else ()
+            return disk_host_path(self.spec.disks[0], images[0] if images else None)
+        dirs = self.shared_dirs()
+        return str(dirs[0][1]) if dirs else None
 
     def disk_device(self, index: int) -> str:
         """The guest's device node for benchmark disk ``index`` (found by its serial).
@@ -707,6 +746,31 @@ def existing_source(disk: DiskSpec, what: str) -> str | None:
         raise HostError(f"{what}: disk.source {disk.source}: no lab serves this export "
                         "(a study declares it with a [[lab.host]] of that name)")
     return disk.source
+
+
+#: Sets the MTU ($2) of the guest interface with MAC $1 (values as arguments, not text).
+_SET_MTU_BY_MAC = ('for d in /sys/class/net/*; do '
+                   'if [ "$(cat "$d/address")" = "$1" ]; then '
+                   'exec ip link set dev "${d##*/}" mtu "$2"; fi; done; '
+                   'echo "no interface with MAC $1" >&2; exit 1')
+
+
+def bridge_mtu(bridge: str) -> int | None:
+    """The MTU of host interface ``bridge`` (sysfs); None when it is not there."""
+    try:
+        return int((Path("/sys/class/net") / bridge / "mtu").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def disk_host_path(disk: DiskSpec, opened: str | None) -> str | None:
+    """The host path of a disk's storage: the block device its ``source`` names, else
+    ``opened`` (the image file a platform created for it; None before it did); None for
+    a network export (``nbd://``, ``aoe://``: no host path holds its blocks)."""
+    kind = source_kind(disk.source)
+    if kind == "device":
+        return disk.source
+    return opened if kind == "image" else None
 
 
 def devices_with_serial(guest: Platform, serial: str) -> list[str]:

@@ -171,6 +171,9 @@ def _ours_text(result: FindingResult) -> str:
         return "not measured by this run"
     spec = lookup(result.finding.metric.replace("*", "x"))
     unit = spec.unit if spec is not None else ""
+    if result.finding.b.fixed:
+        # A reference, not a measurement: no interval to show.
+        return f"{mean_ci_text(result.a)} | {fmt_value(result.b.mean)} {unit} (fixed)"
     return f"{mean_ci_text(result.a)} | {mean_ci_text(result.b, unit)}"
 
 
@@ -247,7 +250,7 @@ def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool 
             "a": {"label": finding.a.label, "cells": list(result.a_cells),
                   "summary": _summary_json(result.a)},
             "b": {"label": finding.b.label, "cells": list(result.b_cells),
-                  "summary": _summary_json(result.b)},
+                  "summary": _summary_json(result.b), "fixed": finding.b.fixed},
             "ours": result.ours_direction(), "ratio": _ratio_json(result),
             "verdict": result.verdict, "reason": result.reason or None,
             "needed_repetitions": result.needed_repetitions,

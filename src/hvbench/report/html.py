@@ -792,7 +792,7 @@ def _workload_section(workload: str, items: Sequence[PhaseStats],
         parts += section(items, native)
     disk = host_disk_rows(items, native)
     if disk:
-        parts += ["<h3>Host disk (iostat -x of the device under the work directory)</h3>",
+        parts += ["<h3>Host disk (iostat -x of the device holding the benchmark storage)</h3>",
                   _table(["phase", "platform", *(h for _, h in HOST_DISK_COLUMNS)], disk,
                          left=2)]
     return blocks(parts)
