@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import secrets
 import shutil
 import signal
@@ -411,7 +412,8 @@ class QemuPlatform(StartStop):
         devices = [device_of(image) for disk, image in zip(
             self.spec.disks, self.disk_images, strict=True) if not disk.guest_attached] \
             if limits.io else []
-        group = HostLimitsCgroup(f"limits-{self.name.removeprefix('hvbench-')}", limits,
+        # The guest's name may hold characters a cgroup name may not ('@', '/').
+        group = HostLimitsCgroup(f"limits-{os.getpid()}-{secrets.token_hex(3)}", limits,
                                  devices)
         self._limits = group
         group.start()
