@@ -1073,6 +1073,19 @@ def _cgroup_limits(cell: CellModel) -> list[Mapping[str, Any]]:
     return [lim for lim in limits if isinstance(lim, Mapping)]
 
 
+def _limit_bytes(cell: CellModel, limit: Mapping[str, Any]) -> float | None:
+    """A cgroup limit in bytes/s: a bps limit as it is, an I/O-per-second limit at the
+    cell's own bytes per I/O (its throughput over its I/O rate); None when that is not
+    measured."""
+    value, kind = limit.get("value"), str(limit.get("kind", ""))
+    if not isinstance(value, int | float):
+        return None
+    if "bps" in kind:
+        return float(value)
+    rate, mb_s = cell.values.get("iops"), cell.values.get("mb_s")
+    return float(value) * mb_s * 1e6 / rate if rate and mb_s else None
+
+
 def _named_limit(cell: CellModel) -> tuple[str, str, float | None] | None:
     """(evidence, fix, bytes/s) of the limit actually found, closest to the measured
     throughput: QEMU's own ``bps_limit`` or a cgroup limit of the QEMU process."""
@@ -1089,8 +1102,7 @@ def _named_limit(cell: CellModel) -> tuple[str, str, float | None] | None:
         found.append((f"cgroup limit {path}: {lim.get('device')} {value}{unit} on the QEMU "
                       "process", f"raise or remove the cgroup limit on the QEMU process: "
                       f"write \"{lim.get('device')} {lim.get('remove', '0')}\" to {path}",
-                      float(value) if isinstance(value, int | float) and "bps" in
-                      str(lim.get("kind", "")) else None))
+                      _limit_bytes(cell, lim)))
     if not found:
         return None
 
