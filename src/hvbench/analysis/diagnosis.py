@@ -1351,8 +1351,11 @@ RULES: tuple[Rule, ...] = (
          ("res.disk.util_pct", "res.vcpu.util_pct", "res.disk.added_latency_ms",
           "res.cpu_ms_per_io", "native:mb_s"), _io_limit,
          "raise or remove the limit found", True, "disk.bps_limit", (None,)),
+    # No required evidence: without a quota in the host configuration (every cell of a
+    # host that sets none) there is nothing to abstain on; with one, _cpu_quota reads
+    # QEMU's CPU itself and does not fire without it.
     Rule("cpu-quota", "a CPU quota on the QEMU process caps the guest", _ALL,
-         ("res.vcpu.util_pct",), _cpu_quota,
+         (), _cpu_quota,
          "raise or remove the CPU quota on the QEMU process's cgroup", True),
     Rule("tcg-emulation", "emulation (TCG) dominating", _ALL, ("res.vcpu.util_pct",), _tcg,
          "a host where KVM works: under TCG every guest instruction is emulated", False,
