@@ -3,7 +3,10 @@ into a cgroup of its own after boot (a 4 MB/s read limit on the host device unde
 image, and a CPU quota it never reaches), one short fio read cell beside native. The
 run stores the cgroup (host-limits), the host configuration read at cell start sees the
 limit on the QEMU process, explain names it with its file as the fix, and nothing of
-the cgroup is left after the run."""
+the cgroup is left after the run.
+
+Wall time here (TCG, 2 shared cores, pytest --durations): 10-11 s for the study (one
+boot, a 16 MiB fill, a 2 s read phase at 4 MB/s, native beside it)."""
 
 from __future__ import annotations
 
