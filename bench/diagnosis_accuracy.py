@@ -16,7 +16,9 @@ cell with the planted cause. Prints one line per planted cell and round, then:
   accelerator every guest here runs under);
 - right-fix rate: the fix given is the planted cause's fix. A planted cell may list the
   configuration changes of its fix (``{"rule": ..., "fix": {"disk.cache": "none"}}``):
-  then the dominant finding's changes must be exactly those; otherwise its fix must
+  then the dominant finding's changes must be exactly those; or, for a fix outside the
+  study file, what its text must name (``{"rule": ..., "fix_names": [FILE, ...]}``: a
+  cgroup limit's control file, any of them); otherwise its fix must
   be the planted rule's own (another rule with the same fix is a right fix, a wrong
   name). For a clean guest: no fix given;
 - unexplained rate: planted cells whose outcome was ``unexplained``;
@@ -112,6 +114,17 @@ def planted_cause(spec: str | Mapping[str, Any]) -> tuple[str, dict[str, Any] | 
     return str(spec["rule"]), dict(spec["fix"]) if "fix" in spec else None
 
 
+def fix_names(spec: str | Mapping[str, Any]) -> tuple[str, ...] | None:
+    """What the right fix's text must name, for a fix outside the study file (a cgroup
+    limit: its control file): ``"fix_names"`` of an expected.json entry, one string or
+    a list of alternatives (``["blkio.throttle.read_bps_device", "io.max"]``: v1 or v2,
+    whichever the host has). None when the entry has none."""
+    names = spec.get("fix_names") if isinstance(spec, Mapping) else None
+    if names is None:
+        return None
+    return (names,) if isinstance(names, str) else tuple(str(n) for n in names)
+
+
 def named_label(verdict: Mapping[str, Any]) -> str:
     """The column of the confusion matrix: the dominant rule, else ``(outcome)``."""
     dominant = verdict.get("dominant")
@@ -131,8 +144,11 @@ def score(verdict: Mapping[str, Any], spec: str | Mapping[str, Any],
         right_fix = ok
     else:
         ok = named == planted
+        names = fix_names(spec)
         if dominant is None:
             right_fix = False
+        elif names is not None:
+            right_fix = any(n in str(dominant["fix_detail"]) for n in names)
         elif changes is not None:
             right_fix = {c["key"]: c["value"] for c in dominant["changes"]} == changes
         else:

@@ -31,15 +31,24 @@ EXPECTED: dict[str, dict[str, str]] = {
     name: {pattern: spec if isinstance(spec, str) else spec["rule"]
            for pattern, spec in _MATRIX[name].items()}
     for name in _MATRIX["_make_test"]}
+#: study -> pattern -> what the fix's text must name (one of), for entries whose fix is
+#: outside the study file (``fix_names``: a cgroup limit's control file).
+FIX_NAMES: dict[str, dict[str, list[str]]] = {
+    name: {pattern: [spec["fix_names"]] if isinstance(spec["fix_names"], str)
+           else list(spec["fix_names"])
+           for pattern, spec in _MATRIX[name].items()
+           if isinstance(spec, dict) and "fix_names" in spec}
+    for name in _MATRIX["_make_test"]}
 HOST_RAM = 24 << 30
 HVBENCH = str(Path(sys.executable).parent / "hvbench")
 
 
 def planted_verdicts(name: str, db: Path
-                     ) -> tuple[dict[str, str | None], str, dict[str, set[str]]]:
+                     ) -> tuple[dict[str, str | None], str, dict[str, set[str]],
+                                dict[str, str]]:
     """Run one planted study into ``db``; planted cell -> the dominant rule named, the
-    explanation of those cells (shown when the test fails), and planted cell -> the
-    rules that abstained for want of evidence."""
+    explanation of those cells (shown when the test fails), planted cell -> the
+    rules that abstained for want of evidence, and planted cell -> the dominant fix."""
     path = SUITE / f"{name}.toml"
     study = parse_study(path.read_text(), str(path), HOST_RAM)
     with Store(db) as store:
@@ -48,6 +57,7 @@ def planted_verdicts(name: str, db: Path
         report = load_run_report(store, outcome.run_id, monitors=[])
     found: dict[str, str | None] = {}
     abstained: dict[str, set[str]] = {}
+    fixes: dict[str, str] = {}
     text: list[str] = []
     for pattern in EXPECTED[name]:
         matched = [v for v in report.verdicts if fnmatch.fnmatchcase(v.cell, pattern)
@@ -56,8 +66,9 @@ def planted_verdicts(name: str, db: Path
         for verdict in matched:
             found[verdict.cell] = None if verdict.dominant is None else verdict.dominant.rule
             abstained[verdict.cell] = {rule for rule, _ in verdict.abstained}
+            fixes[verdict.cell] = "" if verdict.dominant is None else verdict.dominant.fix
             text += explain_lines(verdict)
-    return found, "\n".join(text), abstained
+    return found, "\n".join(text), abstained, fixes
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +80,14 @@ def matrix_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_planted_cause_is_dominant(name: str, image: GuestImage, matrix_db: Path) -> None:
-    found, text, abstained = planted_verdicts(name, matrix_db)
+    found, text, abstained, fixes = planted_verdicts(name, matrix_db)
     for cell, rule in found.items():
-        expected = next(r for p, r in EXPECTED[name].items() if fnmatch.fnmatchcase(cell, p))
+        pattern = next(p for p in EXPECTED[name] if fnmatch.fnmatchcase(cell, p))
+        expected = EXPECTED[name][pattern]
         assert rule == expected, f"{cell}: named {rule}, planted {expected}\n{text}"
+        names = FIX_NAMES[name].get(pattern)
+        if names is not None:
+            assert any(n in fixes[cell] for n in names), f"{cell}: fix {fixes[cell]}"
         if name == "link":
             # The link's own counters were sampled and attributed (the guest alone on
             # its link: not a shared link, but the rule had its evidence).

@@ -384,3 +384,54 @@ def test_polling_rule_abstains_without_an_iothread_or_a_sibling() -> None:
     # An iothread but no sibling with polling off: nothing shows what polling buys.
     alone = model(POLLING, platform=_vm(iothread=True))
     assert "polling-without-gain" not in fired(alone) | abstained(alone)
+
+
+# -- cpu-quota ---------------------------------------------------------------------------
+#: A disk cell of a guest whose QEMU process sits at its cgroup's CPU quota: vCPU use low
+#: (so tcg-emulation does not fire), run-queue wait high (throttled threads wait).
+QUOTA_CELL = {**DISK, "qemu.vcpu.cpu_pct": 16.0, "qemu.total.cpu_pct": 19.6,
+              "qemu.vcpu.wait_pct": 70.0, "mb_s": 10.0, "host.disk.vda.util_pct": 10.0}
+V1_QUOTA = {"cpu": {
+    "cpu.cfs_quota_us": {"path": "/sys/fs/cgroup/cpu/hvbench-l/cpu.cfs_quota_us",
+                         "value": "20000"},
+    "cpu.cfs_period_us": {"path": "/sys/fs/cgroup/cpu/hvbench-l/cpu.cfs_period_us",
+                          "value": "100000"}}}
+
+
+def test_cpu_quota_fires_above_contention_and_emulation_and_names_the_file() -> None:
+    verdict = diagnose(model(QUOTA_CELL, accel="tcg", host_config=V1_QUOTA))
+    assert verdict.dominant is not None and verdict.dominant.rule == "cpu-quota"
+    assert verdict.dominant.fix.endswith(
+        "write -1 to /sys/fs/cgroup/cpu/hvbench-l/cpu.cfs_quota_us")
+    assert "= 20 % of one CPU" in verdict.dominant.evidence[0]
+    assert "98 % of the quota" in verdict.dominant.evidence[1]
+    # The run-queue wait the throttling causes is ranked below the quota.
+    assert "host-cpu-contention" in {f.rule for f in verdict.contributing}
+    # A busier guest under TCG: the quota still ranks above the emulation.
+    busy = {**QUOTA_CELL, "qemu.vcpu.cpu_pct": 55.0, "qemu.total.cpu_pct": 59.0}
+    v2 = {"cpu": {"cpu.max": {"path": "/sys/fs/cgroup/hvbench-l/cpu.max",
+                              "value": "60000 100000"}}}
+    verdict = diagnose(model(busy, accel="tcg", host_config=v2))
+    assert verdict.dominant is not None and verdict.dominant.rule == "cpu-quota"
+    assert "tcg-emulation" in {f.rule for f in verdict.contributing}
+    assert verdict.dominant.fix.endswith('write "max 100000" to /sys/fs/cgroup/hvbench-l/'
+                                         "cpu.max")
+
+
+@pytest.mark.parametrize("host_config", [
+    {},  # not recorded
+    {"cpu": {"cpu.cfs_quota_us": {"path": "/q", "value": "-1"},
+             "cpu.cfs_period_us": {"path": "/p", "value": "100000"}}},  # v1: no quota
+    {"cpu": {"cpu.max": {"path": "/m", "value": "max 100000"}}},  # v2: no quota
+])
+def test_cpu_quota_does_not_fire_without_a_quota(host_config: dict[str, Any]) -> None:
+    assert "cpu-quota" not in fired(model(QUOTA_CELL, accel="tcg", host_config=host_config))
+
+
+def test_cpu_quota_does_not_fire_well_below_the_quota() -> None:
+    # 80 % of a 20 % quota: the quota did not cap the guest (below CPU_QUOTA_USE 0.9).
+    below = {**QUOTA_CELL, "qemu.total.cpu_pct": 16.0}
+    assert "cpu-quota" not in fired(model(below, accel="tcg", host_config=V1_QUOTA))
+    # Without QEMU's total, its vCPU threads' use is the (lower) figure compared.
+    vcpu_only = {k: v for k, v in QUOTA_CELL.items() if k != "qemu.total.cpu_pct"}
+    assert "cpu-quota" not in fired(model(vcpu_only, accel="tcg", host_config=V1_QUOTA))

@@ -273,3 +273,18 @@ def test_near_native_and_baseline_outcomes() -> None:
     native = model(DISK, platform={"kind": "native"})
     assert diagnose(native).outcome == "baseline"
     assert VM["kind"] == "qemu"
+
+
+def test_an_iops_limit_is_matched_at_the_cells_bytes_per_io() -> None:
+    # 4 I/Os per second of 1 MB: a 4 I/O-per-second cgroup limit is the 4 MB/s measured
+    # (no series: only a limit the throughput sits at identifies it).
+    iops = {"io_limits": [{**CGROUP["io_limits"][0], "kind": "write_iops", "value": 4,
+                           "path": "/sys/fs/cgroup/blkio/hvb/blkio.throttle.write_iops_device"}]}
+    verdict = diagnose(model(THROTTLED, series_cov=None, host_config=iops))
+    assert verdict.dominant is not None and verdict.dominant.rule == "io-limit"
+    assert "blkio.throttle.write_iops_device" in verdict.dominant.fix
+    assert verdict.dominant.share_pct is not None
+    # An I/O rate the cell is far from is not the limiter it sits at.
+    far = {"io_limits": [{**iops["io_limits"][0], "value": 400}]}
+    assert "io-limit" not in findings(diagnose(model(THROTTLED, series_cov=None,
+                                                     host_config=far)))

@@ -78,6 +78,15 @@ FIXES = {"io-limit": "remove the limit", "few-in-flight": "more at once",
      {"rule": "host-page-cache", "fix": {"disk.cache": "none"}}, True, True),
     (_verdict("host-page-cache", changes=(("disk.cache", "directsync"),)),
      {"rule": "host-page-cache", "fix": {"disk.cache": "none"}}, True, False),
+    # A fix outside the study file must name one of the listed control files.
+    (_verdict("io-limit", fix="write \"254:0 0\" to /cg/blkio.throttle.read_bps_device"),
+     {"rule": "io-limit", "fix_names": ["blkio.throttle.read_bps_device", "io.max"]},
+     True, True),
+    (_verdict("io-limit", fix="raise or remove bps_limit on the disk"),
+     {"rule": "io-limit", "fix_names": ["blkio.throttle.read_bps_device", "io.max"]},
+     True, False),
+    (_verdict("cpu-quota", fix="write -1 to /cg/cpu.cfs_quota_us"),
+     {"rule": "cpu-quota", "fix_names": "cpu.cfs_quota_us"}, True, True),
 ])
 def test_scoring(verdict: dict[str, Any], spec: Any, ok: bool, right_fix: bool) -> None:
     scored = BENCH.score(verdict, spec, FIXES)

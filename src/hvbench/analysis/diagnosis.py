@@ -105,6 +105,11 @@ LIMIT_FLAT_COV_PCT = 10.0
 LIMIT_MATCH = 0.15
 #: Under TCG, vCPUs busier than this are emulating, not waiting for I/O.
 TCG_VCPU_PCT = 50.0
+#: cpu-quota: the QEMU process used at least this share of its cgroup's CPU quota. The
+#: kernel enforces a quota exactly per CFS period (a group that used it is throttled
+#: until the next period), so a capped process sits at 100 %; the margin covers the CPU
+#: sampler (clock-tick counters over a repetition of a few seconds: a few % at 1 s).
+CPU_QUOTA_USE = 0.9
 #: The workload itself asked for fewer requests in flight than this (one at a time:
 #: a synchronous engine, iodepth 1): a device idle behind it is the workload's pattern.
 ASKED_FEW_DEPTH = 2.0
@@ -1068,6 +1073,19 @@ def _cgroup_limits(cell: CellModel) -> list[Mapping[str, Any]]:
     return [lim for lim in limits if isinstance(lim, Mapping)]
 
 
+def _limit_bytes(cell: CellModel, limit: Mapping[str, Any]) -> float | None:
+    """A cgroup limit in bytes/s: a bps limit as it is, an I/O-per-second limit at the
+    cell's own bytes per I/O (its throughput over its I/O rate); None when that is not
+    measured."""
+    value, kind = limit.get("value"), str(limit.get("kind", ""))
+    if not isinstance(value, int | float):
+        return None
+    if "bps" in kind:
+        return float(value)
+    rate, mb_s = cell.values.get("iops"), cell.values.get("mb_s")
+    return float(value) * mb_s * 1e6 / rate if rate and mb_s else None
+
+
 def _named_limit(cell: CellModel) -> tuple[str, str, float | None] | None:
     """(evidence, fix, bytes/s) of the limit actually found, closest to the measured
     throughput: QEMU's own ``bps_limit`` or a cgroup limit of the QEMU process."""
@@ -1084,8 +1102,7 @@ def _named_limit(cell: CellModel) -> tuple[str, str, float | None] | None:
         found.append((f"cgroup limit {path}: {lim.get('device')} {value}{unit} on the QEMU "
                       "process", f"raise or remove the cgroup limit on the QEMU process: "
                       f"write \"{lim.get('device')} {lim.get('remove', '0')}\" to {path}",
-                      float(value) if isinstance(value, int | float) and "bps" in
-                      str(lim.get("kind", "")) else None))
+                      _limit_bytes(cell, lim)))
     if not found:
         return None
 
@@ -1176,6 +1193,53 @@ def _io_limit(cell: CellModel) -> Hit | None:
     changes = _fit(cell, [("disk.bps_limit", None)]) if text.startswith("the configured") \
         else ()
     return Hit(score, tuple(evidence), share, fix=fix, changes=changes)
+
+
+def _quota_of(cell: CellModel) -> tuple[float, str, str] | None:
+    """(quota in % of one CPU, where and what it is, the fix) of a CPU quota on the QEMU
+    process's cgroup (v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us``, v2 ``cpu.max``),
+    None when it has none (v1 -1, v2 ``max``) or it was not recorded."""
+    cpu = cell.host_config.get("cpu")
+    if not isinstance(cpu, Mapping):
+        return None
+    quota, period, both = (cpu.get("cpu.cfs_quota_us"), cpu.get("cpu.cfs_period_us"),
+                           cpu.get("cpu.max"))
+    if isinstance(quota, Mapping) and isinstance(period, Mapping):
+        q, p = str(quota.get("value", "")), str(period.get("value", ""))
+        if q.isdigit() and p.isdigit() and int(p) > 0:
+            return (100.0 * int(q) / int(p), f"{quota.get('path')} {q} per "
+                    f"cpu.cfs_period_us {p}", f"write -1 to {quota.get('path')}")
+    if isinstance(both, Mapping):
+        fields = str(both.get("value", "")).split()
+        if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit() \
+                and int(fields[1]) > 0:
+            return (100.0 * int(fields[0]) / int(fields[1]),
+                    f"{both.get('path')} {fields[0]} {fields[1]}",
+                    f"write \"max {fields[1]}\" to {both.get('path')}")
+    return None
+
+
+def _cpu_quota(cell: CellModel) -> Hit | None:
+    """The QEMU process's cgroup has a CPU quota and QEMU used (nearly) all of it: the
+    quota caps the vCPUs, whatever they run (emulation under TCG included). Its use is
+    all its threads' (the quota counts the whole group): at least that much of the
+    group's."""
+    found = _quota_of(cell)
+    used = cell.get("qemu.total.cpu_pct")
+    if used is None:
+        used = cell.get("qemu.vcpu.cpu_pct")
+    if found is None or used is None or used < CPU_QUOTA_USE * found[0]:
+        return None
+    quota, where, remove = found
+    vcpu = cell.get("qemu.vcpu.cpu_pct")
+    evidence = (f"CPU quota on the QEMU process's cgroup: {where} = {_n(quota)} % of one "
+                "CPU",
+                f"QEMU used {_n(used)} % of a core ({_n(100.0 * used / quota)} % of the "
+                f"quota), its vCPU threads {_n(vcpu)} %",
+                f"vCPU run-queue wait {_n(cell.get('res.vcpu.wait_pct'))} % (throttled "
+                "threads wait for the next period)")
+    return Hit(SCORE_SPECIFIC + 2.0, evidence, fix="raise or remove the CPU quota on the "
+               f"QEMU process's cgroup: {remove}", changes=())
 
 
 def _tcg(cell: CellModel) -> Hit | None:
@@ -1287,6 +1351,12 @@ RULES: tuple[Rule, ...] = (
          ("res.disk.util_pct", "res.vcpu.util_pct", "res.disk.added_latency_ms",
           "res.cpu_ms_per_io", "native:mb_s"), _io_limit,
          "raise or remove the limit found", True, "disk.bps_limit", (None,)),
+    # No required evidence: without a quota in the host configuration (every cell of a
+    # host that sets none) there is nothing to abstain on; with one, _cpu_quota reads
+    # QEMU's CPU itself and does not fire without it.
+    Rule("cpu-quota", "a CPU quota on the QEMU process caps the guest", _ALL,
+         (), _cpu_quota,
+         "raise or remove the CPU quota on the QEMU process's cgroup", True),
     Rule("tcg-emulation", "emulation (TCG) dominating", _ALL, ("res.vcpu.util_pct",), _tcg,
          "a host where KVM works: under TCG every guest instruction is emulated", False,
          "accel", ("kvm",), changes=_kvm),

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,8 +42,14 @@ from hvbench.errors import HostError, HvbenchError, RootRequiredError
 from hvbench.host import facts
 from hvbench.host.paths import work_dir
 from hvbench.host.started import StartStop
+from hvbench.model.spec import HostLimitsSpec
 
 CgroupVersion = Literal[1, 2]
+#: cgroup v1 throttle file and cgroup v2 ``io.max`` key of each I/O limit.
+IO_LIMIT_FILES = {"read_bps": ("blkio.throttle.read_bps_device", "rbps"),
+                  "write_bps": ("blkio.throttle.write_bps_device", "wbps"),
+                  "read_iops": ("blkio.throttle.read_iops_device", "riops"),
+                  "write_iops": ("blkio.throttle.write_iops_device", "wiops")}
 #: Name prefix of every cgroup hvbench creates (directly under a hierarchy's root).
 PREFIX = "hvbench-"
 RECORD_PREFIX = "cgroups-"
@@ -749,6 +756,21 @@ def cleanup_orphaned_cgroups(registry_dir: Path | None = None, *,
     return removed
 
 
+def _new_record(directory: Path | None, tag: str, roots: Sequence[Path],
+                paths: Sequence[Path], **extra: Any) -> Path:
+    """Create the owner record ``cgroups-<tag>.json`` of ``paths`` (before they are
+    made), exclusively. Raises HostError when it exists or cannot be written."""
+    record = (directory or work_dir()) / f"{RECORD_PREFIX}{tag}.json"
+    data = {"pid": os.getpid(), "start_time": _start_time(os.getpid()), "tag": tag, **extra,
+            "roots": [str(r) for r in roots], "paths": [str(p) for p in paths]}
+    try:
+        _save_record(record, data, exclusive=True)
+    except OSError as exc:
+        raise HostError(f"cannot write the cgroup owner record {record}: "
+                        f"{_strerror(exc)}") from exc
+    return record
+
+
 # -- a memory limit for native commands ------------------------------------------------
 def detect_memory_root(mounts_text: str | None = None, root: Path = Path("/"),
                        ) -> tuple[CgroupVersion, Path] | None:
@@ -875,16 +897,8 @@ class MemoryCgroup(StartStop):
 
     def _write_record(self, version: CgroupVersion, roots: list[Path],
                       paths: list[Path]) -> None:
-        record = (self._registry_dir or work_dir()) / f"{RECORD_PREFIX}{self.tag}.json"
-        data = {"pid": os.getpid(), "start_time": _start_time(os.getpid()), "tag": self.tag,
-                "version": version, "roots": [str(r) for r in roots],
-                "paths": [str(p) for p in paths]}
-        try:
-            _save_record(record, data, exclusive=True)
-        except OSError as exc:
-            raise HostError(f"cannot write the cgroup owner record {record}: "
-                            f"{_strerror(exc)}") from exc
-        self._record = record
+        self._record = _new_record(self._registry_dir, self.tag, roots, paths,
+                                   version=version)
 
     @staticmethod
     def _make(path: Path) -> None:
@@ -934,3 +948,199 @@ class MemoryCgroup(StartStop):
         if self._record is not None:
             self._record.unlink(missing_ok=True)
             self._record = None
+
+
+# -- limits on a guest's whole QEMU process -------------------------------------------
+def whole_disk(device: int, dev_block: Path = Path("/sys/dev/block")) -> str:
+    """``MAJ:MIN`` of the whole disk holding device number ``device`` (a partition's
+    disk: throttling is per disk; v2's io.max refuses a partition). Raises nothing: a
+    device sysfs does not show is returned as it is."""
+    node = f"{os.major(device)}:{os.minor(device)}"
+    if (dev_block / node / "partition").exists():
+        parent = (facts.read_text(dev_block / node / ".." / "dev") or "").strip()
+        if re.fullmatch(r"\d+:\d+", parent):
+            return parent
+    return node
+
+
+def device_of(path: str, dev_block: Path = Path("/sys/dev/block")) -> str:
+    """``MAJ:MIN`` of the whole disk a disk source lives on: the device a block-device
+    path names, or the device holding a file. Raises HostError naming the path if it
+    cannot be stat'ed."""
+    try:
+        info = Path(path).stat()
+    except OSError as exc:
+        raise HostError(f"cannot stat {path} to find its host device: "
+                        f"{_strerror(exc)}") from exc
+    number = info.st_rdev if stat.S_ISBLK(info.st_mode) else info.st_dev
+    return whole_disk(number, dev_block)
+
+
+@dataclass(frozen=True)
+class _LimitGroup:
+    """One controller of a :class:`HostLimitsCgroup` (``blkio`` or ``cpu``, v1's
+    names), the version that holds it and its hierarchy root."""
+
+    controller: str
+    version: CgroupVersion
+    root: Path
+
+    @property
+    def v2_name(self) -> str:
+        """The controller's cgroup2 name (``io`` for blkio)."""
+        return "io" if self.controller == "blkio" else self.controller
+
+
+class HostLimitsCgroup(StartStop):
+    """A cgroup ``hvbench-<tag>`` holding a guest's whole QEMU process (and the helper
+    processes that do its I/O) under the limits of a :class:`HostLimitsSpec`: what an
+    operator's libvirt ``<blkiotune>``/``<cputune>`` or a systemd slice does to a guest.
+
+    - **v1**: ``blkio.throttle.{read,write}_{bps,iops}_device`` (``MAJ:MIN VALUE``) in
+      the blkio hierarchy, ``cpu.cfs_period_us`` / ``cpu.cfs_quota_us`` in the cpu one.
+    - **v2**: ``io.max`` (``MAJ:MIN rbps=.. wbps=..``) and ``cpu.max`` (``QUOTA
+      PERIOD``), with ``+io`` / ``+cpu`` enabled in the root's subtree_control.
+
+    Each controller is taken from v1 when a v1 hierarchy holds it, else from a cgroup2
+    mount that offers it. ``devices``: the ``MAJ:MIN`` the I/O limits apply to.
+
+    As the other cgroups here, the paths go to an owner record
+    (``cgroups-<tag>.json``) before they are created, so
+    :func:`cleanup_orphaned_cgroups` removes them after a ``kill -9``. ``start()``
+    creates and writes (HostError when a controller is missing or a file cannot be
+    written, naming the file and errno; RootRequiredError without root; everything
+    created is removed again on failure); :meth:`join` moves a process in; ``stop()``
+    moves what is left to the root and removes the directories and the record (safe
+    twice; HostError if a directory stays after :data:`RMDIR_WAIT_S`). A context
+    manager."""
+
+    def __init__(self, tag: str, limits: HostLimitsSpec, devices: Sequence[str] = (), *,
+                 registry_dir: Path | None = None, mounts_text: str | None = None,
+                 fs_root: Path = Path("/")) -> None:
+        self.tag = tag
+        self.limits = limits
+        self.devices = tuple(dict.fromkeys(devices))
+        self._registry_dir = registry_dir
+        self._mounts_text = mounts_text
+        self._fs_root = fs_root
+        #: The directories made, with their controller, in creation order.
+        self.groups: list[tuple[_LimitGroup, Path]] = []
+        #: control file path -> the value written, for the stored description.
+        self.written: dict[str, str] = {}
+        self.joined: list[int] = []
+        self._record: Path | None = None
+
+    def _wanted(self) -> list[str]:
+        """The controllers the limits need, as v1 names them."""
+        out = ["blkio"] if self.limits.io else []
+        return out + (["cpu"] if self.limits.cpu_quota_pct is not None else [])
+
+    def _locate(self) -> list[_LimitGroup]:
+        """Where each needed controller lives. Raises HostError when one is nowhere."""
+        mounts = self._mounts_text
+        if mounts is None:
+            mounts = facts.read_text(self._fs_root / "proc/self/mounts") or ""
+        v1, v2 = _parse_mounts(mounts, self._fs_root)
+        found: list[_LimitGroup] = []
+        for controller in self._wanted():
+            if controller in v1:
+                found.append(_LimitGroup(controller, 1, v1[controller]))
+                continue
+            v2_name = _LimitGroup(controller, 2, Path("/")).v2_name
+            mount = next((m for m in v2 if v2_name in (
+                facts.read_text(m / "cgroup.controllers") or "").split()), None)
+            if mount is None:
+                raise HostError(f"host_limits needs the {controller} cgroup controller (no "
+                                f"v1 {controller} mount, no cgroup2 mount offering "
+                                f"{v2_name})")
+            found.append(_LimitGroup(controller, 2, mount))
+        return found
+
+    def start(self) -> None:
+        _check_name("tag", self.tag)
+        if self.groups or self._record is not None:
+            return
+        if self.limits.io and not self.devices:
+            raise HostError("host_limits: no host device to apply the I/O limits to")
+        located = self._locate()
+        roots = list(dict.fromkeys(g.root for g in located))
+        if not facts.is_root() and not all(os.access(r, os.W_OK) for r in roots):
+            raise RootRequiredError("host_limits (a cgroup for the QEMU process)")
+        paths = [r / f"{PREFIX}{self.tag}" for r in roots]
+        self._record = _new_record(self._registry_dir, self.tag, roots, paths)
+        try:
+            for root, path in zip(roots, paths, strict=True):
+                mine = [g for g in located if g.root == root]
+                if mine[0].version == 2:
+                    _enable_v2(root, [g.v2_name for g in mine])
+                try:
+                    path.mkdir()
+                except OSError as exc:
+                    raise HostError(f"cannot create cgroup {path}: "
+                                    f"{_strerror(exc)}") from exc
+                self.groups += [(g, path) for g in mine]
+            for group, path in self.groups:
+                self._configure(group, path)
+        except BaseException:
+            with contextlib.suppress(HvbenchError):
+                self.stop()
+            raise
+
+    def _configure(self, group: _LimitGroup, path: Path) -> None:
+        quota = quota_us(self.limits.cpu_quota_pct or 100.0)
+        if group.controller == "blkio" and group.version == 1:
+            for kind, value in self.limits.io.items():
+                for device in self.devices:
+                    self._set(path / IO_LIMIT_FILES[kind][0], f"{device} {value}")
+        elif group.controller == "blkio":
+            keys = " ".join(f"{IO_LIMIT_FILES[k][1]}={v}" for k, v in self.limits.io.items())
+            for device in self.devices:
+                self._set(path / "io.max", f"{device} {keys}")
+        elif group.version == 1:
+            self._set(path / "cpu.cfs_period_us", str(CFS_PERIOD_US))
+            self._set(path / "cpu.cfs_quota_us", str(quota))
+        else:
+            self._set(path / "cpu.max", f"{quota} {CFS_PERIOD_US}")
+
+    def _set(self, path: Path, value: str) -> None:
+        _write(path, value)
+        self.written[str(path)] = value
+
+    def join(self, pid: int) -> None:
+        """Move process ``pid`` with all its threads into the group(s) (its
+        ``cgroup.procs``). A process that is gone is skipped. Raises HostError if a
+        live one cannot be moved; ValueError before :meth:`start`."""
+        if not self.groups:
+            raise ValueError("join() before start()")
+        for path in dict.fromkeys(p for _, p in self.groups):
+            _move_one(path / "cgroup.procs", pid)
+        self.joined.append(pid)
+
+    def describe(self) -> dict[str, Any]:
+        """The limits asked for, the devices, each directory with its controller and
+        version, and every value written, for the stored platform description."""
+        return {"limits": self.limits.model_dump(mode="json", exclude_none=True),
+                "devices": list(self.devices), "pids": list(self.joined),
+                "groups": [{"controller": g.controller, "version": g.version,
+                            "path": str(p)} for g, p in self.groups],
+                "written": dict(self.written)}
+
+    def stop(self) -> None:
+        made = list(dict.fromkeys((p, g.root) for g, p in self.groups))
+        if made:
+            _, failed = remove_cgroups([p for p, _ in made], [r for _, r in made])
+            if failed:
+                raise HostError(f"could not remove cgroups: {'; '.join(failed)}")
+        self.groups = []
+        if self._record is not None:
+            self._record.unlink(missing_ok=True)
+            self._record = None
+
+
+def _enable_v2(root: Path, controllers: Sequence[str]) -> None:
+    """v2: a child gets a controller only when its parent lists it in
+    ``cgroup.subtree_control``; enable the missing ones (others' stay as found)."""
+    enabled = (facts.read_text(root / "cgroup.subtree_control") or "").split()
+    missing = [c for c in dict.fromkeys(controllers) if c not in enabled]
+    if missing:
+        _write(root / "cgroup.subtree_control", " ".join(f"+{c}" for c in missing))

@@ -67,11 +67,7 @@ class DomainPlan:
 def check_libvirt_spec(spec: VmSpec) -> None:
     """Refuse what libvirt cannot express the way hvbench declares it. Raises
     :class:`SpecError` naming the axis."""
-    if spec.machine == "microvm":
-        raise SpecError("machine microvm: libvirt has no microvm machine type; use q35 or pc")
-    if spec.filesystems:
-        raise SpecError("filesystems: virtio-fs shares (hvbench's own virtiofsd) are "
-                        "offered on kind = \"qemu\" only")
+    _check_libvirt_vm(spec)
     for index, disk in enumerate(spec.disks):
         if disk.guest_attached:
             raise SpecError(f"disk {index}: initiator guest: a guest that attaches its own "
@@ -99,6 +95,18 @@ def check_libvirt_spec(spec: VmSpec) -> None:
         if nic.forwards:
             raise SpecError(f"nic {index}: forwards: libvirt's user-mode NICs take no "
                             "port forwards; use backend = \"tap\" on a bridge")
+
+
+def _check_libvirt_vm(spec: VmSpec) -> None:
+    if spec.machine == "microvm":
+        raise SpecError("machine microvm: libvirt has no microvm machine type; use q35 or pc")
+    if spec.host_limits is not None:
+        raise SpecError("host_limits: hvbench puts kind = \"qemu\" guests into a cgroup of "
+                        "its own; libvirt keeps its domains in its own cgroups (set "
+                        "<blkiotune>/<cputune> in the domain), so use kind = \"qemu\"")
+    if spec.filesystems:
+        raise SpecError("filesystems: virtio-fs shares (hvbench's own virtiofsd) are "
+                        "offered on kind = \"qemu\" only")
 
 
 def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:

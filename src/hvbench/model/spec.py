@@ -413,6 +413,54 @@ class NicSpec(_Frozen):
         return f"{self.model}-{self.backend}{queues}"
 
 
+class HostLimitsSpec(_Frozen):
+    """Limits hvbench puts on a guest's whole QEMU process from outside it, as an
+    operator's libvirt ``<blkiotune>``/``<cputune>`` or a systemd slice would: a cgroup
+    hvbench creates (v1 ``blkio.throttle.*`` and ``cpu.cfs_quota_us``, v2 ``io.max`` and
+    ``cpu.max``), joined once the guest has booted, so the boot is not throttled.
+
+    The I/O limits apply to the host block device holding each benchmark disk (the
+    device under its image file, or the device a ``/dev/...`` source names). The names
+    are the kernel's own (``io.max`` ``rbps``/``wbps``/``riops``/``wiops``, v1
+    ``blkio.throttle.read_bps_device`` ...), spelled out; ``cpu_quota_pct`` is % of one
+    CPU, as a scenario's ``target_quota_pct``."""
+
+    #: Bytes per second the QEMU process may read from (write to) the device.
+    read_bps: ByteSize | None = None
+    write_bps: ByteSize | None = None
+    #: Read (write) requests per second.
+    read_iops: int | None = Field(default=None, gt=0)
+    write_iops: int | None = Field(default=None, gt=0)
+    #: CPU time of all the QEMU process's threads together, % of one CPU per CFS period
+    #: (200 = two CPUs' worth; the kernel refuses less than 1 ms per 100 ms period).
+    cpu_quota_pct: float | None = Field(default=None, ge=1, le=6400)
+
+    @model_validator(mode="after")
+    def _check(self) -> HostLimitsSpec:
+        if all(v is None for v in (self.read_bps, self.write_bps, self.read_iops,
+                                   self.write_iops, self.cpu_quota_pct)):
+            raise ValueError("host_limits: expected at least one of read_bps, write_bps, "
+                             "read_iops, write_iops, cpu_quota_pct")
+        return self
+
+    @property
+    def io(self) -> dict[str, int]:
+        """The I/O limits that are set, by their v1 name (``read_bps`` ...)."""
+        found = {"read_bps": self.read_bps, "write_bps": self.write_bps,
+                 "read_iops": self.read_iops, "write_iops": self.write_iops}
+        return {k: v for k, v in found.items() if v is not None}
+
+    def label(self) -> str:
+        """``cg-rbps8M-cpu30``: the limits that are set."""
+        words = [f"{short}{format_size(v) if 'bps' in key else v}"
+                 for key, short in (("read_bps", "rbps"), ("write_bps", "wbps"),
+                                    ("read_iops", "riops"), ("write_iops", "wiops"))
+                 if (v := self.io.get(key)) is not None]
+        if self.cpu_quota_pct is not None:
+            words.append(f"cpu{self.cpu_quota_pct:g}")
+        return "cg-" + "-".join(words)
+
+
 class VmSpec(_Frozen):
     """A guest whose machine and whole I/O path are declared."""
 
@@ -438,6 +486,9 @@ class VmSpec(_Frozen):
     #: Further guest kernel command-line words (``key=value`` or flags), appended last,
     #: so they win over hvbench's own.
     kernel_args: tuple[str, ...] = ()
+    #: I/O and CPU limits on the whole QEMU process from a cgroup hvbench creates
+    #: (:class:`HostLimitsSpec`); None: none.
+    host_limits: HostLimitsSpec | None = None
 
     @field_validator("kernel_args")
     @classmethod
@@ -461,6 +512,7 @@ class VmSpec(_Frozen):
                 raise ValueError(f"nic queues = {nic.queues} needs vcpus >= {nic.queues} "
                                  f"(got vcpus = {self.vcpus}): the guest spreads one queue "
                                  "pair per vCPU")
+        _check_host_limits(self)
         for bus, capacity in BUS_CAPACITY.items():
             count = sum(1 for d in self.disks if d.bus == bus)
             if count > capacity:
@@ -478,6 +530,8 @@ class VmSpec(_Frozen):
         if self.clocksource != "auto":
             parts.append(f"clock-{self.clocksource}")
         parts += self.kernel_args
+        if self.host_limits is not None:
+            parts.append(self.host_limits.label())
         return "_".join(parts)
 
     @property
@@ -492,6 +546,19 @@ class VmSpec(_Frozen):
         blank, or empty)."""
         words = ([] if self.mitigations else ["mitigations=off"]) + list(self.kernel_args)
         return "".join(f" {w}" for w in words)
+
+
+def _check_host_limits(spec: VmSpec) -> None:
+    limits = spec.host_limits
+    if limits is None or not limits.io:
+        return
+    if not spec.disks:
+        raise ValueError("host_limits: read_bps, write_bps, read_iops and write_iops limit "
+                         "a benchmark disk's host device: the guest has no disk")
+    for index, disk in enumerate(spec.disks):
+        if source_kind(disk.source).startswith(NETWORK_SOURCE_PREFIXES):
+            raise ValueError(f"host_limits: disk {index} ({disk.source}) is served over the "
+                             "network, not by a host block device an I/O limit could name")
 
 
 def _check_clocksource(spec: VmSpec) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import secrets
 import shutil
 import signal
@@ -37,6 +38,7 @@ from hvbench.errors import (
 )
 from hvbench.host import facts
 from hvbench.host.blockdev import require_free_device
+from hvbench.host.cgroups import HostLimitsCgroup, device_of
 from hvbench.host.commands import require_tool, run
 from hvbench.host.paths import make_owned_dir, work_dir
 from hvbench.host.proctree import die_with_parent as _die_with_parent
@@ -170,6 +172,8 @@ class QemuPlatform(StartStop):
         self._daemons: list[StorageDaemon] = []
         #: The virtiofsd of each shared directory, in order.
         self._virtiofsds: list[Virtiofsd] = []
+        #: The cgroup of ``spec.host_limits``, once the guest has booted.
+        self._limits: HostLimitsCgroup | None = None
         self.accel: ResolvedAccel | None = None
         self.accel_reason = ""
         self.timings: dict[str, float] = {}
@@ -209,6 +213,7 @@ class QemuPlatform(StartStop):
             self._attach_guest_disks()
             if self._await_agent:
                 self._mount_shares()
+            self._apply_host_limits()
         except BaseException:
             self.stop()
             raise
@@ -399,6 +404,28 @@ class QemuPlatform(StartStop):
         except (AgentError, OSError, TimeoutError, QMPError) as exc:
             raise self._boot_error(f"guest {self.name} did not boot: {exc}") from exc
 
+    def _apply_host_limits(self) -> None:
+        """Put the QEMU process (and its storage daemons and virtiofsd) into the cgroup
+        of ``spec.host_limits``, now that the guest answers: the boot ran unlimited,
+        every cell runs limited. The I/O limits apply to the whole disk under each
+        benchmark disk's image file or device. Raises what
+        :class:`HostLimitsCgroup` raises (HostError, RootRequiredError)."""
+        limits = self.spec.host_limits
+        if limits is None or self._proc is None:
+            return
+        devices = [device_of(image) for disk, image in zip(
+            self.spec.disks, self.disk_images, strict=True) if not disk.guest_attached] \
+            if limits.io else []
+        # The guest's name may hold characters a cgroup name may not ('@', '/').
+        group = HostLimitsCgroup(f"limits-{os.getpid()}-{secrets.token_hex(3)}", limits,
+                                 devices)
+        self._limits = group
+        group.start()
+        started = time.monotonic()
+        for pid in [self._proc.pid, *(p for p, _ in self.helper_processes().values())]:
+            group.join(pid)
+        self.timings["limits_joined_s"] = time.monotonic() - started
+
     def _attach_guest_disks(self) -> None:
         """Have the guest attach each disk it initiates itself (``initiator = "guest"``):
         load ``nbd`` and connect /dev/nbdN to the export with nbd-client over the
@@ -542,6 +569,9 @@ class QemuPlatform(StartStop):
                else {}),
             **({"virtiofsd_argv": [d.argv for d in self._virtiofsds]} if self._virtiofsds
                else {}),
+            # Applied once the guest answered: its boot ran unlimited.
+            **({"host_limits": {**self._limits.describe(), "applied": "after boot"}}
+               if self._limits is not None else {}),
         }
 
     # -- commands in the guest -------------------------------------------------------
@@ -703,6 +733,10 @@ class QemuPlatform(StartStop):
                     shutil.rmtree(directory, ignore_errors=True)
             self._run_dir = self._sock_dir = None
             self._devices.clear()
+            # Last: its processes are gone, so its directories are empty.
+            if self._limits is not None:
+                self._limits.stop()
+                self._limits = None
 
     def _terminate(self, proc: subprocess.Popen[bytes]) -> None:
         if self._qmp is not None:

@@ -84,6 +84,9 @@ __all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", 
 LOCK_NAME = "hvbench-run.lock"
 #: The raw-output kind of a native platform's memory cgroup (JSON: limit, peak).
 MEMORY_CGROUP_KIND = "memory-cgroup"
+#: The raw-output kind of a guest's ``host_limits`` cgroup (paths, values written,
+#: applied after boot).
+HOST_LIMITS_KIND = "host-limits"
 
 
 def load_study(path: Path, overrides: Sequence[str] = ()) -> Study:
@@ -489,7 +492,8 @@ class StudyRunner:
 
 def _domain_xml(platform: Platform | None) -> list[RawRecord]:
     """A libvirt domain's XML (what its I/O settings were) and the host metrics it could
-    not give (a remote URI's, and why), kept with each repetition."""
+    not give (a remote URI's, and why), a native side's memory cgroup and a guest's
+    host_limits cgroup, kept with each repetition."""
     about = platform.describe() if platform is not None else {}
     xml, missing = about.get("domain_xml"), about.get("missing_metrics")
     raw = [RawRecord("platform", DOMAIN_XML_KIND, xml)] if isinstance(xml, str) and xml \
@@ -501,6 +505,11 @@ def _domain_xml(platform: Platform | None) -> list[RawRecord]:
     cgroup = about.get("memory_cgroup")
     if cgroup:
         raw.append(RawRecord("platform", MEMORY_CGROUP_KIND, json.dumps(cgroup)))
+    # A guest's host_limits cgroup: what was written where, and that it was joined
+    # after the boot.
+    limits = about.get("host_limits")
+    if limits:
+        raw.append(RawRecord("platform", HOST_LIMITS_KIND, json.dumps(limits)))
     return raw
 
 
