@@ -196,6 +196,22 @@ def test_vcpu_saturated_and_tcg_artefacts() -> None:
     assert not rules["vcpu-saturated"].carries_to_kvm
 
 
+def test_vcpu_saturated_from_the_guests_own_cpu_accounting() -> None:
+    """A network guest (no benchmark disk) whose vCPU thread is below the saturation
+    line on the host but which had no idle CPU by its own count is CPU-bound; a guest
+    with idle time and an equally busy thread is not."""
+    net = {"mbit_s": 300.0, "qemu.vcpu.cpu_pct": 80.0}
+    native = {"mbit_s": 3000.0}
+    busy = model({**net, "guest.cpu.busy_pct": 94.0}, native=native, main="mbit_s")
+    assert busy.get("res.guest.cpu_busy_pct") == 94.0
+    assert dominant(busy) == "vcpu-saturated"
+    found = diagnose(busy).dominant
+    assert found is not None and any("the guest's own CPU 94 % busy" in e
+                                     for e in found.evidence)
+    idle = model({**net, "guest.cpu.busy_pct": 60.0}, native=native, main="mbit_s")
+    assert "vcpu-saturated" not in fired(idle)
+
+
 def test_main_loop_and_host_contention() -> None:
     assert dominant(model({**DISK, "qemu.main.cpu_pct": 97.0})) == "main-loop-saturated"
     assert dominant(model({**DISK, "qemu.vcpu.wait_pct": 55.0})) == "host-cpu-contention"

@@ -109,6 +109,13 @@ def test_client_argv_udp_rx() -> None:
     assert "-B" not in client_argv(spec, "10.0.0.2", 5201, bind_address="0.0.0.0")  # noqa: S104
 
 
+def test_client_argv_tcp_ceiling_is_paced_per_stream() -> None:
+    spec = NetworkWorkloadSpec(streams=2, bitrate="200M")
+    argv = client_argv(spec, "10.0.0.2", 5201)
+    assert "-u" not in argv and argv[argv.index("-b") + 1] == "200M"
+    assert "-b" not in client_argv(NetworkWorkloadSpec(), "10.0.0.2", 5201)
+
+
 def test_server_argv_binds() -> None:
     assert server_argv("10.0.0.1", 5202) == [
         "iperf3", "-s", "-B", "10.0.0.1", "-p", "5202", "--forceflush"]

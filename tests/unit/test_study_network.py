@@ -91,6 +91,8 @@ def test_a_network_workload_without_a_lab_section_gets_an_empty_lab() -> None:
         (('direction = ["tx", "rx"]', 'direction = "up"'), "direction: Input should be"),
         (('direction = ["tx", "rx"]', 'duration_s = 2\nomit_s = 3'), "omit_s (3) must be"),
         (('direction = ["tx", "rx"]', 'udp_bitrate = "1G"'), "udp_bitrate is only valid"),
+        (('direction = ["tx", "rx"]', 'protocol = "udp"\nbitrate = "1G"'),
+         "bitrate is the TCP ceiling"),
         (('kind = "network"', 'kind = "gpu"'), 'kind: expected one of "disk", "network"'),
         (("[lab]", "[lab]\nsubnet = \"8.8.8.0/24\""), "must lie inside a private range"),
     ],

@@ -906,16 +906,23 @@ def _emulated_nic(cell: CellModel) -> Hit | None:
 
 
 def _vcpu_saturated(cell: CellModel) -> Hit | None:
-    util = cell.get("res.vcpu.util_pct")
-    if util is None or util < SATURATED_PCT:
+    """The guest's vCPUs had no time to spare: their host threads busy, or the guest's
+    own CPU accounting (sampled inside it) busy; either at :data:`SATURATED_PCT`. The
+    guest's view decides where the host threads' share understates it (a TCG vCPU
+    thread also halts and wakes between the guest's busy spells)."""
+    util, guest = cell.get("res.vcpu.util_pct"), cell.get("res.guest.cpu_busy_pct")
+    levels = [v for v in (util, guest) if v is not None and v >= SATURATED_PCT]
+    if util is None or not levels:
         return None
     tcg = cell.accelerator == "tcg"
     # Under TCG a busy vCPU is emulating: that is the TCG rule's finding.
     score = SCORE_TCG if tcg else SCORE_SPECIFIC
-    return Hit(score + (util - SATURATED_PCT) / 100.0,
-               (f"vCPU threads {_n(util)} % of a core each"
+    evidence = [f"vCPU threads {_n(util)} % of a core each"
                 + (f", {_n(cell.get('res.cpu_ms_per_req'))} CPU ms per request"
-                   if cell.get("res.cpu_ms_per_req") is not None else ""),))
+                   if cell.get("res.cpu_ms_per_req") is not None else "")]
+    if guest is not None:
+        evidence.append(f"the guest's own CPU {_n(guest)} % busy (its /proc/stat)")
+    return Hit(score + (max(levels) - SATURATED_PCT) / 100.0, tuple(evidence))
 
 
 def _main_loop(cell: CellModel) -> Hit | None:

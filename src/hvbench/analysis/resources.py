@@ -286,8 +286,13 @@ def _net_derived(values: Mapping[str, float], link_mbit: float | None,
 
 
 def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
-    """The guest's own block layer (``guest.disk.<dev>.*``, sampled inside the guest
-    when the run had the guest sampler): the device holding the most in flight."""
+    """The guest's own CPU and block layer (``guest.cpu.*``, ``guest.disk.<dev>.*``,
+    sampled inside the guest when the run had the guest sampler): for the block layer
+    the device holding the most in flight. The CPU is derived for every kind (a
+    network or web guest has no benchmark disk but its CPU is sampled all the same)."""
+    busy = values.get("guest.cpu.busy_pct")
+    if busy is not None:
+        out["res.guest.cpu_busy_pct"] = busy
     devices = {m.split(".")[2] for m in values
                if m.startswith("guest.disk.") and m.count(".") == 3}
     if not devices:
@@ -301,9 +306,6 @@ def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
     reads, writes = (values.get(f"guest.disk.{dev}.{k}") for k in ("r_s", "w_s"))
     if reads is not None and writes is not None and reads + writes > 0:
         out["res.guest.write_share"] = writes / (reads + writes)
-    busy = values.get("guest.cpu.busy_pct")
-    if busy is not None:
-        out["res.guest.cpu_busy_pct"] = busy
 
 
 #: fio engines that keep several requests in flight per job (iodepth applies).

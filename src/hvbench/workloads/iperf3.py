@@ -40,6 +40,8 @@ class Iperf3Test(Protocol):
     @property
     def udp_bitrate(self) -> str | None: ...
     @property
+    def bitrate(self) -> str | None: ...
+    @property
     def port(self) -> int: ...
     @property
     def timeout_s(self) -> float: ...
@@ -56,6 +58,7 @@ class Iperf3Load:
     streams: int = 1
     omit_s: float = 0.0
     udp_bitrate: str | None = None
+    bitrate: str | None = None
     timeout_s: float = 300.0
 
 
@@ -100,7 +103,8 @@ def client_argv(
 ) -> list[str]:
     """The client argv for ``spec`` (always ``--json``).
 
-    Raises :class:`SpecError` for a ``udp_bitrate`` iperf3 would not read as a rate.
+    Raises :class:`SpecError` for a ``udp_bitrate`` or ``bitrate`` iperf3 would not
+    read as a rate.
     """
     argv = ["iperf3", "-c", server_address, "-p", str(server_port), "--json",
             "-t", f"{spec.duration_s:g}", "-O", f"{spec.omit_s:g}",
@@ -111,12 +115,12 @@ def client_argv(
         argv.append("-R")
     if spec.protocol == "udp":
         argv.append("-u")
-        if spec.udp_bitrate is not None:
-            rate = str(spec.udp_bitrate)
-            if not _BITRATE_RE.match(rate):
-                raise SpecError(f"udp_bitrate: expected bits/s such as 1G or 500M, "
-                                f"got {rate!r}")
-            argv += ["-b", rate]
+    field, rate = (("udp_bitrate", spec.udp_bitrate) if spec.protocol == "udp"
+                   else ("bitrate", spec.bitrate))
+    if rate is not None:
+        if not _BITRATE_RE.match(str(rate)):
+            raise SpecError(f"{field}: expected bits/s such as 1G or 500M, got {rate!r}")
+        argv += ["-b", str(rate)]
     return argv
 
 

@@ -43,6 +43,9 @@ class NetworkWorkloadSpec(WorkloadSpec):
     omit_s: float = Field(default=1.0, ge=0, le=60)
     #: UDP only: the offered rate in bits/s (iperf3 -b), e.g. "1G" or "100M".
     udp_bitrate: str | None = Field(default=None, pattern=r"^\d+(\.\d+)?[KMG]?$")
+    #: TCP only: a ceiling per stream in bits/s (iperf3 -b paces the sender), e.g.
+    #: "200M"; None: as fast as the path allows.
+    bitrate: str | None = Field(default=None, pattern=r"^\d+(\.\d+)?[KMG]?$")
     port: int = Field(default=5201, ge=1024, le=65535)
     timeout_s: float = Field(default=300.0, gt=0)
 
@@ -50,6 +53,9 @@ class NetworkWorkloadSpec(WorkloadSpec):
     def _check(self) -> NetworkWorkloadSpec:
         if self.udp_bitrate is not None and self.protocol != "udp":
             raise ValueError("udp_bitrate is only valid with protocol = \"udp\"")
+        if self.bitrate is not None and self.protocol != "tcp":
+            raise ValueError("bitrate is the TCP ceiling; with protocol = \"udp\" "
+                             "use udp_bitrate")
         if self.omit_s >= self.duration_s:
             raise ValueError(f"omit_s ({self.omit_s:g}) must be shorter than duration_s "
                              f"({self.duration_s:g})")
