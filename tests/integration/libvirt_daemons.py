@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import signal
 import subprocess
 import time
@@ -56,6 +57,8 @@ QEMU_CONF = Path("/etc/libvirt/qemu.conf")
 #: Mount the private copy (``$1``) over :data:`QEMU_CONF`, then become libvirtd; run by
 #: ``unshare --mount`` so the mount exists only in the daemon's namespace.
 _PRIVATE_CONF_SCRIPT = f'mount --bind "$1" {QEMU_CONF} && exec libvirtd -d'
+#: A ``user`` or ``group`` setting of qemu.conf (not a commented one).
+_USER_LINE = re.compile(r"^\s*(user|group)\s*=")
 
 
 def _private_qemu_conf() -> Path:
@@ -63,7 +66,11 @@ def _private_qemu_conf() -> Path:
     STARTED_DIR.mkdir(parents=True, exist_ok=True)
     conf = STARTED_DIR / "qemu.conf"
     host = QEMU_CONF.read_text() if QEMU_CONF.is_file() else ""
-    conf.write_text(f'{host}\n# hvbench tests: QEMU as root\nuser = "root"\ngroup = "root"\n')
+    # The host's own user and group lines are dropped, not overridden: libvirt reads
+    # the first entry of a repeated key.
+    kept = [line for line in host.splitlines() if not _USER_LINE.match(line)]
+    conf.write_text("\n".join([*kept, "# hvbench tests: QEMU as root",
+                               'user = "root"', 'group = "root"', ""]))
     return conf
 
 

@@ -210,6 +210,12 @@ def test_vcpu_saturated_from_the_guests_own_cpu_accounting() -> None:
                                      for e in found.evidence)
     idle = model({**net, "guest.cpu.busy_pct": 60.0}, native=native, main="mbit_s")
     assert "vcpu-saturated" not in fired(idle)
+    # Steal is time the host did not give: a guest "busy" by stolen time is not
+    # CPU-bound by its own work (that is host contention).
+    stolen = model({**net, "guest.cpu.busy_pct": 95.0, "guest.cpu.steal_pct": 40.0},
+                   native=native, main="mbit_s")
+    assert stolen.get("res.guest.cpu_busy_pct") == 55.0
+    assert "vcpu-saturated" not in fired(stolen)
 
 
 def test_main_loop_and_host_contention() -> None:

@@ -168,3 +168,43 @@ def test_io_limits_need_a_local_disk_and_libvirt_refuses() -> None:
     assert quota_only.label().endswith("_cg-cpu30")
     with pytest.raises(SpecError, match=r"host_limits: .* use kind = \"qemu\""):
         check_libvirt_spec(quota_only)
+
+
+WEIGHTS_STUDY = """
+[study]
+name = "w"
+
+[[platform]]
+kind = "qemu"
+name = "vm"
+host_limits = { cpu_quota_pct = 30 }
+
+[[workload]]
+kind = "disk"
+profile = "dd"
+file_size = "8M"
+direct = true
+
+[[scenario]]
+name = "w"
+weights = { target = 2.0 }
+"""
+
+
+def test_host_limits_and_scenario_weights_are_refused_together() -> None:
+    """Both would move the guest's QEMU threads into cgroups; the last move would win
+    and the run would be stored under limits it did not have."""
+    from hvbench.model.study import parse_study
+    with pytest.raises(SpecError, match="host_limits and the scenario's weights") as caught:
+        parse_study(WEIGHTS_STUDY, "w.toml", 8 << 30)
+    assert str(caught.value).startswith("w.toml") and "\n" not in str(caught.value)
+    parse_study(WEIGHTS_STUDY.replace("host_limits = { cpu_quota_pct = 30 }", ""),
+                "w.toml", 8 << 30)
+
+
+def test_an_image_without_a_block_device_is_named() -> None:
+    """procfs (like tmpfs or overlayfs) has no block device: an I/O limit cannot name
+    one, and the error says which file and why."""
+    with pytest.raises(HostError, match=r"host_limits: /proc/self/stat is on a file system "
+                                        r"without a block device"):
+        cgroups.device_of("/proc/self/stat")

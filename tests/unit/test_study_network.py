@@ -125,3 +125,15 @@ def test_examples_parse(name: str) -> None:
     path = EXAMPLES / name
     study = parse_study(path.read_text(), str(path), HOST_RAM)
     assert study.cells and study.lab is not None
+
+
+def test_a_jumbo_lab_refuses_nics_that_cannot_carry_it() -> None:
+    """virtio-net and e1000 take 9000-byte frames; rtl8139's driver does not, and a
+    libvirt domain's NIC MTU is not set by hvbench: both are refused in one line."""
+    jumbo = BASE.replace("[lab]\n", "[lab]\nmtu = 9000\n")
+    _parse(jumbo)
+    with pytest.raises(SpecError) as err:
+        _parse(jumbo.replace('"e1000"]', '"rtl8139"]'))
+    assert "[lab] mtu 9000" in str(err.value) and "rtl8139" in str(err.value)
+    assert str(err.value).startswith("net.toml") and "\n" not in str(err.value)
+    _parse(BASE.replace('"e1000"]', '"rtl8139"]'))

@@ -292,7 +292,9 @@ def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
     network or web guest has no benchmark disk but its CPU is sampled all the same)."""
     busy = values.get("guest.cpu.busy_pct")
     if busy is not None:
-        out["res.guest.cpu_busy_pct"] = busy
+        # Steal is time the guest wanted but its host did not give (counted busy by
+        # the guest's /proc/stat): the guest's own work is the rest.
+        out["res.guest.cpu_busy_pct"] = max(0.0, busy - values.get("guest.cpu.steal_pct", 0.0))
     devices = {m.split(".")[2] for m in values
                if m.startswith("guest.disk.") and m.count(".") == 3}
     if not devices:

@@ -973,6 +973,11 @@ def device_of(path: str, dev_block: Path = Path("/sys/dev/block")) -> str:
         raise HostError(f"cannot stat {path} to find its host device: "
                         f"{_strerror(exc)}") from exc
     number = info.st_rdev if stat.S_ISBLK(info.st_mode) else info.st_dev
+    if os.major(number) == 0:
+        # tmpfs, overlayfs, a btrfs subvolume: no block device an I/O limit could name.
+        raise HostError(f"host_limits: {path} is on a file system without a block device "
+                        f"(device 0:{os.minor(number)}): an I/O limit needs the image on "
+                        "a disk")
     return whole_disk(number, dev_block)
 
 

@@ -32,7 +32,7 @@ from pydantic import (
 )
 
 from hvbench.errors import SpecError
-from hvbench.model.lab import LabHostSpec, LabSpec, host_name_problems
+from hvbench.model.lab import DEFAULT_MTU, LabHostSpec, LabSpec, host_name_problems
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
 from hvbench.model.problems import Loc, TomlLines, Where, did_you_mean, joined, printable
@@ -641,6 +641,7 @@ def _parse_raw(raw: dict[str, Any], text: str, path: str, host_memory_bytes: int
                         "and propagation workloads have no native counterpart; add a qemu "
                         "platform)")
     check_storage_sources(platforms, lab, path)
+    check_lab_mtu(platforms, lab, path)
     kinds = workload_kinds()
     for kind in kinds.values():
         kind.check_variants(workloads, scenarios, cells, path)
@@ -847,6 +848,12 @@ def check_scenario_cell(cell: Cell, lab: LabSpec | None, path: str) -> None:
     if cell.scenario is None:
         return
     spec: ScenarioSpec = cell.scenario.spec
+    vm = guest_vm(cell.platform.spec)
+    if spec.weights is not None and vm is not None and vm.host_limits is not None:
+        # Both move the QEMU's threads into cgroups of their own: the last move wins,
+        # and the run would be stored under limits it did not have.
+        raise SpecError(f"{path}: cell {cell.name}: host_limits and the scenario's weights "
+                        "both place the guest's QEMU threads in cgroups; use one of them")
     hosts = [h.name for h in lab.hosts] if lab else []
     for client in sorted(spec.lab_clients()):
         if client not in hosts:
@@ -951,6 +958,33 @@ def nbd_exports(platforms: Sequence[Variant[PlatformSpec]],
         if host is not None:
             exports.setdefault(host, DiskSpec())
     return exports
+
+
+#: NIC models whose guest driver takes no frame above 1500 bytes (8139too).
+NO_JUMBO_NICS = ("rtl8139",)
+
+
+def check_lab_mtu(platforms: Sequence[Variant[PlatformSpec]], lab: LabSpec | None,
+                  path: str) -> None:
+    """A lab MTU above 1500 reaches each guest NIC on the lab bridge: hvbench sets it
+    inside ``kind = "qemu"`` guests, whose NIC model must carry such frames; a libvirt
+    domain's NIC would stay at 1500. Raises :class:`SpecError` naming the platform."""
+    if lab is None or lab.mtu <= DEFAULT_MTU:
+        return
+    for variant in platforms:
+        vm = guest_vm(variant.spec)
+        taps = [nic for nic in (vm.nics if vm is not None else ()) if nic.backend == "tap"]
+        if not taps:
+            continue
+        if isinstance(variant.spec, LibvirtPlatformSpec):
+            raise SpecError(f"{path}: [lab] mtu {lab.mtu}: platform {variant.name} is a "
+                            "libvirt domain, whose NIC MTU hvbench does not set; use "
+                            "kind = \"qemu\" or the default mtu")
+        for nic in taps:
+            if nic.model in NO_JUMBO_NICS:
+                raise SpecError(f"{path}: [lab] mtu {lab.mtu}: platform {variant.name}: "
+                                f"nic model {nic.model} carries no frame above "
+                                f"{DEFAULT_MTU} bytes; use virtio-net or e1000")
 
 
 def check_storage_sources(platforms: Sequence[Variant[PlatformSpec]], lab: LabSpec | None,

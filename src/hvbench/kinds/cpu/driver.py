@@ -21,9 +21,11 @@ SLACK_S = 30.0
 #: Runs its arguments (stress-ng) with ``--yaml`` into a temporary file, its log on
 #: stderr, then prints the file: stdout holds the YAML report alone. (``--yaml
 #: /dev/stdout`` loses the report through a guest agent's captured stdout.) The file is
-#: removed however the script ends.
-_WITH_REPORT = ('f=$(mktemp) || exit 1; trap \'rm -f "$f"\' EXIT; trap "exit 143" TERM INT; '
-                '"$@" --yaml "$f" >&2; rc=$?; cat "$f"; exit $rc')
+#: removed when the script ends; it lives in the working directory (natively the
+#: platform's scratch directory, which the platform removes at its stop) because a
+#: timeout or an interrupt kills the whole process group, traps included.
+_WITH_REPORT = ('f=$(mktemp ./stress-ng-report.XXXXXX) || exit 1; trap \'rm -f "$f"\' EXIT; '
+                'trap "exit 143" TERM INT; "$@" --yaml "$f" >&2; rc=$?; cat "$f"; exit $rc')
 
 
 def stress_argv(spec: CpuWorkloadSpec) -> list[str]:
