@@ -214,21 +214,14 @@ def test_cleanup_after_kill_9_removes_the_lab_and_spares_decoys(
     links_before, netns_before = set(hvbench_links()), set(hvbench_netns())
     proc = subprocess.Popen([HVBENCH, "run", str(study), "--db", str(db)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 240
-    while _ok_count(db) < 2 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.1)
-    assert proc.poll() is None, "the study ended before it could be killed"
-    # What this study's hvbench made (its lab, its guest's tap) and runs (the lab's
-    # iperf3 servers): only these are checked, not other runs' on a shared machine.
-    made = network_objects_of(proc.pid)
-    assert any(n.startswith("hvb-b") for n in made), f"the lab was not built: {made}"
-    servers = {p.pid for p in proctree.descendants(proc.pid) if p.comm == "iperf3"}
-    assert servers, "no iperf3 server runs in the lab"
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    cleaned = False
     try:
+        servers, made = _wait_for_a_server(proc, db)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
         done = subprocess.run([HVBENCH, "cleanup"], capture_output=True, text=True,
                               timeout=120, check=False)
+        cleaned = True
         assert done.returncode == 0, done.stderr
         assert existing_network_objects(made) == set()
         assert new_network_objects(links_before, netns_before) == []
@@ -237,10 +230,38 @@ def test_cleanup_after_kill_9_removes_the_lab_and_spares_decoys(
         assert not [pid for pid in servers if _alive(pid)], "an iperf3 server lived on"
         assert _run_processes(tmp_path) == [], "a process of the killed run lived on"
     finally:
-        # Whatever this test's run left running must not reach the tests after it.
+        # Whatever this test's run left running must not reach the tests after it,
+        # even when an assertion above stopped the test before the kill.
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if not cleaned:
+            subprocess.run([HVBENCH, "cleanup"], capture_output=True, timeout=120,
+                           check=False)
         for pid, _ in _run_processes(tmp_path):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def _wait_for_a_server(proc: subprocess.Popen[bytes], db: Path
+                       ) -> tuple[set[int], set[str]]:
+    """Once two repetitions are stored and an iperf3 server of the run is up (servers
+    live for a cell, so between cells, while the next guest boots, there is none):
+    the servers' pids and what the run made (its lab, its guest's tap). Only these are
+    checked afterwards, not other runs' on a shared machine."""
+    deadline = time.monotonic() + 240
+    servers: set[int] = set()
+    while time.monotonic() < deadline and proc.poll() is None:
+        if _ok_count(db) >= 2:
+            servers = {p.pid for p in proctree.descendants(proc.pid) if p.comm == "iperf3"}
+            if servers:
+                break
+        time.sleep(0.1)
+    assert proc.poll() is None, "the study ended before it could be killed"
+    assert servers, "no iperf3 server of the run came up within 240 s"
+    made = network_objects_of(proc.pid)
+    assert any(n.startswith("hvb-b") for n in made), f"the lab was not built: {made}"
+    return servers, made
 
 
 def _run_processes(tmp_path: Path) -> list[tuple[int, str]]:

@@ -12,6 +12,11 @@ from typing import Any
 from rich.console import Console
 
 from hvbench.errors import SpecError
+from hvbench.run.fleet import HostWorker
+
+#: Dask's dask_spec starts an SSH host's worker by this module's name
+#: (hvbench.run.fleet.WORKER_CLASS), so importing it registers the kinds first.
+__all__ = ["HostWorker", "handle", "register"]
 
 
 def register(sub: Any) -> None:

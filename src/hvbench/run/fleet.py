@@ -788,8 +788,10 @@ class HostWorker(Worker):
                 shutil.rmtree(self.certs, ignore_errors=True)
 
 
-#: :class:`HostWorker` as Dask's ``dask_spec`` imports it on a remote host.
-WORKER_CLASS = f"{HostWorker.__module__}.{HostWorker.__qualname__}"
+#: :class:`HostWorker` as Dask's ``dask_spec`` imports it on a remote host: through the
+#: CLI package, whose import registers every workload and platform kind (the worker
+#: parses the study text; this layer may not import the kinds itself).
+WORKER_CLASS = "hvbench.cli.worker.HostWorker"
 
 
 def worker_class(dask_worker: Any) -> str:
