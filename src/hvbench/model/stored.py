@@ -21,14 +21,10 @@ from pydantic import BaseModel, ValidationError
 
 from hvbench.errors import SpecError
 from hvbench.model import settings
+from hvbench.model.platform import PlatformSpec
 from hvbench.model.problems import did_you_mean
 from hvbench.model.spec import VmSpec, spec_error
-from hvbench.model.study import (
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
-    QemuPlatformSpec,
-)
+from hvbench.model.study import LibvirtPlatformSpec, NativePlatformSpec, QemuPlatformSpec
 from hvbench.model.workload import WorkloadSpec, spec_classes
 
 __all__ = ["PLATFORM_KINDS", "StoredPlatform", "load_platform", "load_workload"]
@@ -50,8 +46,7 @@ class StoredPlatform:
     @property
     def vm(self) -> VmSpec | None:
         """The VM hvbench defined (None natively and for an existing libvirt domain)."""
-        vm = getattr(self.spec, "vm", None)
-        return vm if isinstance(vm, VmSpec) else None
+        return self.spec.guest_vm()
 
 
 def _validate(kinds: Mapping[str, type[BaseModel]], data: dict[str, Any], source: str,

@@ -19,7 +19,7 @@ import re
 import tomllib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -33,9 +33,11 @@ from pydantic import (
 
 from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, host_name_problems
+from hvbench.model.libvirt_xml import check_libvirt_spec
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
-from hvbench.model.problems import Loc, TomlLines, Where, did_you_mean, joined, printable
+from hvbench.model.platform import DiskSource, PlatformSpec, entry_vm
+from hvbench.model.problems import TomlLines, Where, did_you_mean, joined, printable
 from hvbench.model.rates import check_rate, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import (
@@ -161,7 +163,7 @@ class NativeDiskSpec(_Strict):
         return value
 
 
-class NativePlatformSpec(_Strict):
+class NativePlatformSpec(PlatformSpec):
     """The host. ``memory_mib``: its commands run in a memory cgroup limited to that
     much (a guest's RAM), so a buffered test sees the page cache a guest of that size
     would; ``disk``: measure that storage instead of a scratch file."""
@@ -170,12 +172,33 @@ class NativePlatformSpec(_Strict):
     memory_mib: int | None = Field(default=None, ge=64, le=1 << 20)
     disk: NativeDiskSpec | None = None
 
+    IS_HOST: ClassVar[bool] = True
 
-class QemuPlatformSpec(_Strict):
+    def memory_limit_mib(self) -> int | None:
+        return self.memory_mib
+
+    def host_device(self) -> str | None:
+        return self.disk.source if self.disk is not None else None
+
+    def disk_sources(self) -> list[DiskSource]:
+        return [("disk.source", None, self.disk.source)] if self.disk is not None else []
+
+
+class QemuPlatformSpec(PlatformSpec):
     """A guest: every VmSpec field, plus ``disk`` as a shorthand for one benchmark disk."""
 
     kind: Literal["qemu"] = "qemu"
     vm: VmSpec
+
+    HOSTS_SCENARIOS: ClassVar[bool] = True
+    SERVES_SHARES: ClassVar[bool] = True
+    RERUNS_WITH_FIX: ClassVar[bool] = True
+
+    def guest_vm(self) -> VmSpec | None:
+        return self.vm
+
+    def with_vm(self, vm: VmSpec) -> PlatformSpec:
+        return QemuPlatformSpec(vm=vm)
 
 
 #: A libvirt URI: ``driver[+transport]://[host]/path`` (``qemu:///system``,
@@ -185,7 +208,7 @@ _URI_RE = r"^[a-z0-9]+(\+[a-z0-9]+)?://[^\s]*$"
 _TARGET_RE = r"^[a-z]{2,3}[a-z]{1,2}$"
 
 
-class LibvirtPlatformSpec(_Strict):
+class LibvirtPlatformSpec(PlatformSpec):
     """A guest run by libvirt: either ``vm`` (hvbench defines a transient domain from the
     same axes as ``kind = "qemu"``) or ``domain`` (an existing domain of the user's,
     measured as it is, on the disk ``disk`` (a target such as ``vdb``) or under the
@@ -222,10 +245,27 @@ class LibvirtPlatformSpec(_Strict):
         """Whether this measures a domain the user already has."""
         return self.domain is not None
 
+    def guest_vm(self) -> VmSpec | None:
+        return self.vm
+
+    def attached(self) -> bool:
+        return self.existing
+
+    def attached_path(self) -> str | None:
+        return self.path if self.existing else None
+
+    def with_vm(self, vm: VmSpec) -> PlatformSpec:
+        """A transient domain of ``vm`` at the same URI. Raises :class:`SpecError` for a
+        setting a domain's XML cannot express (:func:`check_libvirt_spec`)."""
+        check_libvirt_spec(vm)
+        return self.model_copy(update={"vm": vm})
+
+    def location_fields(self) -> Mapping[str, Any]:
+        return {"uri": self.uri}
+
 
 #: The lab host that runs the native platform's web server (added by the runner).
 NATIVE_SERVER_HOST = "native"
-PlatformSpec = NativePlatformSpec | QemuPlatformSpec | LibvirtPlatformSpec
 
 
 def declared_vm(platform: PlatformSpec) -> VmSpec:
@@ -238,11 +278,8 @@ def declared_vm(platform: PlatformSpec) -> VmSpec:
 
 
 def guest_vm(platform: PlatformSpec) -> VmSpec | None:
-    """The VM a platform declares (a qemu guest, a libvirt domain hvbench defines);
-    None natively and for an existing libvirt domain."""
-    if isinstance(platform, NativePlatformSpec):
-        return None
-    return platform.vm
+    """The VM a platform declares (:meth:`PlatformSpec.guest_vm`)."""
+    return platform.guest_vm()
 
 
 @dataclass(frozen=True)
@@ -464,7 +501,7 @@ def _platform_spec(concrete: dict[str, Any], where: Where) -> PlatformSpec:
                                   f"{kind!r}{did_you_mean(str(kind), PLATFORM_KINDS)}")
     if kind == "libvirt":
         return _libvirt_spec(concrete, where)
-    return QemuPlatformSpec(vm=_vm_spec(concrete, where))
+    return QemuPlatformSpec(vm=entry_vm(concrete, where))
 
 
 def _libvirt_spec(concrete: dict[str, Any], where: Where) -> LibvirtPlatformSpec:
@@ -473,26 +510,11 @@ def _libvirt_spec(concrete: dict[str, Any], where: Where) -> LibvirtPlatformSpec
     if "domain" in concrete:
         fields.update(concrete)
     else:
-        fields["vm"] = _vm_spec(concrete, where)
+        fields["vm"] = entry_vm(concrete, where)
     try:
         return LibvirtPlatformSpec.model_validate(fields)
     except ValidationError as exc:
         raise spec_error(exc, where, model=LibvirtPlatformSpec) from exc
-
-
-def _vm_spec(concrete: dict[str, Any], where: Where) -> VmSpec:
-    renames: dict[Loc, Loc] = {}
-    for one, many in (("disk", "disks"), ("nic", "nics"), ("filesystem", "filesystems")):
-        if one in concrete:
-            if many in concrete:
-                raise where.error(one, f"give either {one} (one) or {many}, not both")
-            concrete[many] = [concrete.pop(one)]
-            # The study wrote one table: name it as written, not as the model's list.
-            renames[(many, 0)] = (one,)
-    try:
-        return VmSpec.model_validate(concrete)
-    except ValidationError as exc:
-        raise spec_error(exc, where, model=VmSpec, renames=renames) from exc
 
 
 def _workload_spec(concrete: dict[str, Any], where: Where) -> WorkloadSpec:
@@ -718,7 +740,7 @@ def _cells(platforms: Sequence[Variant[PlatformSpec]],
             if not cell_exists(p.spec, w.spec):
                 continue
             yield Cell(f"{p.name}/{w.name}", p, w)
-            if not isinstance(p.spec, QemuPlatformSpec) or w.spec.SELF_BOOTING:
+            if not p.spec.HOSTS_SCENARIOS or w.spec.SELF_BOOTING:
                 continue
             for sc in scenarios:
                 wanted = sc.spec.workloads
@@ -925,17 +947,6 @@ def _with_repositories(lab: LabSpec, workloads: Sequence[Variant[WorkloadSpec]])
     return lab if len(hosts) == len(lab.hosts) else lab.model_copy(update={"hosts": tuple(hosts)})
 
 
-def platform_sources(spec: PlatformSpec) -> list[tuple[str, DiskSpec | None, str]]:
-    """Each disk source a platform names, as ``(field, guest disk or None natively,
-    source)``: the field as the study spells it (``disk.source``, ``disks[1].source``)."""
-    if isinstance(spec, NativePlatformSpec):
-        return [("disk.source", None, spec.disk.source)] if spec.disk is not None else []
-    vm = guest_vm(spec)
-    disks = vm.disks if vm is not None else ()
-    return [("disk.source" if len(disks) == 1 else f"disks[{i}].source", d, d.source)
-            for i, d in enumerate(disks) if d.source is not None]
-
-
 def nbd_exports(platforms: Sequence[Variant[PlatformSpec]],
                 host_of: Callable[[str | None], str | None] = nbd_host) -> dict[str, DiskSpec]:
     """Lab host -> the export it serves (the first guest disk naming it gives size,
@@ -943,7 +954,7 @@ def nbd_exports(platforms: Sequence[Variant[PlatformSpec]],
     ``host_of``: :func:`nbd_host` for NBD exports, :func:`aoe_host` for AoE ones."""
     exports: dict[str, DiskSpec] = {}
     found = [(host_of(source), disk) for v in platforms
-             for _, disk, source in platform_sources(v.spec)]
+             for _, disk, source in v.spec.disk_sources()]
     for host, disk in found:
         if host is not None and disk is not None:
             exports.setdefault(host, disk)
@@ -962,7 +973,7 @@ def check_storage_sources(platforms: Sequence[Variant[PlatformSpec]], lab: LabSp
     hosts = {h.name for h in lab.hosts} if lab else set()
     seen: dict[str, tuple[str, tuple[int, str, str]]] = {}
     for variant in platforms:
-        for field, disk, source in platform_sources(variant.spec):
+        for field, disk, source in variant.spec.disk_sources():
             host = nbd_host(source) or aoe_host(source)
             if host is None:
                 continue

@@ -14,13 +14,10 @@ from typing import Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from hvbench.errors import HvbenchError, SpecError
+from hvbench.model.platform import PlatformSpec
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import (
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
-    QemuPlatformSpec,
-)
+from hvbench.model.study import LibvirtPlatformSpec, NativePlatformSpec, QemuPlatformSpec
+from hvbench.platforms import preview
 from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.base import Platform
 from hvbench.platforms.libvirt import LibvirtPlatform, check_existing_domain
@@ -47,16 +44,6 @@ class PlatformKind(Protocol):
         sees it, ``key`` (``vm`` or ``vm@scenario``)."""
         ...
 
-    def vm(self, spec: Any) -> VmSpec | None:
-        """The VM a guest kind declares (lifecycle and propagation boot copies of it);
-        None for the host."""
-        ...
-
-    def attached(self, spec: Any) -> bool:
-        """True for a running guest of the user's that hvbench attaches to: it is never
-        booted, stopped or changed, and attaching is no boot."""
-        ...
-
     def check(self, spec: Any, *, name: str) -> None:
         """Before a run is created: what platform ``name`` points at outside hvbench (an
         existing domain and its disk) exists and may be used. Changes nothing. Raises
@@ -69,6 +56,12 @@ class PlatformKind(Protocol):
         up to 20 s when no verdict is cached). ``resolve`` resolves a host platform's
         disk source (a guest's come through ``wire``); it may start the lab's NBD
         server. Raises :class:`HostError` for an accelerator the host lacks."""
+        ...
+
+    def preview(self, spec: Any, *, name: str) -> list[str]:
+        """What ``hvbench show`` prints for platform variant ``name``: a comment line,
+        then what it would launch (an argv, one option per line, or a domain's XML).
+        Starts nothing; reads the cached KVM verdict and the guest image's paths."""
         ...
 
 
@@ -87,12 +80,6 @@ class QemuKind:
     def instance_name(self, variant: str, key: str) -> str:
         return f"hvbench-{os.getpid()}-{key[:20]}"
 
-    def vm(self, spec: Any) -> VmSpec | None:
-        return _typed(spec, QemuPlatformSpec).vm
-
-    def attached(self, spec: Any) -> bool:
-        return False
-
     def check(self, spec: Any, *, name: str) -> None:
         """Nothing outside hvbench: the guest is hvbench's own."""
 
@@ -103,6 +90,12 @@ class QemuKind:
             vm = wire(vm)
         return QemuPlatform(vm, name=name, accel_choice=choose_accel(vm))
 
+    def preview(self, spec: Any, *, name: str) -> list[str]:
+        vm = _typed(spec, QemuPlatformSpec).vm
+        accel, why = preview.preview_accel(vm)
+        argv = preview.qemu_argv(vm, name, accel, preview.guest_files())
+        return [f"# platform {name}: kind = \"qemu\"; {why}", *preview.argv_lines(argv)]
+
 
 class LibvirtKind(QemuKind):
     """A libvirt domain: a transient one from the platform's VM spec (named like a qemu
@@ -110,12 +103,6 @@ class LibvirtKind(QemuKind):
     changed by hvbench)."""
 
     kind = "libvirt"
-
-    def vm(self, spec: Any) -> VmSpec | None:
-        return _typed(spec, LibvirtPlatformSpec).vm
-
-    def attached(self, spec: Any) -> bool:
-        return _typed(spec, LibvirtPlatformSpec).existing
 
     def check(self, spec: Any, *, name: str) -> None:
         """An existing domain: :func:`~hvbench.platforms.libvirt.check_existing_domain`
@@ -133,6 +120,17 @@ class LibvirtKind(QemuKind):
         return LibvirtPlatform(typed.model_copy(update={"vm": vm}), name=name,
                                accel_choice=choose_accel(vm))
 
+    def preview(self, spec: Any, *, name: str) -> list[str]:
+        typed = _typed(spec, LibvirtPlatformSpec)
+        if typed.vm is None:
+            return [f"# platform {name}: the existing domain {typed.domain} at "
+                    f"{typed.uri}, attached as it is: `virsh -c {typed.uri} dumpxml "
+                    f"{typed.domain}` prints its XML"]
+        accel, why = preview.preview_accel(typed.vm)
+        xml = preview.domain_xml(typed.vm, name, accel, preview.guest_files())
+        return [f"<!-- platform {name}: kind = \"libvirt\" at {typed.uri}; {why} -->",
+                xml.rstrip("\n")]
+
 
 class NativeKind:
     """The host itself."""
@@ -142,12 +140,6 @@ class NativeKind:
 
     def instance_name(self, variant: str, key: str) -> str:
         return variant
-
-    def vm(self, spec: Any) -> VmSpec | None:
-        return None
-
-    def attached(self, spec: Any) -> bool:
-        return False
 
     def check(self, spec: Any, *, name: str) -> None:
         """Host devices are checked by the runner (:func:`check_devices`)."""
@@ -159,6 +151,10 @@ class NativeKind:
         if resolve is not None:
             source = resolve(source)
         return NativePlatform(name=name, disk_source=source, memory_mib=typed.memory_mib)
+
+    def preview(self, spec: Any, *, name: str) -> list[str]:
+        return [f"# platform {name}: kind = \"{self.kind}\": the bare host, no guest "
+                "(nothing to launch)"]
 
 
 PLATFORM_KINDS: Mapping[str, PlatformKind] = {

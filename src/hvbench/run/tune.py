@@ -72,7 +72,8 @@ from hvbench.errors import SpecError
 from hvbench.host import facts, interrupt
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import work_dir
-from hvbench.model.study import PlatformSpec, Variant
+from hvbench.model.platform import PlatformSpec
+from hvbench.model.study import Variant
 from hvbench.model.tune import Params, TuneSpec, params_of_definition, parse_tune
 from hvbench.run.cells.registry import kind_of
 from hvbench.run.lab_session import LabSession
