@@ -4,6 +4,7 @@ built (qemu.py never imports the KVM probe)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -11,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.errors import HostError, SpecError
-from hvbench.model.platform import PlatformSpec
+from hvbench.errors import HostError, HvbenchError, SpecError
+from hvbench.kinds.native.spec import NativePlatformSpec
+from hvbench.kinds.qemu.spec import QemuPlatformSpec
+from hvbench.model.platform import platform_spec_kinds, register_platform_spec
 from hvbench.model.spec import NicSpec, VmSpec
-from hvbench.model.study import NativePlatformSpec, QemuPlatformSpec
 from hvbench.monitors.sampler import ThreadCpuSampler
 from hvbench.monitors.session import monitors_for
 from hvbench.platforms import accel
 from hvbench.platforms.base import Platform
-from hvbench.platforms.kinds import PLATFORM_KINDS, platform_kind
+from hvbench.platforms.kinds import platform_kind, platform_kinds
 from hvbench.platforms.kvm_probe import KvmStatus
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import AccelChoice, QemuPlatform, fixed_accel
@@ -28,10 +30,20 @@ SRC = Path(__file__).parent.parent.parent / "src"
 
 
 def test_every_platform_spec_kind_has_a_factory() -> None:
-    kinds = {model.model_fields["kind"].default for model in PlatformSpec.__subclasses__()}
-    assert kinds == set(PLATFORM_KINDS)
-    for kind in kinds:
-        assert PLATFORM_KINDS[kind].kind == kind
+    specs = platform_spec_kinds()
+    assert list(specs) == list(platform_kinds()) == ["native", "qemu", "libvirt"]
+    for name, kind in specs.items():
+        assert kind.spec.model_fields["kind"].default == name
+        assert platform_kinds()[name].kind == name
+
+
+def test_a_platform_kind_claimed_twice_is_refused() -> None:
+    taken = platform_spec_kinds()["native"]
+    register_platform_spec(taken)  # the same registration again: nothing changes
+    other = dataclasses.replace(taken, default_name="host")
+    with pytest.raises(HvbenchError, match="platform kind 'native' is registered twice"):
+        register_platform_spec(other)
+    assert platform_spec_kinds()["native"] is taken
 
 
 def test_native_builds_the_host_under_its_variant_name() -> None:
@@ -60,7 +72,7 @@ def test_qemu_builds_a_wired_guest_with_a_concrete_accelerator() -> None:
 
 def test_an_unknown_platform_kind_is_refused() -> None:
     other = NativePlatformSpec.model_construct(kind="xen")  # as a newer study has it
-    with pytest.raises(SpecError, match=r"'xen'.*qemu, native, libvirt"):
+    with pytest.raises(SpecError, match=r"'xen'.*native, qemu, libvirt"):
         platform_kind(other)
 
 

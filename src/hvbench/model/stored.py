@@ -3,7 +3,7 @@
 A cell is stored with its platform and workload specs dumped to JSON (plus, for a cell
 in a scenario, the scenario under ``scenario`` in the platform's). :func:`load_platform`
 and :func:`load_workload` validate such a definition as the study parser validates a
-study's entries, so that a reader holds a :class:`QemuPlatformSpec` or a
+study's entries, so that a reader holds a :class:`~hvbench.model.platform.PlatformSpec` or a
 :class:`~hvbench.model.workload.WorkloadSpec` of its kind again (through the registry of
 workload kinds) instead of keys in a dict. Single settings of a stored
 platform, without validating the whole of it, are read with :mod:`hvbench.model.settings`.
@@ -21,18 +21,12 @@ from pydantic import BaseModel, ValidationError
 
 from hvbench.errors import SpecError
 from hvbench.model import settings
-from hvbench.model.platform import PlatformSpec
+from hvbench.model.platform import PlatformSpec, platform_spec_kinds
 from hvbench.model.problems import did_you_mean
 from hvbench.model.spec import VmSpec, spec_error
-from hvbench.model.study import LibvirtPlatformSpec, NativePlatformSpec, QemuPlatformSpec
 from hvbench.model.workload import WorkloadSpec, spec_classes
 
-__all__ = ["PLATFORM_KINDS", "StoredPlatform", "load_platform", "load_workload"]
-
-#: The platform spec of each stored ``kind``.
-PLATFORM_KINDS: Mapping[str, type[BaseModel]] = {
-    "native": NativePlatformSpec, "qemu": QemuPlatformSpec, "libvirt": LibvirtPlatformSpec,
-}
+__all__ = ["StoredPlatform", "load_platform", "load_workload"]
 
 
 @dataclass(frozen=True)
@@ -70,8 +64,11 @@ def load_platform(platform: Mapping[str, Any], source: str = "stored platform"
     read (a field since removed, a value since renamed, an unknown kind)."""
     data = {k: v for k, v in platform.items() if k != "scenario"}
     data.setdefault("kind", "qemu")
-    spec: PlatformSpec = _validate(PLATFORM_KINDS, data, source,  # type: ignore[assignment]
-                                   "platform")
+    # The registered kinds' (hvbench.model.platform), in registration order.
+    classes = {name: kind.spec for name, kind in platform_spec_kinds().items()}
+    spec = _validate(classes, data, source, "platform")
+    if not isinstance(spec, PlatformSpec):
+        raise SpecError(f"{source}: kind: {data['kind']!r} is not a platform kind")
     return StoredPlatform(spec, settings.get(platform, "scenario"))
 
 

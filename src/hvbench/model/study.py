@@ -19,7 +19,7 @@ import re
 import tomllib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -33,10 +33,9 @@ from pydantic import (
 
 from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, host_name_problems
-from hvbench.model.libvirt_xml import check_libvirt_spec
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
-from hvbench.model.platform import DiskSource, PlatformSpec, entry_vm
+from hvbench.model.platform import PlatformSpec, platform_spec_kinds
 from hvbench.model.problems import TomlLines, Where, did_you_mean, joined, printable
 from hvbench.model.rates import check_rate, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
@@ -46,7 +45,6 @@ from hvbench.model.spec import (
     aoe_host,
     format_size,
     nbd_host,
-    source_kind,
     spec_error,
 )
 from hvbench.model.workload import StudyChecks, WorkloadSpec, spec_classes, workload_kinds
@@ -142,126 +140,6 @@ class StudySection(_Strict):
         if value is not None and value[0] == value[1]:
             raise ValueError("the A/B pair names one platform twice")
         return value
-
-
-class NativeDiskSpec(_Strict):
-    """``disk = { source = ... }`` of a native platform: the storage the host itself
-    measures in place of a file in its scratch directory, the same a guest is given
-    (a host block device ``/dev/...``, or a lab host's NBD export ``nbd:HOST``)."""
-
-    source: str
-
-    @field_validator("source")
-    @classmethod
-    def _check_source(cls, value: str) -> str:
-        kind = source_kind(value)
-        if kind == "image":
-            raise ValueError("expected a host block device (/dev/...) or nbd:HOST")
-        if kind.startswith("aoe"):
-            raise ValueError(f"{value}: this host's kernel has no aoe module, so only a "
-                             "guest can attach an AoE export (initiator = \"guest\")")
-        return value
-
-
-class NativePlatformSpec(PlatformSpec):
-    """The host. ``memory_mib``: its commands run in a memory cgroup limited to that
-    much (a guest's RAM), so a buffered test sees the page cache a guest of that size
-    would; ``disk``: measure that storage instead of a scratch file."""
-
-    kind: Literal["native"] = "native"
-    memory_mib: int | None = Field(default=None, ge=64, le=1 << 20)
-    disk: NativeDiskSpec | None = None
-
-    IS_HOST: ClassVar[bool] = True
-
-    def memory_limit_mib(self) -> int | None:
-        return self.memory_mib
-
-    def host_device(self) -> str | None:
-        return self.disk.source if self.disk is not None else None
-
-    def disk_sources(self) -> list[DiskSource]:
-        return [("disk.source", None, self.disk.source)] if self.disk is not None else []
-
-
-class QemuPlatformSpec(PlatformSpec):
-    """A guest: every VmSpec field, plus ``disk`` as a shorthand for one benchmark disk."""
-
-    kind: Literal["qemu"] = "qemu"
-    vm: VmSpec
-
-    HOSTS_SCENARIOS: ClassVar[bool] = True
-    SERVES_SHARES: ClassVar[bool] = True
-    RERUNS_WITH_FIX: ClassVar[bool] = True
-
-    def guest_vm(self) -> VmSpec | None:
-        return self.vm
-
-    def with_vm(self, vm: VmSpec) -> PlatformSpec:
-        return QemuPlatformSpec(vm=vm)
-
-
-#: A libvirt URI: ``driver[+transport]://[host]/path`` (``qemu:///system``,
-#: ``qemu+ssh://host/system``).
-_URI_RE = r"^[a-z0-9]+(\+[a-z0-9]+)?://[^\s]*$"
-#: A disk's target name in a domain (``vdb``, ``sdb``, ``hdc``).
-_TARGET_RE = r"^[a-z]{2,3}[a-z]{1,2}$"
-
-
-class LibvirtPlatformSpec(PlatformSpec):
-    """A guest run by libvirt: either ``vm`` (hvbench defines a transient domain from the
-    same axes as ``kind = "qemu"``) or ``domain`` (an existing domain of the user's,
-    measured as it is, on the disk ``disk`` (a target such as ``vdb``) or under the
-    guest directory ``path``). A ``disk`` that holds a mounted file system, swap or the
-    guest's root, or whose contents cannot be checked, is refused unless
-    ``destroy_contents`` is true: the study then says the disk's contents may be
-    destroyed."""
-
-    kind: Literal["libvirt"] = "libvirt"
-    uri: str = Field(default="qemu:///system", pattern=_URI_RE)
-    vm: VmSpec | None = None
-    domain: str | None = Field(default=None, min_length=1, max_length=200)
-    disk: str | None = Field(default=None, pattern=_TARGET_RE)
-    path: str | None = Field(default=None, pattern=r"^/[^\s]*$")
-    destroy_contents: bool = False
-
-    @model_validator(mode="after")
-    def _check_mode(self) -> LibvirtPlatformSpec:
-        if (self.vm is None) == (self.domain is None):
-            raise ValueError("give either the guest's axes (hvbench defines the domain) "
-                             "or domain = \"NAME\" (an existing domain), not both")
-        if self.domain is None and (self.disk or self.path):
-            raise ValueError("disk = \"vdb\" / path = \"/dir\" name where an existing "
-                             "domain is measured: they need domain = \"NAME\"")
-        if self.disk and self.path:
-            raise ValueError("give either disk (a target such as vdb) or path, not both")
-        if self.destroy_contents and not self.disk:
-            raise ValueError("destroy_contents = true allows hvbench to destroy what is on "
-                             "an existing domain's disk: it needs disk = \"vdb\"")
-        return self
-
-    @property
-    def existing(self) -> bool:
-        """Whether this measures a domain the user already has."""
-        return self.domain is not None
-
-    def guest_vm(self) -> VmSpec | None:
-        return self.vm
-
-    def attached(self) -> bool:
-        return self.existing
-
-    def attached_path(self) -> str | None:
-        return self.path if self.existing else None
-
-    def with_vm(self, vm: VmSpec) -> PlatformSpec:
-        """A transient domain of ``vm`` at the same URI. Raises :class:`SpecError` for a
-        setting a domain's XML cannot express (:func:`check_libvirt_spec`)."""
-        check_libvirt_spec(vm)
-        return self.model_copy(update={"vm": vm})
-
-    def location_fields(self) -> Mapping[str, Any]:
-        return {"uri": self.uri}
 
 
 #: The lab host that runs the native platform's web server (added by the runner).
@@ -478,43 +356,24 @@ def _check_variant_name(name: object, where: str | Where) -> None:
         raise SpecError(f"{where}: name {name!r}: {problem}")
 
 
-#: The platform kinds a study may declare.
-PLATFORM_KINDS = ("native", "qemu", "libvirt")
-#: The fields of a native platform besides kind and name.
-NATIVE_FIELDS = ("memory_mib", "disk")
+#: The kind of a ``[[platform]]`` entry that names none.
+DEFAULT_PLATFORM_KIND = "qemu"
 
 
 def _platform_spec(concrete: dict[str, Any], where: Where) -> PlatformSpec:
-    kind = concrete.pop("kind", "qemu")
-    if kind == "native":
-        extra = sorted(set(concrete) - set(NATIVE_FIELDS))
-        if extra:
-            raise joined([where.error(key, "a native platform takes no fields besides "
-                                           "kind, name, memory_mib and disk"
-                                      + did_you_mean(key, NATIVE_FIELDS)) for key in extra])
-        try:
-            return NativePlatformSpec.model_validate(concrete)
-        except ValidationError as exc:
-            raise spec_error(exc, where, model=NativePlatformSpec) from exc
-    if kind not in PLATFORM_KINDS[1:]:
-        raise where.error("kind", "expected \"native\", \"qemu\" or \"libvirt\", got "
-                                  f"{kind!r}{did_you_mean(str(kind), PLATFORM_KINDS)}")
-    if kind == "libvirt":
-        return _libvirt_spec(concrete, where)
-    return QemuPlatformSpec(vm=entry_vm(concrete, where))
+    kind = concrete.pop("kind", DEFAULT_PLATFORM_KIND)
+    kinds = platform_spec_kinds()
+    found = kinds.get(kind) if isinstance(kind, str) else None
+    if found is None:
+        raise where.error("kind", f"expected {_alternatives(kinds)}, got "
+                                  f"{kind!r}{did_you_mean(str(kind), list(kinds))}")
+    return found.parse(concrete, where)
 
 
-def _libvirt_spec(concrete: dict[str, Any], where: Where) -> LibvirtPlatformSpec:
-    uri = concrete.pop("uri", None)
-    fields: dict[str, Any] = {} if uri is None else {"uri": uri}
-    if "domain" in concrete:
-        fields.update(concrete)
-    else:
-        fields["vm"] = entry_vm(concrete, where)
-    try:
-        return LibvirtPlatformSpec.model_validate(fields)
-    except ValidationError as exc:
-        raise spec_error(exc, where, model=LibvirtPlatformSpec) from exc
+def _alternatives(names: Collection[str]) -> str:
+    """``"a", "b" or "c"``: the names quoted, as a message lists what it expected."""
+    quoted = [f'"{name}"' for name in names]
+    return " or ".join(filter(None, (", ".join(quoted[:-1]), *quoted[-1:])))
 
 
 def _workload_spec(concrete: dict[str, Any], where: Where) -> WorkloadSpec:
@@ -602,7 +461,10 @@ def _value_lists(section: str, entry: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _default_name(section: str, entry: Mapping[str, Any]) -> str:
     if section == "platform":
-        return "native" if entry.get("kind") == "native" else "qemu"
+        found = platform_spec_kinds().get(str(entry.get("kind", DEFAULT_PLATFORM_KIND)))
+        # An unknown kind is refused when the entry is validated; the default kind's
+        # name is a stand-in.
+        return found.default_name if found is not None else DEFAULT_PLATFORM_KIND
     kind = workload_kinds().get(str(entry.get("kind", DEFAULT_WORKLOAD_KIND)))
     # An unknown kind is refused when the entry is validated; the name is a stand-in.
     return kind.default_name(entry) if kind is not None else str(entry.get("kind"))
@@ -733,7 +595,8 @@ def _check_ab(section: StudySection, platforms: Sequence[Variant[PlatformSpec]],
 def _cells(platforms: Sequence[Variant[PlatformSpec]],
            workloads: Sequence[Variant[WorkloadSpec]],
            scenarios: Sequence[Variant[ScenarioSpec]]) -> Iterator[Cell]:
-    """Every platform x workload alone, and every qemu one in each scenario that applies
+    """Every platform x workload alone, and every one whose kind hosts scenarios (qemu:
+    :attr:`PlatformSpec.HOSTS_SCENARIOS`) in each scenario that applies
     to the workload (lifecycle and propagation boot their own guests: alone only)."""
     for p in platforms:
         for w in workloads:
