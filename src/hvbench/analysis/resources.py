@@ -21,6 +21,7 @@ from typing import Any
 from hvbench.analysis.layers import latency_layers
 from hvbench.analysis.summaries import PhaseStats
 from hvbench.model import settings
+from hvbench.model.platform import is_host_kind
 
 __all__ = [
     "KIND_CLASSES",
@@ -131,7 +132,7 @@ class CellModel:
     @property
     def is_native(self) -> bool:
         """True for the bare-host platform."""
-        return bool(settings.get(self.platform_def, "kind") == "native")
+        return is_host_kind(settings.get(self.platform_def, "kind"))
 
     def get(self, metric: str) -> float | None:
         """A stored or derived metric of the cell."""

@@ -27,6 +27,8 @@ from hvbench.model.problems import Loc, Where
 from hvbench.model.registry import register_once
 from hvbench.model.spec import DiskSpec, VmSpec, spec_error
 
+#: The kind of a ``[[platform]]`` entry, or a stored definition, that names none.
+DEFAULT_PLATFORM_KIND = "qemu"
 #: A disk source a platform names: (the field as the study spells it, the guest disk
 #: that names it or None for the host, the source).
 DiskSource = tuple[str, DiskSpec | None, str]
@@ -157,3 +159,10 @@ def register_platform_spec(kind: PlatformSpecKind) -> None:
 def platform_spec_kinds() -> Mapping[str, PlatformSpecKind]:
     """The registered platform kinds by name, in registration order."""
     return dict(_KINDS)
+
+
+def is_host_kind(kind: object) -> bool:
+    """Whether ``kind`` (a stored definition's ``kind``) names a registered kind whose
+    platform is the host itself (:attr:`PlatformSpec.IS_HOST`): the baseline cells."""
+    found = _KINDS.get(kind) if isinstance(kind, str) else None
+    return found is not None and found.spec.IS_HOST

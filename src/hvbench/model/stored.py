@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from hvbench.errors import SpecError
 from hvbench.model import settings
-from hvbench.model.platform import PlatformSpec, platform_spec_kinds
+from hvbench.model.platform import DEFAULT_PLATFORM_KIND, PlatformSpec, platform_spec_kinds
 from hvbench.model.problems import did_you_mean
 from hvbench.model.spec import VmSpec, spec_error
 from hvbench.model.workload import WorkloadSpec, spec_classes
@@ -63,7 +63,7 @@ def load_platform(platform: Mapping[str, Any], source: str = "stored platform"
     naming ``source`` and the field when the definition is not one this version can
     read (a field since removed, a value since renamed, an unknown kind)."""
     data = {k: v for k, v in platform.items() if k != "scenario"}
-    data.setdefault("kind", "qemu")
+    data.setdefault("kind", DEFAULT_PLATFORM_KIND)
     # The registered kinds' (hvbench.model.platform), in registration order.
     classes = {name: kind.spec for name, kind in platform_spec_kinds().items()}
     spec = _validate(classes, data, source, "platform")

@@ -35,7 +35,7 @@ from hvbench.errors import SpecError
 from hvbench.model.lab import LabHostSpec, LabSpec, host_name_problems
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
-from hvbench.model.platform import PlatformSpec, platform_spec_kinds
+from hvbench.model.platform import DEFAULT_PLATFORM_KIND, PlatformSpec, platform_spec_kinds
 from hvbench.model.problems import TomlLines, Where, did_you_mean, joined, printable
 from hvbench.model.rates import check_rate, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
@@ -354,10 +354,6 @@ def _check_variant_name(name: object, where: str | Where) -> None:
     problem = name_problem(name) if isinstance(name, str) else None
     if problem is not None:
         raise SpecError(f"{where}: name {name!r}: {problem}")
-
-
-#: The kind of a ``[[platform]]`` entry that names none.
-DEFAULT_PLATFORM_KIND = "qemu"
 
 
 def _platform_spec(concrete: dict[str, Any], where: Where) -> PlatformSpec:
