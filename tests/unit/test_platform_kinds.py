@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import HostError, HvbenchError, SpecError
-from hvbench.kinds.native.spec import NativePlatformSpec
+from hvbench.kinds.libvirt.spec import LibvirtPlatformSpec
+from hvbench.kinds.native.spec import NativeDiskSpec, NativePlatformSpec
 from hvbench.kinds.qemu.spec import QemuPlatformSpec
 from hvbench.model.platform import platform_spec_kinds, register_platform_spec
 from hvbench.model.spec import NicSpec, VmSpec
@@ -128,3 +129,33 @@ def test_qemu_does_not_import_the_kvm_probe() -> None:
     done = subprocess.run([sys.executable, "-c", code], env={**os.environ,
                           "PYTHONPATH": str(SRC)}, check=False, timeout=60)
     assert done.returncode == 0
+
+
+def test_each_platform_spec_answers_the_core_without_its_class_being_tested() -> None:
+    host = NativePlatformSpec(memory_mib=256, disk=NativeDiskSpec(source="/dev/sdz"))
+    assert (host.IS_HOST, host.guest_vm(), host.attached(), host.memory_limit_mib(),
+            host.host_device()) == (True, None, False, 256, "/dev/sdz")
+    assert host.disk_sources() == [("disk.source", None, "/dev/sdz")]
+    with pytest.raises(SpecError, match="a native platform declares no guest"):
+        host.with_vm(VmSpec())
+    vm, other = VmSpec(), VmSpec(vcpus=2)
+    guest = QemuPlatformSpec(vm=vm)
+    assert (guest.IS_HOST, guest.HOSTS_SCENARIOS, guest.SERVES_SHARES,
+            guest.RERUNS_WITH_FIX) == (False, True, True, True)
+    assert (guest.guest_vm(), guest.memory_limit_mib(), guest.host_device()) == (vm, None, None)
+    assert guest.with_vm(other) == QemuPlatformSpec(vm=other)
+    assert guest.location_fields() == {} and guest.disk_sources() == []
+
+
+def test_a_libvirt_spec_is_attached_only_to_an_existing_domain() -> None:
+    existing = LibvirtPlatformSpec(domain="db", path="/data")
+    assert (existing.attached(), existing.attached_path(), existing.guest_vm()) == (
+        True, "/data", None)
+    defined = LibvirtPlatformSpec(uri="qemu+ssh://far/system", vm=VmSpec())
+    assert (defined.attached(), defined.attached_path()) == (False, None)
+    assert (defined.HOSTS_SCENARIOS, defined.SERVES_SHARES, defined.RERUNS_WITH_FIX) == (
+        False, False, False)
+    moved = defined.with_vm(VmSpec(vcpus=2))
+    assert isinstance(moved, LibvirtPlatformSpec) and moved.uri == defined.uri
+    assert moved.guest_vm() == VmSpec(vcpus=2)
+    assert defined.location_fields() == {"uri": "qemu+ssh://far/system"}
