@@ -161,8 +161,15 @@ def platform_spec_kinds() -> Mapping[str, PlatformSpecKind]:
     return dict(_KINDS)
 
 
+def kind_spec(kind: object) -> type[PlatformSpec] | None:
+    """The spec class of the registered kind ``kind`` names (a stored definition's
+    ``kind``); None for a value that names none."""
+    found = _KINDS.get(kind) if isinstance(kind, str) else None
+    return found.spec if found is not None else None
+
+
 def is_host_kind(kind: object) -> bool:
     """Whether ``kind`` (a stored definition's ``kind``) names a registered kind whose
     platform is the host itself (:attr:`PlatformSpec.IS_HOST`): the baseline cells."""
-    found = _KINDS.get(kind) if isinstance(kind, str) else None
-    return found is not None and found.spec.IS_HOST
+    spec = kind_spec(kind)
+    return spec is not None and spec.IS_HOST
