@@ -34,6 +34,7 @@ import pytest
 
 from hvbench.errors import SpecError
 from hvbench.image.builder import RECOMMENDED_CMDLINE, GuestImage
+from hvbench.kinds.libvirt.spec import LibvirtPlatformSpec
 from hvbench.model.libvirt_xml import (
     DOMAIN_XML_KIND,
     DomainPlan,
@@ -42,7 +43,7 @@ from hvbench.model.libvirt_xml import (
     owner_pid,
 )
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import LibvirtPlatformSpec, parse_study
+from hvbench.model.study import parse_study
 from hvbench.platforms import libvirt as lv
 from hvbench.platforms.libvirt import IMAGES_DIR, LibvirtAgent, LibvirtPlatform, connect
 from hvbench.platforms.libvirt_start import SLOW_DEFINE_S, user_kvm_access

@@ -9,10 +9,10 @@ import pytest
 from pydantic import ValidationError
 
 from hvbench.errors import CommandError
+from hvbench.kinds.native.spec import NativeDiskSpec
 from hvbench.model.aoe import guest_attach_argv, guest_device
 from hvbench.model.lab import LabHostSpec
 from hvbench.model.spec import DiskSpec, aoe_address, aoe_address_parts, source_kind
-from hvbench.model.study import NativeDiskSpec
 from hvbench.netlab.lab import LabHost
 from hvbench.workloads.aoe import AoeServer, vblade_argv, vblade_ready
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from hvbench.cli.main import main
-from hvbench.cli.show import argv_lines
 from hvbench.model.qemu_argv import ResolvedAccel
 from hvbench.model.spec import VmSpec
 from hvbench.platforms import preview
@@ -54,7 +53,7 @@ def test_show_prints_what_the_platform_would_launch(
 
 def test_the_argv_lines_are_one_shell_command() -> None:
     argv = preview.qemu_argv(VmSpec(), "g", "tcg", FILES)
-    text = "\n".join(argv_lines(argv))
+    text = "\n".join(preview.argv_lines(argv))
     assert shlex.split(text.replace("\\\n", " ")) == argv
 
 

@@ -179,8 +179,8 @@ def study_with(tmp_path: Path, job: str, text: str) -> str:
 
 def test_check_job_file_rewrites_for_a_guest(tmp_path: Path) -> None:
     from hvbench.kinds.disk.driver import check_job_file, job_file_text
+    from hvbench.kinds.qemu.spec import QemuPlatformSpec
     from hvbench.model.spec import DiskSpec, VmSpec
-    from hvbench.model.study import QemuPlatformSpec
 
     study = study_with(tmp_path, "f.fio", (JOBS / "flash-check.fio").read_text())
     spec = disk_spec(job_file="f.fio", file_size="16M", runtime="1s")

@@ -7,9 +7,9 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from hvbench.analysis.metrics import lookup
+from hvbench.kinds.libvirt.spec import LibvirtPlatformSpec
 from hvbench.model.libvirt_xml import caps_have_kvm, owner_pid, tiny_domain_xml
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import LibvirtPlatformSpec
 from hvbench.platforms.libvirt import LibvirtPlatform
 from hvbench.platforms.libvirt_start import SLOW_DEFINE_S, may_read_write, slow_cause
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import SpecError
+from hvbench.kinds.libvirt.spec import LibvirtPlatformSpec
 from hvbench.model.libvirt_xml import (
     DomainPlan,
     build_domain_xml,
@@ -19,7 +20,7 @@ from hvbench.model.libvirt_xml import (
     owner_pid,
 )
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import LibvirtPlatformSpec, parse_study
+from hvbench.model.study import parse_study
 from hvbench.monitors.session import monitors_for
 from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.libvirt import LibvirtPlatform, is_local

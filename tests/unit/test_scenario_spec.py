@@ -7,8 +7,9 @@ import pytest
 
 from hvbench.analysis.stats import dip_metrics, one_second_buckets, series_cov_pct, steady_buckets
 from hvbench.errors import SpecError
+from hvbench.kinds.qemu.spec import QemuPlatformSpec
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec
-from hvbench.model.study import QemuPlatformSpec, parse_study
+from hvbench.model.study import parse_study
 
 HOST_RAM = 24 << 30
 

@@ -17,9 +17,10 @@ import pytest
 from hvbench.analysis.resources import KIND_CLASSES, workload_class
 from hvbench.errors import SpecError
 from hvbench.kinds.disk.spec import DiskWorkloadSpec
+from hvbench.kinds.qemu.spec import QemuPlatformSpec
 from hvbench.model import settings
 from hvbench.model.stored import load_platform, load_workload
-from hvbench.model.study import QemuPlatformSpec, parse_study
+from hvbench.model.study import parse_study
 from hvbench.model.tune import AXIS_VALUES
 from hvbench.model.workload import spec_classes
 from hvbench.store.records import cell_record

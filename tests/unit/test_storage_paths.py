@@ -15,6 +15,7 @@ from hvbench.host import blockdev
 from hvbench.host.cgroups import MemoryCgroup, cleanup_orphaned_cgroups, detect_memory_root
 from hvbench.kinds.disk.driver import DiskTarget, phase_job
 from hvbench.kinds.disk.spec import DiskWorkloadSpec, check_cache_rule
+from hvbench.kinds.native.spec import NativePlatformSpec
 from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml, io_settings
 from hvbench.model.qemu_argv import LaunchPlan, build_qemu_argv
 from hvbench.model.spec import (
@@ -25,7 +26,7 @@ from hvbench.model.spec import (
     nbd_uri_parts,
     source_kind,
 )
-from hvbench.model.study import NativePlatformSpec, nbd_exports, parse_study, raw_file_sizes
+from hvbench.model.study import nbd_exports, parse_study, raw_file_sizes
 from hvbench.netlab.lab import LabHost
 from hvbench.workloads.nbd import export_uri, qemu_nbd_argv
 

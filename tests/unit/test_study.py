@@ -8,7 +8,8 @@ import pytest
 
 from hvbench.errors import SpecError
 from hvbench.kinds.disk.spec import DiskWorkloadSpec
-from hvbench.model.study import QemuPlatformSpec, cell_order, parse_study
+from hvbench.kinds.qemu.spec import QemuPlatformSpec
+from hvbench.model.study import cell_order, parse_study
 
 EXAMPLES = Path(__file__).parent.parent.parent / "examples"
 GIB = 1 << 30

@@ -8,8 +8,9 @@ import pytest
 
 from hvbench.errors import SpecError
 from hvbench.kinds.network.spec import NetworkWorkloadSpec
+from hvbench.kinds.qemu.spec import QemuPlatformSpec
 from hvbench.kinds.web.spec import WebWorkloadSpec
-from hvbench.model.study import QemuPlatformSpec, parse_study
+from hvbench.model.study import parse_study
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 HOST_RAM = 24 << 30

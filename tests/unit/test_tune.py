@@ -16,7 +16,8 @@ from hvbench.analysis.compare import min_p_value
 from hvbench.analysis.stats import summarize
 from hvbench.analysis.tuning import Objective, axis_effects, ranked, scores, separated
 from hvbench.errors import SpecError
-from hvbench.model.study import PlatformSpec, Variant, declared_vm, parse_study
+from hvbench.model.platform import PlatformSpec
+from hvbench.model.study import Variant, declared_vm, parse_study
 from hvbench.model.tune import (
     TuneSpec,
     libvirt_domain,

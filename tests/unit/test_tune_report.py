@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from hvbench.cli.main import main
-from hvbench.model.study import PlatformSpec, Variant
+from hvbench.model.platform import PlatformSpec
+from hvbench.model.study import Variant
 from hvbench.model.tune import TuneSpec
 from hvbench.report.tune import (
     ABOVE_NATIVE_NOTE,

@@ -24,6 +24,7 @@ from hvbench.analysis.resources import CellModel, derive, disk_device
 from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
 from hvbench.model import settings
+from hvbench.model.platform import kind_spec
 from hvbench.model.spec import vm_spec_from_mapping
 
 __all__ = [
@@ -393,8 +394,9 @@ def _fit(cell: CellModel, wanted: Sequence[Change]) -> tuple[Change, ...]:
     validator asks for are added (an iothread or several queues need a virtio bus,
     aio=native an O_DIRECT cache mode), settings already in place are dropped, and a
     change the platform still refuses (an NBD disk has no aio=native) is left out."""
-    if settings.get(cell.platform_def, "kind") != "qemu" or not settings.vm_of(
-            cell.platform_def):
+    kind = kind_spec(settings.get(cell.platform_def, "kind"))
+    # Fixes to the guest's settings only for a guest verify can re-run with them.
+    if kind is None or not kind.RERUNS_WITH_FIX or not settings.vm_of(cell.platform_def):
         return tuple(c for c in wanted if c[0].startswith("workload."))
     flat = _flat(cell)
     changes: list[Change] = []

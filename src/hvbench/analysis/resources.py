@@ -21,6 +21,7 @@ from typing import Any
 from hvbench.analysis.layers import latency_layers
 from hvbench.analysis.summaries import PhaseStats
 from hvbench.model import settings
+from hvbench.model.platform import is_host_kind
 
 __all__ = [
     "KIND_CLASSES",
@@ -131,7 +132,7 @@ class CellModel:
     @property
     def is_native(self) -> bool:
         """True for the bare-host platform."""
-        return bool(settings.get(self.platform_def, "kind") == "native")
+        return is_host_kind(settings.get(self.platform_def, "kind"))
 
     def get(self, metric: str) -> float | None:
         """A stored or derived metric of the cell."""
@@ -425,7 +426,8 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     cov = stats.metrics[main][platform].cov_pct if main and platform in stats.metrics[main] \
         else None
     native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
-    derived = derive(values, native=settings.get(platform_def, "kind") == "native", link_mbit=link)
+    derived = derive(values, native=is_host_kind(settings.get(platform_def, "kind")),
+                     link_mbit=link)
     derived.update(intent(values, workload_def))
     derived.update(link_share(values, _link_host(workload_def, link_rates or {}), link))
     series_cov = (flat or {}).get((stats.workload, stats.phase, platform))
@@ -441,7 +443,8 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
         native_values=native_values, main_cov_pct=cov, platform_def=platform_def,
         workload_def=workload_def, accelerator=accelerator, link_mbit=link,
         derived=derived,
-        native_derived=derive(native_values, native=settings.get(native_def, "kind") == "native",
+        native_derived=derive(native_values,
+                              native=is_host_kind(settings.get(native_def, "kind")),
                               link_mbit=link) if native_values else {},
         siblings=siblings,
         series_cov_pct=series_cov,

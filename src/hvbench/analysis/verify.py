@@ -39,7 +39,6 @@ from hvbench.analysis.replication import (
 from hvbench.errors import SpecError
 from hvbench.model import settings
 from hvbench.model.stored import load_platform
-from hvbench.model.study import QemuPlatformSpec
 from hvbench.model.tune import toml_value
 
 __all__ = ["DEFAULT_REPETITIONS", "Plan", "Unverifiable", "VerifyOutcome", "VerifyResult",
@@ -113,7 +112,7 @@ def plan(verdict: Verdict, platform_def: Mapping[str, Any]) -> Plan | Unverifiab
     except SpecError as exc:
         return Unverifiable(verdict.cell, "its stored platform is not one this version "
                                           f"can re-run: {str(exc).splitlines()[0]}")
-    if not isinstance(stored.spec, QemuPlatformSpec):
+    if not stored.spec.RERUNS_WITH_FIX:
         return Unverifiable(verdict.cell, "only a guest hvbench defines (kind qemu) can be "
                                           f"re-run with a fix; this is {stored.spec.kind!r}")
     fixable = [f for f in (verdict.dominant, *verdict.contributing)

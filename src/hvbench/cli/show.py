@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import shlex
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
 from hvbench.errors import SpecError
-from hvbench.model.study import LibvirtPlatformSpec, PlatformSpec, QemuPlatformSpec, Study, Variant
+from hvbench.model.platform import PlatformSpec
+from hvbench.model.study import Study, Variant
+from hvbench.platforms.kinds import platform_kind
 
 EXAMPLES = """examples:
   hvbench show examples/quick.toml guest.virtio-blk
@@ -68,34 +68,6 @@ def find_platform(study: Study, name: str) -> Variant[PlatformSpec]:
 
 def preview_lines(variant: Variant[PlatformSpec]) -> list[str]:
     """What ``show`` prints for ``variant``: a comment line on accel and placeholders,
-    then the argv (one option per line, shell-quoted) or the domain XML."""
-    from hvbench.platforms.preview import domain_xml, guest_files, preview_accel, qemu_argv
-
-    spec = variant.spec
-    if isinstance(spec, QemuPlatformSpec):
-        accel, why = preview_accel(spec.vm)
-        argv = qemu_argv(spec.vm, variant.name, accel, guest_files())
-        return [f"# platform {variant.name}: kind = \"qemu\"; {why}",
-                *argv_lines(argv)]
-    if isinstance(spec, LibvirtPlatformSpec) and spec.vm is not None:
-        accel, why = preview_accel(spec.vm)
-        xml = domain_xml(spec.vm, variant.name, accel, guest_files())
-        return [f"<!-- platform {variant.name}: kind = \"libvirt\" at {spec.uri}; "
-                f"{why} -->", xml.rstrip("\n")]
-    if isinstance(spec, LibvirtPlatformSpec):
-        return [f"# platform {variant.name}: the existing domain {spec.domain} at "
-                f"{spec.uri}, attached as it is: `virsh -c {spec.uri} dumpxml "
-                f"{spec.domain}` prints its XML"]
-    return [f"# platform {variant.name}: kind = \"{spec.kind}\": the bare host, no guest "
-            "(nothing to launch)"]
-
-
-def argv_lines(argv: Sequence[str]) -> list[str]:
-    """``argv`` as a shell command, one option and its value per line (pure)."""
-    lines: list[str] = [shlex.quote(argv[0])] if argv else []
-    for arg in argv[1:]:
-        if arg.startswith("-") or len(lines) == 1:
-            lines.append(shlex.quote(arg))
-        else:
-            lines[-1] += " " + shlex.quote(arg)
-    return [line + " \\" for line in lines[:-1]] + lines[-1:]
+    then the argv (one option per line, shell-quoted) or the domain XML, as the
+    platform's kind previews it."""
+    return platform_kind(variant.spec).preview(variant.spec, name=variant.name)

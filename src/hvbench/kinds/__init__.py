@@ -1,5 +1,6 @@
-"""Workload kinds, one package each: a kind's cell, its run-wide memory and what else
-it owns, registered into the registries the core layers own.
+"""Workload and platform kinds, one package each: a workload kind's spec, cell, run-wide
+memory and what else it owns; a platform kind's spec, its checks and how it is built;
+each registered into the registries the core layers own.
 
 The core (model, run, analysis, report, store, ...) never imports this package (an
 import contract says so); kind packages never import each other (another one). What
@@ -11,11 +12,12 @@ from __future__ import annotations
 
 from functools import cache
 
-from hvbench.kinds import cpu, disk, lifecycle, network, propagation, web
+from hvbench.kinds import cpu, disk, libvirt, lifecycle, native, network, propagation, qemu, web
 
 #: Every kind package; each has a ``register()`` that fills the core's registries. The
-#: order is the order a study file's unknown-kind message lists them in.
-KINDS = (disk, network, web, lifecycle, propagation, cpu)
+#: order is the order a study file's unknown-kind message lists them in (platform kinds
+#: and workload kinds each among their own).
+KINDS = (native, qemu, libvirt, disk, network, web, lifecycle, propagation, cpu)
 
 
 @cache

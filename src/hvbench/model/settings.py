@@ -30,6 +30,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel
 
 from hvbench.errors import SpecError
+from hvbench.model.platform import DEFAULT_PLATFORM_KIND
 from hvbench.model.problems import did_you_mean
 from hvbench.model.spec import DiskSpec, NicSpec, VmSpec
 
@@ -159,7 +160,7 @@ def _items(vm: Mapping[str, Any], scope: str) -> list[Mapping[str, Any]]:
 def _platform_value(platform: Mapping[str, Any], key: str) -> Any:
     if key == "kind":
         # Definitions are stored with their kind; a bare VM mapping is a QEMU guest's.
-        return platform.get("kind", "qemu")
+        return platform.get("kind", DEFAULT_PLATFORM_KIND)
     scenario = platform.get("scenario")
     return scenario.get("name") if isinstance(scenario, Mapping) else scenario
 

@@ -3,7 +3,7 @@
 A cell is stored with its platform and workload specs dumped to JSON (plus, for a cell
 in a scenario, the scenario under ``scenario`` in the platform's). :func:`load_platform`
 and :func:`load_workload` validate such a definition as the study parser validates a
-study's entries, so that a reader holds a :class:`QemuPlatformSpec` or a
+study's entries, so that a reader holds a :class:`~hvbench.model.platform.PlatformSpec` or a
 :class:`~hvbench.model.workload.WorkloadSpec` of its kind again (through the registry of
 workload kinds) instead of keys in a dict. Single settings of a stored
 platform, without validating the whole of it, are read with :mod:`hvbench.model.settings`.
@@ -21,22 +21,12 @@ from pydantic import BaseModel, ValidationError
 
 from hvbench.errors import SpecError
 from hvbench.model import settings
+from hvbench.model.platform import DEFAULT_PLATFORM_KIND, PlatformSpec, platform_spec_kinds
 from hvbench.model.problems import did_you_mean
 from hvbench.model.spec import VmSpec, spec_error
-from hvbench.model.study import (
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
-    QemuPlatformSpec,
-)
 from hvbench.model.workload import WorkloadSpec, spec_classes
 
-__all__ = ["PLATFORM_KINDS", "StoredPlatform", "load_platform", "load_workload"]
-
-#: The platform spec of each stored ``kind``.
-PLATFORM_KINDS: Mapping[str, type[BaseModel]] = {
-    "native": NativePlatformSpec, "qemu": QemuPlatformSpec, "libvirt": LibvirtPlatformSpec,
-}
+__all__ = ["StoredPlatform", "load_platform", "load_workload"]
 
 
 @dataclass(frozen=True)
@@ -50,8 +40,7 @@ class StoredPlatform:
     @property
     def vm(self) -> VmSpec | None:
         """The VM hvbench defined (None natively and for an existing libvirt domain)."""
-        vm = getattr(self.spec, "vm", None)
-        return vm if isinstance(vm, VmSpec) else None
+        return self.spec.guest_vm()
 
 
 def _validate(kinds: Mapping[str, type[BaseModel]], data: dict[str, Any], source: str,
@@ -74,9 +63,12 @@ def load_platform(platform: Mapping[str, Any], source: str = "stored platform"
     naming ``source`` and the field when the definition is not one this version can
     read (a field since removed, a value since renamed, an unknown kind)."""
     data = {k: v for k, v in platform.items() if k != "scenario"}
-    data.setdefault("kind", "qemu")
-    spec: PlatformSpec = _validate(PLATFORM_KINDS, data, source,  # type: ignore[assignment]
-                                   "platform")
+    data.setdefault("kind", DEFAULT_PLATFORM_KIND)
+    # The registered kinds' (hvbench.model.platform), in registration order.
+    classes = {name: kind.spec for name, kind in platform_spec_kinds().items()}
+    spec = _validate(classes, data, source, "platform")
+    if not isinstance(spec, PlatformSpec):
+        raise SpecError(f"{source}: kind: {data['kind']!r} is not a platform kind")
     return StoredPlatform(spec, settings.get(platform, "scenario"))
 
 

@@ -19,7 +19,7 @@ import re
 import tomllib
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -35,7 +35,8 @@ from hvbench.errors import SpecError
 from hvbench.model.lab import DEFAULT_MTU, LabHostSpec, LabSpec, host_name_problems
 from hvbench.model.names import check_name, name_problem
 from hvbench.model.overrides import apply_overrides, blame, parse_override
-from hvbench.model.problems import Loc, TomlLines, Where, did_you_mean, joined, printable
+from hvbench.model.platform import DEFAULT_PLATFORM_KIND, PlatformSpec, platform_spec_kinds
+from hvbench.model.problems import TomlLines, Where, did_you_mean, joined, printable
 from hvbench.model.rates import check_rate, rate_suffix
 from hvbench.model.scenario import ALONE, SCENARIO_NAME_PATTERN, ScenarioSpec
 from hvbench.model.spec import (
@@ -44,7 +45,6 @@ from hvbench.model.spec import (
     aoe_host,
     format_size,
     nbd_host,
-    source_kind,
     spec_error,
 )
 from hvbench.model.workload import StudyChecks, WorkloadSpec, spec_classes, workload_kinds
@@ -142,90 +142,8 @@ class StudySection(_Strict):
         return value
 
 
-class NativeDiskSpec(_Strict):
-    """``disk = { source = ... }`` of a native platform: the storage the host itself
-    measures in place of a file in its scratch directory, the same a guest is given
-    (a host block device ``/dev/...``, or a lab host's NBD export ``nbd:HOST``)."""
-
-    source: str
-
-    @field_validator("source")
-    @classmethod
-    def _check_source(cls, value: str) -> str:
-        kind = source_kind(value)
-        if kind == "image":
-            raise ValueError("expected a host block device (/dev/...) or nbd:HOST")
-        if kind.startswith("aoe"):
-            raise ValueError(f"{value}: this host's kernel has no aoe module, so only a "
-                             "guest can attach an AoE export (initiator = \"guest\")")
-        return value
-
-
-class NativePlatformSpec(_Strict):
-    """The host. ``memory_mib``: its commands run in a memory cgroup limited to that
-    much (a guest's RAM), so a buffered test sees the page cache a guest of that size
-    would; ``disk``: measure that storage instead of a scratch file."""
-
-    kind: Literal["native"] = "native"
-    memory_mib: int | None = Field(default=None, ge=64, le=1 << 20)
-    disk: NativeDiskSpec | None = None
-
-
-class QemuPlatformSpec(_Strict):
-    """A guest: every VmSpec field, plus ``disk`` as a shorthand for one benchmark disk."""
-
-    kind: Literal["qemu"] = "qemu"
-    vm: VmSpec
-
-
-#: A libvirt URI: ``driver[+transport]://[host]/path`` (``qemu:///system``,
-#: ``qemu+ssh://host/system``).
-_URI_RE = r"^[a-z0-9]+(\+[a-z0-9]+)?://[^\s]*$"
-#: A disk's target name in a domain (``vdb``, ``sdb``, ``hdc``).
-_TARGET_RE = r"^[a-z]{2,3}[a-z]{1,2}$"
-
-
-class LibvirtPlatformSpec(_Strict):
-    """A guest run by libvirt: either ``vm`` (hvbench defines a transient domain from the
-    same axes as ``kind = "qemu"``) or ``domain`` (an existing domain of the user's,
-    measured as it is, on the disk ``disk`` (a target such as ``vdb``) or under the
-    guest directory ``path``). A ``disk`` that holds a mounted file system, swap or the
-    guest's root, or whose contents cannot be checked, is refused unless
-    ``destroy_contents`` is true: the study then says the disk's contents may be
-    destroyed."""
-
-    kind: Literal["libvirt"] = "libvirt"
-    uri: str = Field(default="qemu:///system", pattern=_URI_RE)
-    vm: VmSpec | None = None
-    domain: str | None = Field(default=None, min_length=1, max_length=200)
-    disk: str | None = Field(default=None, pattern=_TARGET_RE)
-    path: str | None = Field(default=None, pattern=r"^/[^\s]*$")
-    destroy_contents: bool = False
-
-    @model_validator(mode="after")
-    def _check_mode(self) -> LibvirtPlatformSpec:
-        if (self.vm is None) == (self.domain is None):
-            raise ValueError("give either the guest's axes (hvbench defines the domain) "
-                             "or domain = \"NAME\" (an existing domain), not both")
-        if self.domain is None and (self.disk or self.path):
-            raise ValueError("disk = \"vdb\" / path = \"/dir\" name where an existing "
-                             "domain is measured: they need domain = \"NAME\"")
-        if self.disk and self.path:
-            raise ValueError("give either disk (a target such as vdb) or path, not both")
-        if self.destroy_contents and not self.disk:
-            raise ValueError("destroy_contents = true allows hvbench to destroy what is on "
-                             "an existing domain's disk: it needs disk = \"vdb\"")
-        return self
-
-    @property
-    def existing(self) -> bool:
-        """Whether this measures a domain the user already has."""
-        return self.domain is not None
-
-
 #: The lab host that runs the native platform's web server (added by the runner).
 NATIVE_SERVER_HOST = "native"
-PlatformSpec = NativePlatformSpec | QemuPlatformSpec | LibvirtPlatformSpec
 
 
 def declared_vm(platform: PlatformSpec) -> VmSpec:
@@ -238,11 +156,8 @@ def declared_vm(platform: PlatformSpec) -> VmSpec:
 
 
 def guest_vm(platform: PlatformSpec) -> VmSpec | None:
-    """The VM a platform declares (a qemu guest, a libvirt domain hvbench defines);
-    None natively and for an existing libvirt domain."""
-    if isinstance(platform, NativePlatformSpec):
-        return None
-    return platform.vm
+    """The VM a platform declares (:meth:`PlatformSpec.guest_vm`)."""
+    return platform.guest_vm()
 
 
 @dataclass(frozen=True)
@@ -441,58 +356,20 @@ def _check_variant_name(name: object, where: str | Where) -> None:
         raise SpecError(f"{where}: name {name!r}: {problem}")
 
 
-#: The platform kinds a study may declare.
-PLATFORM_KINDS = ("native", "qemu", "libvirt")
-#: The fields of a native platform besides kind and name.
-NATIVE_FIELDS = ("memory_mib", "disk")
-
-
 def _platform_spec(concrete: dict[str, Any], where: Where) -> PlatformSpec:
-    kind = concrete.pop("kind", "qemu")
-    if kind == "native":
-        extra = sorted(set(concrete) - set(NATIVE_FIELDS))
-        if extra:
-            raise joined([where.error(key, "a native platform takes no fields besides "
-                                           "kind, name, memory_mib and disk"
-                                      + did_you_mean(key, NATIVE_FIELDS)) for key in extra])
-        try:
-            return NativePlatformSpec.model_validate(concrete)
-        except ValidationError as exc:
-            raise spec_error(exc, where, model=NativePlatformSpec) from exc
-    if kind not in PLATFORM_KINDS[1:]:
-        raise where.error("kind", "expected \"native\", \"qemu\" or \"libvirt\", got "
-                                  f"{kind!r}{did_you_mean(str(kind), PLATFORM_KINDS)}")
-    if kind == "libvirt":
-        return _libvirt_spec(concrete, where)
-    return QemuPlatformSpec(vm=_vm_spec(concrete, where))
+    kind = concrete.pop("kind", DEFAULT_PLATFORM_KIND)
+    kinds = platform_spec_kinds()
+    found = kinds.get(kind) if isinstance(kind, str) else None
+    if found is None:
+        raise where.error("kind", f"expected {_alternatives(kinds)}, got "
+                                  f"{kind!r}{did_you_mean(str(kind), list(kinds))}")
+    return found.parse(concrete, where)
 
 
-def _libvirt_spec(concrete: dict[str, Any], where: Where) -> LibvirtPlatformSpec:
-    uri = concrete.pop("uri", None)
-    fields: dict[str, Any] = {} if uri is None else {"uri": uri}
-    if "domain" in concrete:
-        fields.update(concrete)
-    else:
-        fields["vm"] = _vm_spec(concrete, where)
-    try:
-        return LibvirtPlatformSpec.model_validate(fields)
-    except ValidationError as exc:
-        raise spec_error(exc, where, model=LibvirtPlatformSpec) from exc
-
-
-def _vm_spec(concrete: dict[str, Any], where: Where) -> VmSpec:
-    renames: dict[Loc, Loc] = {}
-    for one, many in (("disk", "disks"), ("nic", "nics"), ("filesystem", "filesystems")):
-        if one in concrete:
-            if many in concrete:
-                raise where.error(one, f"give either {one} (one) or {many}, not both")
-            concrete[many] = [concrete.pop(one)]
-            # The study wrote one table: name it as written, not as the model's list.
-            renames[(many, 0)] = (one,)
-    try:
-        return VmSpec.model_validate(concrete)
-    except ValidationError as exc:
-        raise spec_error(exc, where, model=VmSpec, renames=renames) from exc
+def _alternatives(names: Collection[str]) -> str:
+    """``"a", "b" or "c"``: the names quoted, as a message lists what it expected."""
+    quoted = [f'"{name}"' for name in names]
+    return " or ".join(filter(None, (", ".join(quoted[:-1]), *quoted[-1:])))
 
 
 def _workload_spec(concrete: dict[str, Any], where: Where) -> WorkloadSpec:
@@ -580,7 +457,10 @@ def _value_lists(section: str, entry: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _default_name(section: str, entry: Mapping[str, Any]) -> str:
     if section == "platform":
-        return "native" if entry.get("kind") == "native" else "qemu"
+        found = platform_spec_kinds().get(str(entry.get("kind", DEFAULT_PLATFORM_KIND)))
+        # An unknown kind is refused when the entry is validated; the default kind's
+        # name is a stand-in.
+        return found.default_name if found is not None else DEFAULT_PLATFORM_KIND
     kind = workload_kinds().get(str(entry.get("kind", DEFAULT_WORKLOAD_KIND)))
     # An unknown kind is refused when the entry is validated; the name is a stand-in.
     return kind.default_name(entry) if kind is not None else str(entry.get("kind"))
@@ -712,14 +592,15 @@ def _check_ab(section: StudySection, platforms: Sequence[Variant[PlatformSpec]],
 def _cells(platforms: Sequence[Variant[PlatformSpec]],
            workloads: Sequence[Variant[WorkloadSpec]],
            scenarios: Sequence[Variant[ScenarioSpec]]) -> Iterator[Cell]:
-    """Every platform x workload alone, and every qemu one in each scenario that applies
+    """Every platform x workload alone, and every one whose kind hosts scenarios (qemu:
+    :attr:`PlatformSpec.HOSTS_SCENARIOS`) in each scenario that applies
     to the workload (lifecycle and propagation boot their own guests: alone only)."""
     for p in platforms:
         for w in workloads:
             if not cell_exists(p.spec, w.spec):
                 continue
             yield Cell(f"{p.name}/{w.name}", p, w)
-            if not isinstance(p.spec, QemuPlatformSpec) or w.spec.SELF_BOOTING:
+            if not p.spec.HOSTS_SCENARIOS or w.spec.SELF_BOOTING:
                 continue
             for sc in scenarios:
                 wanted = sc.spec.workloads
@@ -932,17 +813,6 @@ def _with_repositories(lab: LabSpec, workloads: Sequence[Variant[WorkloadSpec]])
     return lab if len(hosts) == len(lab.hosts) else lab.model_copy(update={"hosts": tuple(hosts)})
 
 
-def platform_sources(spec: PlatformSpec) -> list[tuple[str, DiskSpec | None, str]]:
-    """Each disk source a platform names, as ``(field, guest disk or None natively,
-    source)``: the field as the study spells it (``disk.source``, ``disks[1].source``)."""
-    if isinstance(spec, NativePlatformSpec):
-        return [("disk.source", None, spec.disk.source)] if spec.disk is not None else []
-    vm = guest_vm(spec)
-    disks = vm.disks if vm is not None else ()
-    return [("disk.source" if len(disks) == 1 else f"disks[{i}].source", d, d.source)
-            for i, d in enumerate(disks) if d.source is not None]
-
-
 def nbd_exports(platforms: Sequence[Variant[PlatformSpec]],
                 host_of: Callable[[str | None], str | None] = nbd_host) -> dict[str, DiskSpec]:
     """Lab host -> the export it serves (the first guest disk naming it gives size,
@@ -950,7 +820,7 @@ def nbd_exports(platforms: Sequence[Variant[PlatformSpec]],
     ``host_of``: :func:`nbd_host` for NBD exports, :func:`aoe_host` for AoE ones."""
     exports: dict[str, DiskSpec] = {}
     found = [(host_of(source), disk) for v in platforms
-             for _, disk, source in platform_sources(v.spec)]
+             for _, disk, source in v.spec.disk_sources()]
     for host, disk in found:
         if host is not None and disk is not None:
             exports.setdefault(host, disk)
@@ -976,10 +846,10 @@ def check_lab_mtu(platforms: Sequence[Variant[PlatformSpec]], lab: LabSpec | Non
         taps = [nic for nic in (vm.nics if vm is not None else ()) if nic.backend == "tap"]
         if not taps:
             continue
-        if isinstance(variant.spec, LibvirtPlatformSpec):
-            raise SpecError(f"{path}: [lab] mtu {lab.mtu}: platform {variant.name} is a "
-                            "libvirt domain, whose NIC MTU hvbench does not set; use "
-                            "kind = \"qemu\" or the default mtu")
+        if not variant.spec.SETS_NIC_MTU:
+            raise SpecError(f"{path}: [lab] mtu {lab.mtu}: platform {variant.name} is "
+                            f"kind = \"{variant.spec.kind}\", whose NIC MTU hvbench does "
+                            "not set; use kind = \"qemu\" or the default mtu")
         for nic in taps:
             if nic.model in NO_JUMBO_NICS:
                 raise SpecError(f"{path}: [lab] mtu {lab.mtu}: platform {variant.name}: "
@@ -996,7 +866,7 @@ def check_storage_sources(platforms: Sequence[Variant[PlatformSpec]], lab: LabSp
     hosts = {h.name for h in lab.hosts} if lab else set()
     seen: dict[str, tuple[str, tuple[int, str, str]]] = {}
     for variant in platforms:
-        for field, disk, source in platform_sources(variant.spec):
+        for field, disk, source in variant.spec.disk_sources():
             host = nbd_host(source) or aoe_host(source)
             if host is None:
                 continue

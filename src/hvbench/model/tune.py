@@ -27,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from hvbench.errors import SpecError
 from hvbench.model import settings
-from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml, check_libvirt_spec
+from hvbench.model.libvirt_xml import DomainPlan, build_domain_xml
+from hvbench.model.platform import PlatformSpec
 from hvbench.model.problems import did_you_mean
 from hvbench.model.qemu_argv import LaunchPlan, io_args
 from hvbench.model.spec import (
@@ -36,10 +37,6 @@ from hvbench.model.spec import (
 )
 from hvbench.model.study import (
     Cell,
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
-    QemuPlatformSpec,
     Study,
     Variant,
     matches_filter,
@@ -233,12 +230,8 @@ class TuneSpec:
         return tuple(Cell(f"{variant.name}/{w.name}", variant, w) for w in self.workloads)
 
 
-def _vm(spec: Any) -> VmSpec | None:
-    if isinstance(spec, QemuPlatformSpec):
-        return spec.vm
-    if isinstance(spec, LibvirtPlatformSpec):
-        return spec.vm
-    return None
+def _vm(spec: PlatformSpec) -> VmSpec | None:
+    return spec.guest_vm()
 
 
 def params_of(spec: Any, axes: Sequence[str]) -> Params:
@@ -279,10 +272,7 @@ def trial_variant(spec: TuneSpec, params: Params) -> Variant[PlatformSpec]:
         new_vm = VmSpec.model_validate(dumped)
     except ValidationError as exc:
         raise spec_error(exc, f"{spec.study.path}: tune ({_params_text(params)})") from exc
-    platform: Any = (QemuPlatformSpec(vm=new_vm) if isinstance(spec.base.spec, QemuPlatformSpec)
-                     else spec.base.spec.model_copy(update={"vm": new_vm}))
-    if isinstance(platform, LibvirtPlatformSpec):
-        check_libvirt_spec(new_vm)
+    platform = spec.base.spec.with_vm(new_vm)
     return Variant(trial_name(spec.base.name, params), platform, values)
 
 
@@ -351,7 +341,7 @@ def _check_axes(axes: Mapping[str, Any], where: str, allow_unsafe: bool
 
 def _base_platform(study: Study) -> tuple[Variant[PlatformSpec], Variant[PlatformSpec] | None]:
     guests = [p for p in study.platforms if _vm(p.spec) is not None]
-    natives = [p for p in study.platforms if isinstance(p.spec, NativePlatformSpec)]
+    natives = [p for p in study.platforms if p.spec.IS_HOST]
     others = [p for p in study.platforms if p not in guests and p not in natives]
     if len(guests) != 1 or others:
         raise SpecError(f"{study.path}: platform: a tune file declares one guest platform "
@@ -498,8 +488,7 @@ def platform_toml(variant: Variant[PlatformSpec], name: str = "tuned") -> str:
         raise SpecError(f"platform {variant.name}: not a guest")
     dumped = _apply(vm.model_dump(mode="json", exclude_defaults=True), variant.values.items())
     lines = ["[[platform]]", f'kind = "{spec.kind}"', f'name = "{name}"']
-    if isinstance(spec, LibvirtPlatformSpec):
-        lines.append(f"uri = {toml_value(spec.uri)}")
+    lines += [f"{key} = {toml_value(value)}" for key, value in spec.location_fields().items()]
     lines += [f"{key} = {toml_value(value)}" for key, value in dumped.items()]
     return "\n".join(lines) + "\n"
 

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
-from hvbench.errors import HvbenchError
 from hvbench.model.rates import Rate
+from hvbench.model.registry import register_once
 
 if TYPE_CHECKING:
     from hvbench.model.lab import LabHostSpec, LabSpec
+    from hvbench.model.platform import PlatformSpec
     from hvbench.model.scenario import ScenarioSpec
-    from hvbench.model.study import Cell, PlatformSpec, Study, Variant
+    from hvbench.model.study import Cell, Study, Variant
 
 
 class WorkloadSpec(BaseModel):
@@ -168,10 +169,7 @@ def register_workload_kind(kind: WorkloadKind) -> None:
     """Make the study parser read ``kind = "<kind.name>"`` entries with ``kind``.
     Registering the same name again with another kind raises :class:`HvbenchError`
     (two packages claim one kind); the same registration again does nothing."""
-    known = _KINDS.get(kind.name)
-    if known is not None and known != kind:
-        raise HvbenchError(f"internal: workload kind {kind.name!r} is registered twice")
-    _KINDS[kind.name] = kind
+    register_once(_KINDS, kind.name, kind, "workload kind")
 
 
 def workload_kinds() -> Mapping[str, WorkloadKind]:

@@ -33,8 +33,9 @@ class Platform(Protocol):
     """A place where a workload runs: the host itself or a guest.
 
     Everything the runner, the lab session and the monitors ask of a platform is here,
-    so a new platform kind (libvirt, a remote host) is one new class plus one entry in
-    :data:`hvbench.platforms.kinds.PLATFORM_KINDS`; callers never test its type.
+    so a new platform kind (libvirt, a remote host) is one new class plus the kind
+    package that registers how to build it
+    (:func:`hvbench.platforms.kinds.register_platform_kind`); callers never test its type.
     """
 
     name: str

@@ -1,38 +1,31 @@
 """Platform kinds: a study's ``[[platform]] kind`` -> how to build that platform.
 
-The one place that knows which class runs which platform spec. A new kind (libvirt, a
-remote host) is one class implementing :class:`~hvbench.platforms.base.Platform` and
-one :class:`PlatformKind` entry in :data:`PLATFORM_KINDS`.
+The core finds how to build, check and preview a platform spec through the registry
+here. A kind package of :mod:`hvbench.kinds` (``native``, ``qemu``, ``libvirt``)
+registers its :class:`PlatformKind` with :func:`register_platform_kind`; its spec is
+registered with the study parser in :mod:`hvbench.model.platform`. The classes that run
+a platform (:class:`~hvbench.platforms.base.Platform`) stay in this package: the lab,
+the runner and the workload kinds that boot their own guests use them too.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
-
-from pydantic import BaseModel
+from typing import Protocol, TypeVar
 
 from hvbench.errors import HvbenchError, SpecError
+from hvbench.model.platform import PlatformSpec
+from hvbench.model.registry import register_once
 from hvbench.model.spec import VmSpec
-from hvbench.model.study import (
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
-    QemuPlatformSpec,
-)
-from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.base import Platform
-from hvbench.platforms.libvirt import LibvirtPlatform, check_existing_domain
-from hvbench.platforms.native import NativePlatform
-from hvbench.platforms.qemu import QemuPlatform
 
 #: Rewrites a guest's VM spec before it is built (the lab wires its NICs and resolves
 #: its NBD disk sources).
 Wiring = Callable[[VmSpec], VmSpec]
 #: A disk source as the run's lab resolves it (``nbd:HOST`` -> ``nbd://...``).
 Resolver = Callable[[str | None], str | None]
-_Spec = TypeVar("_Spec", bound=BaseModel)
+_Spec = TypeVar("_Spec", bound=PlatformSpec)
 
 
 class PlatformKind(Protocol):
@@ -47,23 +40,13 @@ class PlatformKind(Protocol):
         sees it, ``key`` (``vm`` or ``vm@scenario``)."""
         ...
 
-    def vm(self, spec: Any) -> VmSpec | None:
-        """The VM a guest kind declares (lifecycle and propagation boot copies of it);
-        None for the host."""
-        ...
-
-    def attached(self, spec: Any) -> bool:
-        """True for a running guest of the user's that hvbench attaches to: it is never
-        booted, stopped or changed, and attaching is no boot."""
-        ...
-
-    def check(self, spec: Any, *, name: str) -> None:
+    def check(self, spec: PlatformSpec, *, name: str) -> None:
         """Before a run is created: what platform ``name`` points at outside hvbench (an
         existing domain and its disk) exists and may be used. Changes nothing. Raises
         :class:`SpecError` in one line naming what is wrong (and what exists)."""
         ...
 
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
+    def build(self, spec: PlatformSpec, *, name: str, wire: Wiring | None = None,
               resolve: Resolver | None = None) -> Platform:
         """A platform for ``spec``, not started. May run the KVM probe (``auto``:
         up to 20 s when no verdict is cached). ``resolve`` resolves a host platform's
@@ -71,106 +54,48 @@ class PlatformKind(Protocol):
         server. Raises :class:`HostError` for an accelerator the host lacks."""
         ...
 
+    def preview(self, spec: PlatformSpec, *, name: str) -> list[str]:
+        """What ``hvbench show`` prints for platform variant ``name``: a comment line,
+        then what it would launch (an argv, one option per line, or a domain's XML).
+        Starts nothing; reads the cached KVM verdict and the guest image's paths."""
+        ...
 
-def _typed(spec: Any, model: type[_Spec]) -> _Spec:
+
+def typed_spec(spec: PlatformSpec, model: type[_Spec]) -> _Spec:
+    """``spec`` as its kind's class. Raises :class:`HvbenchError` when a kind is handed
+    another kind's spec (a registry mix-up, not bad input)."""
     if not isinstance(spec, model):
         raise HvbenchError(f"internal: a {type(spec).__name__} is not a {model.__name__}")
     return spec
 
 
-class QemuKind:
-    """A QEMU guest from the platform's VM spec."""
-
-    kind = "qemu"
-    is_guest = True
-
-    def instance_name(self, variant: str, key: str) -> str:
-        return f"hvbench-{os.getpid()}-{key[:20]}"
-
-    def vm(self, spec: Any) -> VmSpec | None:
-        return _typed(spec, QemuPlatformSpec).vm
-
-    def attached(self, spec: Any) -> bool:
-        return False
-
-    def check(self, spec: Any, *, name: str) -> None:
-        """Nothing outside hvbench: the guest is hvbench's own."""
-
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
-              resolve: Resolver | None = None) -> Platform:
-        vm = _typed(spec, QemuPlatformSpec).vm
-        if wire is not None:
-            vm = wire(vm)
-        return QemuPlatform(vm, name=name, accel_choice=choose_accel(vm))
+def guest_instance_name(key: str) -> str:
+    """The name of a guest hvbench boots for platform ``key`` (``vm`` or
+    ``vm@scenario``): this process's, so that two runs never share one."""
+    return f"hvbench-{os.getpid()}-{key[:20]}"
 
 
-class LibvirtKind(QemuKind):
-    """A libvirt domain: a transient one from the platform's VM spec (named like a qemu
-    guest), or the user's own existing domain (``domain = "NAME"``, never booted or
-    changed by hvbench)."""
-
-    kind = "libvirt"
-
-    def vm(self, spec: Any) -> VmSpec | None:
-        return _typed(spec, LibvirtPlatformSpec).vm
-
-    def attached(self, spec: Any) -> bool:
-        return _typed(spec, LibvirtPlatformSpec).existing
-
-    def check(self, spec: Any, *, name: str) -> None:
-        """An existing domain: :func:`~hvbench.platforms.libvirt.check_existing_domain`
-        (attaches and lets go; agent commands up to 30 s each)."""
-        typed = _typed(spec, LibvirtPlatformSpec)
-        if typed.existing:
-            check_existing_domain(typed, name=name)
-
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
-              resolve: Resolver | None = None) -> Platform:
-        typed = _typed(spec, LibvirtPlatformSpec)
-        if typed.vm is None:
-            return LibvirtPlatform(typed, name=name)
-        vm = wire(typed.vm) if wire is not None else typed.vm
-        return LibvirtPlatform(typed.model_copy(update={"vm": vm}), name=name,
-                               accel_choice=choose_accel(vm))
+#: Every registered kind by ``kind`` value, in registration order.
+_KINDS: dict[str, PlatformKind] = {}
 
 
-class NativeKind:
-    """The host itself."""
-
-    kind = "native"
-    is_guest = False
-
-    def instance_name(self, variant: str, key: str) -> str:
-        return variant
-
-    def vm(self, spec: Any) -> VmSpec | None:
-        return None
-
-    def attached(self, spec: Any) -> bool:
-        return False
-
-    def check(self, spec: Any, *, name: str) -> None:
-        """Host devices are checked by the runner (:func:`check_devices`)."""
-
-    def build(self, spec: Any, *, name: str, wire: Wiring | None = None,
-              resolve: Resolver | None = None) -> Platform:
-        typed = _typed(spec, NativePlatformSpec)
-        source = typed.disk.source if typed.disk is not None else None
-        if resolve is not None:
-            source = resolve(source)
-        return NativePlatform(name=name, disk_source=source, memory_mib=typed.memory_mib)
+def register_platform_kind(kind: PlatformKind) -> None:
+    """Make the runner build ``kind = "<kind.kind>"`` platforms with ``kind``. The same
+    registration again does nothing; another under a taken name raises
+    :class:`HvbenchError`."""
+    register_once(_KINDS, kind.kind, kind, "platform kind")
 
 
-PLATFORM_KINDS: Mapping[str, PlatformKind] = {
-    "qemu": QemuKind(), "native": NativeKind(), "libvirt": LibvirtKind(),
-}
+def platform_kinds() -> Mapping[str, PlatformKind]:
+    """The registered kinds by name, in registration order."""
+    return dict(_KINDS)
 
 
 def platform_kind(spec: PlatformSpec) -> PlatformKind:
     """The kind of platform spec ``spec`` (by its ``kind`` field). Raises
     :class:`SpecError` for a kind no class implements."""
-    found = PLATFORM_KINDS.get(spec.kind)
+    found = _KINDS.get(spec.kind)
     if found is None:
         raise SpecError(f"platform kind {spec.kind!r}: expected one of "
-                        f"{', '.join(PLATFORM_KINDS)}")
+                        f"{', '.join(_KINDS)}")
     return found

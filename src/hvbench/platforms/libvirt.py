@@ -31,7 +31,7 @@ import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import libvirt
 import libvirt_qemu
@@ -51,7 +51,6 @@ from hvbench.model.libvirt_xml import (
 )
 from hvbench.model.qemu_argv import disk_serial
 from hvbench.model.spec import PREALLOCATION, NicSpec, VmSpec
-from hvbench.model.study import LibvirtPlatformSpec
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.guest_disk import PROBE_SCRIPT, disk_usage, parse_probe
@@ -165,6 +164,32 @@ class LibvirtAgent(GuestAgent):
             self.execute("guest-shutdown", {"mode": "powerdown"}, timeout=5)
 
 
+
+class LibvirtTarget(Protocol):
+    """What a libvirt platform reads of its spec (the libvirt kind's, in
+    :mod:`hvbench.kinds.libvirt`): where libvirt runs, and either the VM hvbench
+    defines or the user's existing domain with the disk or directory to measure."""
+
+    @property
+    def uri(self) -> str: ...
+    @property
+    def vm(self) -> VmSpec | None: ...
+    @property
+    def domain(self) -> str | None: ...
+    @property
+    def disk(self) -> str | None: ...
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def destroy_contents(self) -> bool: ...
+    @property
+    def existing(self) -> bool: ...
+
+    def model_dump(self, *, mode: str = "python") -> dict[str, Any]:
+        """The spec as the store dumps it (``mode = "json"``)."""
+        ...
+
+
 class LibvirtPlatform(StartStop):
     """A libvirt guest: a transient domain hvbench defines, or the user's own.
 
@@ -178,7 +203,7 @@ class LibvirtPlatform(StartStop):
     kind = "libvirt"
     is_guest = True
 
-    def __init__(self, spec: LibvirtPlatformSpec, *, name: str,
+    def __init__(self, spec: LibvirtTarget, *, name: str,
                  accel_choice: AccelChoice | None = None, image: GuestImage | None = None,
                  boot_timeout: float = DEFAULT_BOOT_TIMEOUT,
                  registry: ProcessRegistry = REGISTRY) -> None:
@@ -611,7 +636,7 @@ class LibvirtPlatform(StartStop):
                 domain.undefine()
 
 
-def check_existing_domain(spec: LibvirtPlatformSpec, *, name: str) -> None:
+def check_existing_domain(spec: LibvirtTarget, *, name: str) -> None:
     """Attach to the existing domain ``spec`` names and let it go again: it is defined
     and running, has the named disk, its agent answers, fio and iperf3 are there, and
     the disk is one hvbench may write (:meth:`LibvirtPlatform.start`). Nothing in the

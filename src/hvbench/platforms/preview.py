@@ -11,6 +11,8 @@ this boot, and TCG when there is none (what a run would choose without a usable 
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hvbench.host import facts
@@ -103,3 +105,14 @@ def domain_xml(vm: VmSpec, name: str, accel: ResolvedAccel, files: GuestFiles) -
                         for i, n in enumerate(vm.nics)),
         macs=tuple(n.mac or f"52:54:01:00:00:{i:02x}" for i, n in enumerate(vm.nics)))
     return build_domain_xml(plan)
+
+
+def argv_lines(argv: Sequence[str]) -> list[str]:
+    """``argv`` as a shell command, one option and its value per line (pure)."""
+    lines: list[str] = [shlex.quote(argv[0])] if argv else []
+    for arg in argv[1:]:
+        if arg.startswith("-") or len(lines) == 1:
+            lines.append(shlex.quote(arg))
+        else:
+            lines[-1] += " " + shlex.quote(arg)
+    return [line + " \\" for line in lines[:-1]] + lines[-1:]

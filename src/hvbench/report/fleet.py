@@ -26,6 +26,7 @@ from hvbench.analysis.fleet_verdict import (
 )
 from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
+from hvbench.model.platform import is_host_kind
 from hvbench.report.text import TextTable
 from hvbench.store.database import Store
 
@@ -87,7 +88,7 @@ def load_fleet_report(store: Store, fleet_id: str) -> FleetReport:
                             len(store.failures(r.id))) for r in runs)
     rows = {h.host: store.measurements(h.run_id) for h in hosts}
     natives = {c.platform_name for h in hosts for c in store.cells(h.run_id)
-               if c.identity.platform_kind == "native"}
+               if is_host_kind(c.identity.platform_kind)}
     main = main_rows(rows, natives)
     return FleetReport(fleet_id, hosts, tuple(host_spread(rows)), tuple(main),
                        host_verdict(main, [h.host for h in hosts]))

@@ -45,6 +45,7 @@ from hvbench.model.libvirt_xml import (
     io_lines,
     io_settings,
 )
+from hvbench.model.platform import is_host_kind
 from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
 from hvbench.model.study import parse_study, repetition_rule
 from hvbench.report.precision import precision_line
@@ -230,7 +231,7 @@ def natives_of(cells: Iterable[CellRow]) -> dict[str, str | None]:
     natives: dict[str, str | None] = {}
     for cell in cells:
         natives.setdefault(cell.workload_name, None)
-        if cell.identity.platform_kind == "native" and natives[cell.workload_name] is None:
+        if is_host_kind(cell.identity.platform_kind) and natives[cell.workload_name] is None:
             natives[cell.workload_name] = cell.platform_name
     return natives
 

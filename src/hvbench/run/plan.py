@@ -162,8 +162,7 @@ def _needs_platform(group: Sequence[PlannedItem]) -> bool:
 
 
 def _attached(group: Sequence[PlannedItem]) -> bool:
-    spec = group[0].cell.platform.spec
-    return platform_kind(spec).attached(spec)
+    return group[0].cell.platform.spec.attached()
 
 
 def platform_boots(group: Sequence[PlannedItem]) -> int:
@@ -217,7 +216,7 @@ def plan_study(study: Study, store: Store | None = None, *,
         attaches += platform_attaches(group)
     attached = tuple(dict.fromkeys(
         c.platform.name for c in study.cells
-        if platform_kind(c.platform.spec).attached(c.platform.spec)))
+        if c.platform.spec.attached()))
     estimate = sum(seconds[item.cell.name] for item in items) + boots * BOOT_ESTIMATE_S
     return StudyPlan(
         estimate_max_s=_adaptive_max_s(study, done, seconds, estimate),

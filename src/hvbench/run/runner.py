@@ -45,7 +45,6 @@ from hvbench.model.study import (
     Study,
     base_rounds,
     keep_cells,
-    platform_sources,
     raw_file_sizes,
     repetition_rule,
     with_repetitions,
@@ -524,8 +523,7 @@ def _host_config(platform: Platform | None) -> list[RawRecord]:
 
 def _attached(item: PlannedItem) -> bool:
     """Whether the item's platform is an existing guest attached to, not booted."""
-    spec = item.cell.platform.spec
-    return platform_kind(spec).attached(spec)
+    return item.cell.platform.spec.attached()
 
 
 def _boot_phases(platform: Platform) -> list[MeasurementRecord]:
@@ -690,7 +688,7 @@ def check_devices(study: Study) -> None:
     and the device."""
     platforms = {c.platform.name: c.platform for c in study.cells}
     for name, variant in platforms.items():
-        for field, _, source in platform_sources(variant.spec):
+        for field, _, source in variant.spec.disk_sources():
             if source_kind(source) != "device":
                 continue
             what = f"{study.path}: platform {name}: {field}"

@@ -72,7 +72,8 @@ from hvbench.errors import SpecError
 from hvbench.host import facts, interrupt
 from hvbench.host.inputs import read_text_input
 from hvbench.host.paths import work_dir
-from hvbench.model.study import PlatformSpec, Variant
+from hvbench.model.platform import PlatformSpec, is_host_kind
+from hvbench.model.study import Variant
 from hvbench.model.tune import Params, TuneSpec, params_of_definition, parse_tune
 from hvbench.run.cells.registry import kind_of
 from hvbench.run.lab_session import LabSession
@@ -557,7 +558,7 @@ def diagnosis_seeds(store: Store, run_id: str, spec: TuneSpec) -> Seeds:
         cells = store.cells(run_id)
         rows = store.measurements(run_id)
         natives = {c.workload_name: c.platform_name for c in cells
-                   if c.identity.platform_kind == "native"}
+                   if is_host_kind(c.identity.platform_kind)}
         definitions = {(c.platform_name, c.workload_name): (c.platform, c.workload)
                        for c in cells}
         stats = [s for s in phase_stats(rows)

@@ -41,12 +41,9 @@ from hvbench.host.caches import drop_host_caches
 from hvbench.host.inputs import decode_text, read_text_input
 from hvbench.host.paths import work_dir
 from hvbench.kinds.disk.spec import DiskWorkloadSpec
+from hvbench.model.platform import PlatformSpec
 from hvbench.model.qemu_argv import guest_share_mount
 from hvbench.model.study import (
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
-    QemuPlatformSpec,
     disk_for,
 )
 from hvbench.platforms.base import BenchDisk, ExecResult, Platform, SharedDirs
@@ -430,20 +427,21 @@ EXT4_OVERHEAD = 0.1
 _PARSE_ONLY_TIMEOUT_S = 30.0
 
 
-def _load_time_target(spec: DiskWorkloadSpec, platform: PlatformSpec,
+def _load_time_target(spec: DiskWorkloadSpec, platform: PlatformSpec | None,
                       ) -> tuple[JobTarget, int | None, bool]:
     """The target a cell will use, the space it will have (None: unknown) and whether it
-    runs natively, as far as they are known before anything starts."""
-    if isinstance(platform, LibvirtPlatformSpec) and platform.existing:
-        where = platform.path or GUEST_MOUNT
+    runs natively (so it does without a platform), as far as they are known before
+    anything starts."""
+    if platform is not None and platform.attached():
+        where = platform.attached_path() or GUEST_MOUNT
         return JobTarget(where, f"{where}/hvbench.dat", spec.target == "device"), None, False
+    native = platform is None or platform.IS_HOST
     if spec.target == "filesystem":
         # The share's free space is the host directory's, known only once the study
         # resolves it: the run checks it (plan_job_file, stat -f on the target).
-        native = isinstance(platform, NativePlatformSpec)
         where = str(work_dir()) if native else guest_share_mount(0)
         return JobTarget(where, f"{where}/hvbench.dat", False), None, native
-    if isinstance(platform, QemuPlatformSpec | LibvirtPlatformSpec):
+    if platform is not None and not native:
         disk = disk_for(platform)
         size = disk.size if disk is not None else None
         if spec.target == "device":
@@ -523,7 +521,7 @@ def check_job_file(spec: DiskWorkloadSpec, study_path: str,
     text = job_file_text(spec, study_path).decode()
     sections = parse_job_text(text, source, _no_include(source))
     _fio_parse_only(sections, spec, source)
-    target, available, native = _load_time_target(spec, platform or NativePlatformSpec())
+    target, available, native = _load_time_target(spec, platform)
     rewrite = rewrite_jobs(sections, target, _overrides(spec), env=target_env(target),
                            native=native, host_paths=spec.host_paths, source=source)
     if available is not None:

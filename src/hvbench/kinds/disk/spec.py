@@ -14,8 +14,6 @@ from hvbench.model.spec import ByteSize, format_size
 from hvbench.model.study import (
     Cell,
     Duration,
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
     Study,
     guest_vm,
 )
@@ -124,9 +122,10 @@ def check_cache_rule(cell: Cell, host_memory_bytes: int) -> None:
     platform = cell.platform.spec
     vm = guest_vm(platform)
     ram = vm.memory_mib << 20 if vm is not None else host_memory_bytes
-    if isinstance(platform, NativePlatformSpec) and platform.memory_mib is not None:
+    limit = platform.memory_limit_mib()
+    if limit is not None:
         # The native side's page cache is bounded by its memory cgroup.
-        ram = platform.memory_mib << 20
+        ram = limit << 20
     if workload.file_size < 2 * ram:
         raise SpecError(
             f"cell {cell.name}: file_size {format_size(workload.file_size)} is smaller than "
@@ -139,9 +138,10 @@ def check_native_source_cell(cell: Cell, path: str) -> None:
     """A native platform with a disk source measures it raw: its disk workloads need
     ``target = "device"`` (hvbench formats no host device). Raises :class:`SpecError`."""
     platform, workload = cell.platform.spec, cell.workload.spec
-    if isinstance(platform, NativePlatformSpec) and platform.disk is not None and \
+    device = platform.host_device()
+    if device is not None and \
             isinstance(workload, DiskWorkloadSpec) and workload.target != "device":
-        raise SpecError(f"{path}: cell {cell.name}: disk.source {platform.disk.source}: the "
+        raise SpecError(f"{path}: cell {cell.name}: disk.source {device}: the "
                         "host measures its device raw: set target = \"device\" (hvbench "
                         "makes no file system on a host device)")
 
@@ -159,7 +159,7 @@ def check_filesystem_cell(cell: Cell, path: str) -> None:
         return
     platform = cell.platform.spec
     where = f"{path}: platform {cell.platform.name}: workload {cell.workload.name}"
-    if isinstance(platform, LibvirtPlatformSpec):
+    if not platform.IS_HOST and not platform.SERVES_SHARES:
         raise SpecError(f"{where}: target = \"filesystem\" needs a virtio-fs share, "
                         "which hvbench serves to kind = \"qemu\" guests only; expected "
                         "kind = \"qemu\" with filesystem = { cache = \"auto\" }")
@@ -202,5 +202,5 @@ def check_cell(cell: Cell, checks: StudyChecks) -> None:
 def check_study(study: Study) -> None:
     """The host measures one shared directory for every ``target = "filesystem"`` cell."""
     for cell in study.cells:
-        if _is_share_cell(cell) and isinstance(cell.platform.spec, NativePlatformSpec):
+        if _is_share_cell(cell) and cell.platform.spec.IS_HOST:
             native_share_dir(study, cell.workload.name)

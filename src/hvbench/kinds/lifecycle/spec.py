@@ -8,8 +8,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from hvbench.model.platform import PlatformSpec
 from hvbench.model.spec import ByteSize
-from hvbench.model.study import PlatformSpec, guest_vm
+from hvbench.model.study import guest_vm
 from hvbench.model.workload import WorkloadSpec
 from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
 

@@ -9,11 +9,9 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from hvbench.errors import SpecError
+from hvbench.model.platform import PlatformSpec
 from hvbench.model.study import (
     Cell,
-    LibvirtPlatformSpec,
-    NativePlatformSpec,
-    PlatformSpec,
     guest_vm,
     require_nic,
 )
@@ -67,11 +65,7 @@ class NetworkWorkloadSpec(WorkloadSpec):
     def runs_on(self, platform: PlatformSpec) -> bool:
         """Guest-to-guest traffic has no native counterpart, and hvbench peers no
         existing libvirt domain."""
-        if isinstance(platform, LibvirtPlatformSpec) and not platform.existing:
-            return True
-        if isinstance(platform, NativePlatformSpec | LibvirtPlatformSpec):
-            return self.peer != "guest"
-        return True
+        return platform.guest_vm() is not None or self.peer != "guest"
 
     def needs_lab(self) -> bool:
         return True

@@ -9,8 +9,9 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from hvbench.model.lab import LabHostSpec, parse_rate
+from hvbench.model.platform import PlatformSpec
 from hvbench.model.spec import ByteSize
-from hvbench.model.study import PlatformSpec, guest_vm
+from hvbench.model.study import guest_vm
 from hvbench.model.workload import WorkloadSpec
 
 #: The phases of one propagation, in order (seed 000 §5.1 plus the VM's termination).

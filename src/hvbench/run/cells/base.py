@@ -26,7 +26,6 @@ from hvbench.model.workload import WorkloadSpec
 from hvbench.monitors.sampler import MonitorResult
 from hvbench.monitors.session import PhaseMonitors, monitors_for
 from hvbench.platforms.base import Platform
-from hvbench.platforms.kinds import platform_kind
 from hvbench.run.lab_session import LabSession
 from hvbench.run.scenario import ScenarioRun
 from hvbench.store.records import MeasurementRecord, RawRecord, SampleRecord
@@ -333,7 +332,7 @@ def vhost_records(platform: Platform, phases: Sequence[str]) -> list[Measurement
 def guest_vm_of(cell: Cell) -> VmSpec:
     """The VM spec a self-booting cell boots copies of. Raises :class:`SpecError` for a
     platform that declares none (the host)."""
-    vm = platform_kind(cell.platform.spec).vm(cell.platform.spec)
+    vm = cell.platform.spec.guest_vm()
     if vm is None:
         raise SpecError(f"cell {cell.name}: {cell.workload.spec.kind} needs a qemu platform")
     return vm
