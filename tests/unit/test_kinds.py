@@ -13,7 +13,7 @@ from hvbench.kinds.disk.cell import DiskCell
 from hvbench.kinds.network.cell import NetworkCell
 from hvbench.model.study import parse_study
 from hvbench.model.tune import NIC_AXES, NIC_KINDS, default_axes
-from hvbench.model.workload import spec_classes
+from hvbench.model.workload import IdentityFacts, identity_facts, spec_classes
 from hvbench.run.cells import registry
 
 
@@ -48,3 +48,17 @@ def test_tune_searches_the_nic_axes_for_the_kinds_that_measure_it() -> None:
                         '[[workload]]\nname = "w"\nkind = "web"\nfile_kb = [1]\n',
                         "s.toml", 24 << 30)
     assert set(default_axes(study, (), allow_unsafe=False)) == set(NIC_AXES)
+
+
+@pytest.mark.parametrize(("workload", "facts"), [
+    # a definition without ``kind`` is a disk's; lifecycle fields missing take the defaults
+    ({"file_size": 1 << 30}, IdentityFacts(file_size=1 << 30)),
+    ({"kind": "lifecycle", "image_size": 64 << 20},
+     IdentityFacts(method="raw-copy", image_size=64 << 20)),
+    ({"kind": "propagation", "method": "", "image_size": 1.0}, IdentityFacts(image_size=1)),
+    ({"kind": "web", "file_size": 7}, IdentityFacts()),
+    ({"kind": "gone", "image_size": 7}, IdentityFacts())])
+def test_a_kind_declares_its_identity_facts(workload: dict[str, object],
+                                           facts: IdentityFacts) -> None:
+    install()
+    assert identity_facts(workload) == facts

@@ -17,7 +17,7 @@ from hvbench.model.study import (
     Study,
     guest_vm,
 )
-from hvbench.model.workload import StudyChecks, WorkloadSpec
+from hvbench.model.workload import IdentityFacts, StudyChecks, WorkloadSpec, stored_int
 
 DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
 #: The phases of each profile, in the order they run (later phases reuse earlier files).
@@ -103,6 +103,11 @@ class DiskWorkloadSpec(WorkloadSpec):
     def raw_device_bytes(self) -> int | None:
         """``file_size`` when the workload runs on the raw benchmark disk."""
         return self.file_size if self.target == "device" else None
+
+
+def identity(workload: Mapping[str, Any]) -> IdentityFacts:
+    """A stored disk definition's identity fact: its test file's size."""
+    return IdentityFacts(file_size=stored_int(workload.get("file_size")))
 
 
 def default_name(entry: Mapping[str, Any]) -> str:

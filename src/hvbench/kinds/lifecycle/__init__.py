@@ -9,7 +9,8 @@ from hvbench.kinds.lifecycle.cell import LifecycleCell
 from hvbench.model.workload import WorkloadKind, register_workload_kind
 from hvbench.run.cells.registry import register_cell_kind
 
-KIND = WorkloadKind("lifecycle", spec.LifecycleWorkloadSpec, spec.default_name)
+KIND = WorkloadKind("lifecycle", spec.LifecycleWorkloadSpec, spec.default_name,
+                    identity=spec.identity)
 
 
 def register() -> None:

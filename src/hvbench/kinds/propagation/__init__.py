@@ -11,7 +11,8 @@ from hvbench.kinds.propagation.cell import PropagationCell
 from hvbench.model.workload import WorkloadKind, register_workload_kind
 from hvbench.run.cells.registry import register_cell_kind
 
-KIND = WorkloadKind("propagation", spec.PropagationWorkloadSpec, spec.default_name)
+KIND = WorkloadKind("propagation", spec.PropagationWorkloadSpec, spec.default_name,
+                    identity=spec.identity)
 
 
 def register() -> None:
