@@ -4,17 +4,21 @@ second class claiming a registered kind is refused."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hvbench.analysis.metrics import lookup, main_metrics, register_metrics, vs_alone_metrics
 from hvbench.errors import HvbenchError
 from hvbench.kinds import install
 from hvbench.kinds.disk.cell import DiskCell
+from hvbench.kinds.lifecycle.cell import RepositoryImages
 from hvbench.kinds.network.cell import NetworkCell
 from hvbench.model.study import parse_study
 from hvbench.model.tune import NIC_AXES, NIC_KINDS, default_axes
 from hvbench.model.workload import IdentityFacts, identity_facts, spec_classes
 from hvbench.run.cells import registry
+from hvbench.workloads.lifecycle import RepositoryImage
 
 
 def test_every_workload_kind_runs_after_install() -> None:
@@ -62,3 +66,18 @@ def test_a_kind_declares_its_identity_facts(workload: dict[str, object],
                                            facts: IdentityFacts) -> None:
     install()
     assert identity_facts(workload) == facts
+
+
+def test_a_kind_keeps_its_run_wide_state_in_its_own_slot(tmp_path: Path) -> None:
+    install()
+    states = registry.run_states()
+    images = states["lifecycle"]
+    assert isinstance(images, RepositoryImages) and images.cache == {}
+    owned = tmp_path / "repo" / "image.raw"
+    owned.parent.mkdir()
+    owned.write_bytes(b"x")
+    images.cache[(1, "raw")] = RepositoryImage(owned, 1, "raw", "0" * 64, 0.0)
+    images.close()
+    images.close()  # safe twice
+    assert not owned.parent.exists() and images.cache == {}
+    assert registry.run_states()["lifecycle"] is not images  # one per run

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from hvbench.analysis.resources import register_kind_class
 from hvbench.kinds.lifecycle import spec
-from hvbench.kinds.lifecycle.cell import LifecycleCell
+from hvbench.kinds.lifecycle.cell import LifecycleCell, RepositoryImages
 from hvbench.model.workload import WorkloadKind, register_workload_kind
-from hvbench.run.cells.registry import register_cell_kind
+from hvbench.run.cells.registry import register_cell_kind, register_run_state
 
 KIND = WorkloadKind("lifecycle", spec.LifecycleWorkloadSpec, spec.default_name,
                     identity=spec.identity)
@@ -17,6 +17,7 @@ def register() -> None:
     """Register the lifecycle kind into the core's registries."""
     register_workload_kind(KIND)
     register_cell_kind(LifecycleCell.kind, LifecycleCell)
+    register_run_state(LifecycleCell.kind, RepositoryImages)
     # A guest's life is no one device's I/O, but ``create`` copies or converts an image
     # on the host's disk: disk throughput (``mb_s``), read by the disk rules.
     register_kind_class("lifecycle", "other", phases={"create": "disk"})
