@@ -16,7 +16,13 @@ from hvbench.kinds.lifecycle.cell import RepositoryImages
 from hvbench.kinds.network.cell import NetworkCell
 from hvbench.model.study import parse_study
 from hvbench.model.tune import NIC_AXES, NIC_KINDS, default_axes
-from hvbench.model.workload import IdentityFacts, identity_facts, spec_classes
+from hvbench.model.workload import (
+    IdentityFacts,
+    WorkloadIntent,
+    identity_facts,
+    spec_classes,
+    workload_intent,
+)
 from hvbench.run.cells import registry
 from hvbench.workloads.lifecycle import RepositoryImage
 
@@ -81,3 +87,15 @@ def test_a_kind_keeps_its_run_wide_state_in_its_own_slot(tmp_path: Path) -> None
     images.close()  # safe twice
     assert not owned.parent.exists() and images.cache == {}
     assert registry.run_states()["lifecycle"] is not images  # one per run
+
+
+@pytest.mark.parametrize(("workload", "found"), [
+    ({"kind": "disk", "profile": "iozone", "ioengine": "libaio", "iodepth": 8,
+      "record_size": 4096, "direct": True},
+     WorkloadIntent(8.0, 4096.0, (("workload.ioengine", "libaio"), ("workload.iodepth", 16)))),
+    ({"kind": "disk", "profile": "fio-job", "record_size": 4096}, WorkloadIntent()),
+    ({"kind": "lifecycle", "image_size": 1 << 27}, WorkloadIntent())])
+def test_a_kind_says_what_its_definition_asks_of_the_io_path(
+        workload: dict[str, object], found: WorkloadIntent) -> None:
+    install()
+    assert workload_intent(workload) == found

@@ -26,6 +26,7 @@ from hvbench.errors import SpecError
 from hvbench.model import settings
 from hvbench.model.platform import kind_spec
 from hvbench.model.spec import vm_spec_from_mapping
+from hvbench.model.workload import workload_intent
 
 __all__ = [
     "OUTCOMES",
@@ -479,18 +480,12 @@ def _whole_requests(cell: CellModel) -> tuple[Change, ...]:
 
 def _deeper(cell: CellModel) -> tuple[Change, ...]:
     """More in flight from the workload itself, then a shorter path."""
-    wanted: list[Change] = []
-    if cell.workload_def.get("profile") not in (None, "fio-job"):
-        wanted = [("workload.ioengine", "libaio"), ("workload.iodepth", 16)]
+    wanted = list(workload_intent(cell.workload_def).deeper)
     return _fit(cell, [*wanted, ("disk.iothread", True), ("disk.aio", "native")])
 
 
 def _uncached(cell: CellModel) -> tuple[Change, ...]:
-    wanted: list[Change] = [("disk.cache", "none")]
-    if cell.workload_def.get("kind") == "disk" and cell.workload_def.get("profile") != \
-            "fio-job" and not cell.workload_def.get("direct"):
-        wanted.append(("workload.direct", True))
-    return _fit(cell, wanted)
+    return _fit(cell, [("disk.cache", "none"), *workload_intent(cell.workload_def).uncached])
 
 
 # -- attribution and layers -----------------------------------------------------------

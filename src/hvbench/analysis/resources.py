@@ -22,6 +22,7 @@ from hvbench.analysis.layers import latency_layers
 from hvbench.analysis.summaries import PhaseStats
 from hvbench.model import settings
 from hvbench.model.platform import is_host_kind
+from hvbench.model.workload import workload_intent
 
 __all__ = [
     "KIND_CLASSES",
@@ -311,34 +312,26 @@ def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
         out["res.guest.write_share"] = writes / (reads + writes)
 
 
-#: fio engines that keep several requests in flight per job (iodepth applies).
-ASYNC_ENGINES = ("libaio", "io_uring")
-
-
 def asked_depth(values: Mapping[str, float], workload: Mapping[str, Any]) -> float | None:
     """How many requests the workload itself kept in flight: fio's own mean of its
-    iodepth distribution when stored (``depth_mean``), else the definition's
-    ``iodepth`` for an asynchronous engine and 1 for a synchronous one; None for a
-    user's job file without fio's depth (its job file sets the depth)."""
+    iodepth distribution when stored (``depth_mean``), else what its kind reads in the
+    definition (:class:`~hvbench.model.workload.WorkloadIntent` ``depth``); None when
+    neither says."""
     depth = values.get("depth_mean")
     if depth is not None:
         return depth
-    if not workload or workload.get("kind") != "disk" or workload.get("profile") == "fio-job":
-        return None
-    if workload.get("ioengine") in ASYNC_ENGINES:
-        return float(workload.get("iodepth") or 1)
-    return 1.0
+    return workload_intent(workload).depth if workload else None
 
 
 def intent(values: Mapping[str, float], workload: Mapping[str, Any]) -> dict[str, float]:
     """What the workload asked for: ``res.workload.depth`` (:func:`asked_depth`) and
-    ``res.workload.block_sectors`` (its ``record_size``; not for a user's job file)."""
+    ``res.workload.block_sectors`` (the request size its kind reads in the definition)."""
     out: dict[str, float] = {}
     depth = asked_depth(values, workload)
     if depth is not None:
         out["res.workload.depth"] = depth
-    size = workload.get("record_size") if workload.get("profile") != "fio-job" else None
-    if isinstance(size, int | float) and size > 0:
+    size = workload_intent(workload).request_bytes if workload else None
+    if size is not None and size > 0:
         out["res.workload.block_sectors"] = size / 512.0
     return out
 

@@ -155,6 +155,38 @@ def stored_int(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+#: A change of one of a workload's own settings diagnosis may propose:
+#: (``workload.<field>``, value).
+SettingChange = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class WorkloadIntent:
+    """What a stored workload definition asks of the I/O path, as diagnosis reads it,
+    and which of its own settings would ask differently. A kind without requests of
+    its own to describe keeps the empty default."""
+
+    #: Requests the definition keeps in flight (None: the definition does not say,
+    #: e.g. a user's job file sets it).
+    depth: float | None = None
+    #: Bytes per request the definition asks for (None: it does not say).
+    request_bytes: float | None = None
+    #: Changes of its own settings that keep more requests in flight.
+    deeper: tuple[SettingChange, ...] = ()
+    #: Changes of its own settings that bypass the guest's page cache.
+    uncached: tuple[SettingChange, ...] = ()
+
+
+#: A kind's :class:`WorkloadIntent` from one of its stored definitions (JSON of any
+#: hvbench version, as for :data:`Identity`).
+Intent = Callable[[Mapping[str, Any]], WorkloadIntent]
+
+
+def _no_intent(workload: Mapping[str, Any]) -> WorkloadIntent:
+    del workload
+    return WorkloadIntent()
+
+
 def _no_identity(workload: Mapping[str, Any]) -> IdentityFacts:
     del workload
     return IdentityFacts()
@@ -196,6 +228,8 @@ class WorkloadKind:
     references: References = _no_references
     #: The facts of its stored definitions that a cell's identity carries.
     identity: Identity = _no_identity
+    #: What its stored definitions ask of the I/O path (diagnosis reads it).
+    intent: Intent = _no_intent
 
 
 #: Every registered kind by ``kind`` value, in registration order.
@@ -246,3 +280,10 @@ def identity_facts(workload: Mapping[str, Any]) -> IdentityFacts:
                            "hvbench.kinds.install() first)")
     kind = _KINDS.get(str(workload.get("kind", DEFAULT_WORKLOAD_KIND)))
     return kind.identity(workload) if kind is not None else IdentityFacts()
+
+
+def workload_intent(workload: Mapping[str, Any]) -> WorkloadIntent:
+    """What a stored workload definition asks of the I/O path, asked of its kind (as
+    :func:`identity_facts` finds it; an unknown kind asks nothing)."""
+    kind = _KINDS.get(str(workload.get("kind", DEFAULT_WORKLOAD_KIND)))
+    return kind.intent(workload) if kind is not None else WorkloadIntent()

@@ -14,7 +14,7 @@ from hvbench.run.cells.registry import register_cell_kind
 
 KIND = WorkloadKind("disk", spec.DiskWorkloadSpec, spec.default_name,
                     check_cell=spec.check_cell, check_study=spec.check_study,
-                    identity=spec.identity)
+                    identity=spec.identity, intent=spec.intent)
 
 
 def register() -> None:
