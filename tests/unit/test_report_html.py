@@ -25,6 +25,8 @@ from hvbench.analysis.trends import (
     transfer_series,
 )
 from hvbench.errors import SpecError
+from hvbench.kinds.lifecycle.report import lifecycle_idle_rows
+from hvbench.kinds.propagation.report import propagation_points, propagation_segments
 from hvbench.kinds.web.report import WEB_LATENCY_METRICS, web_latency_rows
 from hvbench.report.html import (
     CSP,
@@ -34,13 +36,10 @@ from hvbench.report.html import (
     cell_name_html,
     grouped_warnings,
     host_disk_rows,
-    lifecycle_idle_rows,
     ondemand_figures,
     parse_series_choice,
     phase_key,
     phase_segments,
-    propagation_points,
-    propagation_segments,
     render_html,
     scenario_charts,
     series_figures,
