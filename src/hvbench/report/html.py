@@ -473,7 +473,7 @@ def series_figures(samples: Sequence[SampleLike], cells: Mapping[str, tuple[str,
     return out
 
 
-# -- propagation and lifecycle -------------------------------------------------------------
+# -- stacked phases and size trends (the self-timed kinds' sections) -----------------------
 def phase_segments(rows: Sequence[Row], workloads: Sequence[str], phases: Sequence[str]
                    ) -> tuple[list[str], list[str], dict[tuple[str, str], float]]:
     """(bars = the cells of the workloads, segments = the phases present in order, mean

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 
 from hvbench.analysis.stats import summarize
 from hvbench.analysis.summaries import Row
-from hvbench.analysis.trends import fits_for, lifecycle_series, lifecycle_workloads
-from hvbench.model.workload import kind_phases
+from hvbench.analysis.trends import fits_for
+from hvbench.kinds.lifecycle.analysis import lifecycle_series, lifecycle_workloads
+from hvbench.report.fits import FIT_HEADERS, fit_rows
 from hvbench.report.html import RunSection, blocks, figure, phase_segments, table, trend_figure
 from hvbench.report.plots import stacked_bars
-from hvbench.report.propagation import FIT_HEADERS, fit_rows
 from hvbench.report.text import mean_ci_text
+from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
 
 #: Metrics of the lifecycle's ``idle`` phase, in the table's order (others follow).
 IDLE_METRICS = ("guests", "idle_guests", "host_busy_pct", "host_cpu_pct", "qemu_cpu_pct",
@@ -46,7 +47,7 @@ def lifecycle_section(rows: Sequence[Row]) -> str:
     if not workloads:
         return ""
     parts = ['<h2 id="lifecycle">Lifecycle</h2>']
-    bars, segments, values = phase_segments(rows, workloads, kind_phases("lifecycle"))
+    bars, segments, values = phase_segments(rows, workloads, LIFECYCLE_PHASES)
     title = "time per lifecycle step (mean over repetitions)"
     parts.append(figure(stacked_bars(title, "s", bars, segments, values), title,
                         "One bar per cell, stacked from create, qemu, kernel, agent, "

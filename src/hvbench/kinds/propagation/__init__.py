@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from hvbench.analysis.metrics import register_metrics, register_producers
 from hvbench.analysis.resources import register_kind_class
-from hvbench.kinds.propagation import report, spec
+from hvbench.kinds.propagation import report, spec, text
 from hvbench.kinds.propagation.cell import PropagationCell
 from hvbench.kinds.propagation.metrics import propagation_metrics
 from hvbench.model.workload import WorkloadKind, register_workload_kind
 from hvbench.report.html import register_run_section
+from hvbench.report.model import register_kind_report
 from hvbench.run.cells.registry import register_cell_kind
 
 KIND = WorkloadKind("propagation", spec.PropagationWorkloadSpec, spec.default_name,
@@ -29,3 +30,4 @@ def register() -> None:
     register_producers({"propagation": "workload"})
     register_metrics(propagation_metrics())
     register_run_section(report.SECTION)
+    register_kind_report(text.TEXT)

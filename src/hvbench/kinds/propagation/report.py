@@ -9,24 +9,33 @@ its size tokens (``propagation.scp-128M`` -> ``scp``), cache hits (``cache_hit``
 are a series of their own. The size is ``size_bytes`` (any phase), or the variant's
 size token when nothing moved. A dashed line shows a NIC at each stored
 ``link_rate_bits``; the fit table reads each intercept as the manager's overhead. The
-series, fits and the table's rows are :mod:`hvbench.analysis.trends`'s, which the
-terminal report prints too.
+series, fits and the table's rows are :mod:`.analysis`'s and :mod:`.text`'s, which
+the terminal report prints too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hvbench.analysis.shares import PhaseShare, phase_shares
 from hvbench.analysis.summaries import Row
-from hvbench.analysis.trends import (
+from hvbench.kinds.propagation.analysis import (
     PROPAGATION_STEPS,
+    PhaseShare,
     link_rates,
     nic_lines,
+    phase_shares,
     propagation_series,
     propagation_workloads,
     transfer_series,
 )
+from hvbench.kinds.propagation.text import (
+    PROPAGATION_SHARE_NOTE,
+    PROPAGATION_SHARE_TITLE,
+    SHARE_HEADERS,
+    propagation_fit_rows,
+    share_rows,
+)
+from hvbench.report.fits import FIT_HEADERS
 from hvbench.report.html import (
     RunSection,
     blocks,
@@ -38,19 +47,17 @@ from hvbench.report.html import (
     trend_figure,
 )
 from hvbench.report.plots import TrendSeries, stacked_bars
-from hvbench.report.propagation import FIT_HEADERS, SHARE_HEADERS, propagation_fit_rows, share_rows
-from hvbench.report.tables import PROPAGATION_SHARE_NOTE, PROPAGATION_SHARE_TITLE
 
 
 def propagation_segments(rows: Sequence[Row], workloads: Sequence[str]
                          ) -> tuple[list[str], list[str], dict[tuple[str, str], float]]:
     """:func:`~hvbench.report.html.phase_segments` of
-    :data:`~hvbench.analysis.trends.PROPAGATION_STEPS` (seed 000 Fig. 4)."""
+    :data:`~.analysis.PROPAGATION_STEPS` (seed 000 Fig. 4)."""
     return phase_segments(rows, workloads, PROPAGATION_STEPS)
 
 
 def propagation_points(rows: Sequence[Row], workloads: Sequence[str]) -> list[TrendSeries]:
-    """:func:`~hvbench.analysis.trends.propagation_series` as trend series labelled
+    """:func:`~.analysis.propagation_series` as trend series labelled
     ``platform method``."""
     return [size_trend(s) for s in propagation_series(rows, workloads)]
 
