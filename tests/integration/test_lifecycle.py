@@ -11,12 +11,7 @@ import pytest
 
 from hvbench.errors import GuestBootError, GuestTimeoutError, ImageError
 from hvbench.image.builder import GuestImage
-from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
-from hvbench.model.spec import VmSpec
-from hvbench.model.study import parse_study
-from hvbench.run.runner import run_study
-from hvbench.store.database import Store
-from hvbench.workloads.lifecycle import (
+from hvbench.kinds.lifecycle.driver import (
     LIFECYCLE_PHASES,
     RAW_KIND,
     RepositoryCache,
@@ -24,6 +19,11 @@ from hvbench.workloads.lifecycle import (
     run_lifecycle,
     write_repository,
 )
+from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
+from hvbench.model.spec import VmSpec
+from hvbench.model.study import parse_study
+from hvbench.run.runner import run_study
+from hvbench.store.database import Store
 from hvbench.workloads.outcome import PhaseOutcome
 
 pytestmark = pytest.mark.integration

@@ -13,6 +13,7 @@ from hvbench.errors import HvbenchError
 from hvbench.kinds import install
 from hvbench.kinds.disk.cell import DiskCell
 from hvbench.kinds.lifecycle.cell import RepositoryImages
+from hvbench.kinds.lifecycle.driver import RepositoryImage
 from hvbench.kinds.network.cell import NetworkCell
 from hvbench.model.study import parse_study
 from hvbench.model.tune import NIC_AXES, NIC_KINDS, default_axes
@@ -24,7 +25,6 @@ from hvbench.model.workload import (
     workload_intent,
 )
 from hvbench.run.cells import registry
-from hvbench.workloads.lifecycle import RepositoryImage
 
 
 def test_every_workload_kind_runs_after_install() -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from hvbench.errors import SpecError
 from hvbench.kinds.lifecycle.analysis import lifecycle_series, lifecycle_workloads
+from hvbench.kinds.lifecycle.driver import LIFECYCLE_PHASES
 from hvbench.kinds.lifecycle.report import lifecycle_idle_rows
 from hvbench.kinds.propagation.analysis import (
     link_rates,
@@ -48,7 +49,6 @@ from hvbench.report.html import (
 )
 from hvbench.report.tables import phase_stats
 from hvbench.store.records import MeasurementRow, SampleRow, identity_of
-from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ENV = {"hostname": "vm", "kernel": "6.1.0", "cpu_model": "EPYC", "cpus": 2,

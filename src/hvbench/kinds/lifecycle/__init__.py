@@ -1,7 +1,8 @@
 """The lifecycle workload kind (``kind = "lifecycle"``): one guest's life, each step
-timed; its spec and identity facts (:mod:`.spec`), its cell and run-wide repository
-images (:mod:`.cell`), its slice of the metric catalogue (:mod:`.metrics`) and its
-section of the HTML report (:mod:`.report`)."""
+timed; its spec and identity facts (:mod:`.spec`), its driver (:mod:`.driver`), its
+cell and run-wide repository images (:mod:`.cell`), its slice of the metric catalogue
+(:mod:`.metrics`), what it reads in a run's rows (:mod:`.analysis`) and its section of
+the HTML report (:mod:`.report`)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from hvbench.analysis.trends import (
     size_series,
     workloads_with,
 )
-from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
+from hvbench.kinds.lifecycle.driver import LIFECYCLE_PHASES
 
 
 def lifecycle_workloads(rows: Sequence[Row]) -> list[str]:

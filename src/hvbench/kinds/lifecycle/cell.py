@@ -4,6 +4,8 @@ own guests from the platform's VM spec, so the runner boots nothing for it."""
 from __future__ import annotations
 
 from hvbench.host.paths import work_dir
+from hvbench.kinds.lifecycle import driver as lifecycle
+from hvbench.kinds.lifecycle.driver import RepositoryCache
 from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
 from hvbench.model.workload import WorkloadSpec
 from hvbench.platforms.accel import choose_accel
@@ -16,8 +18,6 @@ from hvbench.run.cells.base import (
     cell_result,
     guest_vm_of,
 )
-from hvbench.workloads import lifecycle
-from hvbench.workloads.lifecycle import RepositoryCache
 
 #: Rough seconds of one life under TCG besides its guests' boots (which a plan adds):
 #: the image's creation, the shutdown, removing files; idle sampling aside.
@@ -38,7 +38,7 @@ class RepositoryImages:
 
 
 class LifecycleCell(Simple):
-    """Runs :func:`~hvbench.workloads.lifecycle.run_lifecycle` (bounded by the
+    """Runs :func:`~hvbench.kinds.lifecycle.driver.run_lifecycle` (bounded by the
     workload's ``timeout_s``); the raw document is stored once, under ``lifecycle``."""
 
     kind = "lifecycle"

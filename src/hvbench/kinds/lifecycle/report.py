@@ -15,11 +15,11 @@ from hvbench.analysis.stats import summarize
 from hvbench.analysis.summaries import Row
 from hvbench.analysis.trends import fits_for
 from hvbench.kinds.lifecycle.analysis import lifecycle_series, lifecycle_workloads
+from hvbench.kinds.lifecycle.driver import LIFECYCLE_PHASES
 from hvbench.report.fits import FIT_HEADERS, fit_rows
 from hvbench.report.html import RunSection, blocks, figure, phase_segments, table, trend_figure
 from hvbench.report.plots import stacked_bars
 from hvbench.report.text import mean_ci_text
-from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
 
 #: Metrics of the lifecycle's ``idle`` phase, in the table's order (others follow).
 IDLE_METRICS = ("guests", "idle_guests", "host_busy_pct", "host_cpu_pct", "qemu_cpu_pct",

@@ -8,11 +8,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from hvbench.kinds.lifecycle.driver import LIFECYCLE_PHASES
 from hvbench.model.platform import PlatformSpec
 from hvbench.model.spec import ByteSize
 from hvbench.model.study import guest_vm
 from hvbench.model.workload import IdentityFacts, WorkloadSpec, stored_int
-from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
 
 
 class LifecycleWorkloadSpec(WorkloadSpec):
