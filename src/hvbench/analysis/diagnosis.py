@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from hvbench.analysis.resources import CellModel, derive, disk_device
+from hvbench.analysis.resources import CellModel, WorkloadClass, derive, disk_device
 from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
 from hvbench.model import settings
@@ -205,7 +205,7 @@ class Rule:
 
     name: str
     title: str
-    kinds: frozenset[str]
+    kinds: frozenset[WorkloadClass]
     evidence: tuple[str, ...]
     check: Callable[[CellModel], Hit | None]
     fix: str
@@ -1255,9 +1255,10 @@ def _tcg(cell: CellModel) -> Hit | None:
     return Hit(SCORE_TCG, (f"accelerator tcg: vCPUs {_n(util)} % busy emulating the guest",))
 
 
-_DISK = frozenset({"disk"})
-_NET = frozenset({"network", "web"})
-_ALL = frozenset({"disk", "network", "web", "other"})
+# Workload classes (:data:`~hvbench.analysis.resources.WorkloadClass`), not kinds.
+_DISK: frozenset[WorkloadClass] = frozenset({"disk"})
+_NET: frozenset[WorkloadClass] = frozenset({"network", "web"})
+_ALL: frozenset[WorkloadClass] = frozenset({"disk", "network", "web", "other"})
 
 #: Every rule, in the order ``docs/diagnosis.md`` lists them.
 RULES: tuple[Rule, ...] = (
