@@ -43,11 +43,11 @@ from typing import Any
 from hvbench.errors import GuestBootError, GuestError
 from hvbench.image.builder import GuestImage, build_image, default_cache_dir
 from hvbench.image.limit import LIMIT_MARKER, write_limit_initramfs
+from hvbench.kinds.lifecycle.driver import ConsoleWatch, guest_uptime
 from hvbench.model.qemu_argv import CURRENT_CLOCKSOURCE
 from hvbench.model.spec import VmSpec
 from hvbench.platforms.accel import choose_accel
 from hvbench.platforms.qemu import AccelChoice, QemuPlatform
-from hvbench.workloads.lifecycle import ConsoleWatch, guest_uptime
 
 TARGET_RATIO = 1.15
 _RUN_INIT_RE = re.compile(r"^\[\s*(\d+\.\d+)\] Run /init as init process", re.MULTILINE)

@@ -11,9 +11,7 @@ import pytest
 
 from hvbench.errors import GuestBootError, GuestTimeoutError, ImageError
 from hvbench.image.builder import GuestImage
-from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
-from hvbench.model.spec import VmSpec
-from hvbench.workloads.lifecycle import (
+from hvbench.kinds.lifecycle.driver import (
     LIFECYCLE_PHASES,
     RAW_KIND,
     RepositoryCache,
@@ -21,6 +19,11 @@ from hvbench.workloads.lifecycle import (
     run_lifecycle,
     write_repository,
 )
+from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
+from hvbench.model.spec import VmSpec
+from hvbench.model.study import parse_study
+from hvbench.run.runner import run_study
+from hvbench.store.database import Store
 from hvbench.workloads.outcome import PhaseOutcome
 
 pytestmark = pytest.mark.integration
@@ -82,18 +85,40 @@ def run(spec: LifecycleWorkloadSpec, image: GuestImage, scratch: Path,
                          source_cache=cache)
 
 
-def test_repetitions_reuse_the_repository_image(image: GuestImage, no_leaks: Path) -> None:
-    spec = LifecycleWorkloadSpec(image_size=SIZE, timeout_s=300)
-    cache: RepositoryCache = {}
-    try:
-        first = json.loads(run(spec, image, no_leaks, cache)[0].raw)["repository"]
-        second = json.loads(run(spec, image, no_leaks, cache)[0].raw)["repository"]
-        assert (first["cached"], second["cached"]) == (False, True)
-        assert first["sha256"] == second["sha256"] and first["path"] == second["path"]
-        assert len(list(no_leaks.iterdir())) == 1  # only the repository's directory
-    finally:
-        remove_repository(cache)
-    assert cache == {}
+#: Two lives through the runner: the second takes the run-wide repository image.
+STUDY = f"""
+[study]
+name = "life"
+repetitions = 2
+seed = 3
+[[platform]]
+kind = "qemu"
+name = "vm"
+accel = "tcg"
+[[workload]]
+kind = "lifecycle"
+image_size = {SIZE}
+timeout_s = 300
+"""
+
+
+def test_repetitions_reuse_the_repository_image(image: GuestImage, no_leaks: Path,
+                                                tmp_path: Path) -> None:
+    """Through the runner: the lifecycle kind's run-wide state (its repository images)
+    serves the second repetition the first one's image, and is removed at the run's
+    end."""
+    del image  # built (and found by the runner) before the run
+    study = parse_study(STUDY, "life.toml", 24 << 30)
+    with Store(tmp_path / "r.db") as store:
+        outcome = run_study(study, store)
+        failures = store.failures(outcome.run_id)
+        assert outcome.failures == 0, "\n\n".join(f.error or "" for f in failures)
+        raws = sorted(store.raw_outputs(outcome.run_id), key=lambda r: r.repetition)
+    first, second = (json.loads(r.content)["repository"] for r in raws)
+    assert (first["cached"], second["cached"]) == (False, True)
+    assert first["sha256"] == second["sha256"] and first["path"] == second["path"]
+    assert not Path(first["path"]).exists()
+    assert list(no_leaks.iterdir()) == []
 
 
 def test_idle_guests_use_cpu(image: GuestImage, no_leaks: Path) -> None:

@@ -16,10 +16,9 @@ from typing import Any
 
 import pytest
 
-from hvbench.analysis.shares import phase_shares
-from hvbench.analysis.trends import propagation_workloads
 from hvbench.errors import CommandError
 from hvbench.image.builder import GuestImage
+from hvbench.kinds.propagation.analysis import phase_shares, propagation_workloads
 from hvbench.kinds.propagation.driver import MARKS, RAW_KIND, run_propagation
 from hvbench.kinds.propagation.spec import PROPAGATION_PHASES, PropagationWorkloadSpec
 from hvbench.model.lab import LabHostSpec, LabSpec

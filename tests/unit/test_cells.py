@@ -238,8 +238,7 @@ def _context(platform: Platform | None = None) -> CellContext:
     def monitors(platform: Platform, interfaces: Mapping[str, str] | None) -> PhaseMonitors:
         return PhaseMonitors([])
     return CellContext(cell=study.cells[0], study=study, platform=platform, session=None,
-                       scenario=None, monitors=monitors, lifecycle_cache={},
-                       guest_name="g")
+                       scenario=None, monitors=monitors, guest_name="g")
 
 
 @pytest.mark.parametrize(("fail", "calls"), [

@@ -12,7 +12,7 @@ import pytest
 
 from hvbench.analysis.diagnosis import RULES, diagnose
 from hvbench.analysis.metrics import lookup
-from hvbench.analysis.resources import CellModel, derive, intent
+from hvbench.analysis.resources import CellModel, WorkloadClass, derive, intent
 from hvbench.model import settings
 from hvbench.report.model import load_run_report
 from hvbench.store.database import Store
@@ -46,7 +46,8 @@ def model(values: Mapping[str, float], *, native: Mapping[str, float] | None = N
           link: float | None = None, cov: float | None = 1.0, main: str = "mb_s",
           workload: Mapping[str, Any] | None = None, series_cov: float | None = 2.0,
           host_config: Mapping[str, Any] | None = None) -> CellModel:
-    kind = {"mb_s": "disk", "mbit_s": "network"}.get(main, "web")
+    classes: dict[str, WorkloadClass] = {"mb_s": "disk", "mbit_s": "network"}
+    kind = classes.get(main, "web")
     workload = SYNC if workload is None and kind == "disk" else (workload or {})
     derived = derive(values, native=False, link_mbit=link)
     derived.update(intent(values, workload))

@@ -10,11 +10,7 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import GuestTimeoutError, ImageError
-from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
-from hvbench.model.spec import VmSpec
-from hvbench.monitors.sampler import MonitorResult
-from hvbench.platforms.qemu import _event_offset
-from hvbench.workloads.lifecycle import (
+from hvbench.kinds.lifecycle.driver import (
     LIFECYCLE_PHASES,
     MARKS,
     RAW_KIND,
@@ -38,6 +34,10 @@ from hvbench.workloads.lifecycle import (
     shutdown_marks,
     split_phases,
 )
+from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
+from hvbench.model.spec import VmSpec
+from hvbench.monitors.sampler import MonitorResult
+from hvbench.platforms.qemu import _event_offset
 from hvbench.workloads.timeline import Timeline
 
 #: QemuPlatform.timings of a launch() called at t = 100 and a shutdown() at t = 110.

@@ -9,11 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.analysis.shares import phase_shares
-from hvbench.analysis.trends import propagation_workloads
-from hvbench.report.propagation import SHARE_HEADERS, share_rows
+from hvbench.kinds.propagation.analysis import phase_shares, propagation_workloads
+from hvbench.kinds.propagation.text import (
+    PROPAGATION_SHARE_TITLE,
+    SHARE_HEADERS,
+    PropagationPart,
+    share_rows,
+)
 from hvbench.report.render import report_json, terminal_tables
-from hvbench.report.tables import PROPAGATION_SHARE_TITLE
 from hvbench.store.records import MeasurementRow
 from tests.unit.test_report_model import fixture_report_html
 
@@ -81,12 +84,13 @@ def test_the_reports_show_the_share_table() -> None:
     # The propagation fixture's report model and its HTML, as test_report_model loads
     # and renders them (once per session).
     report, text = fixture_report_html("propagation")
-    assert report.propagation_shares
+    part = report.kind_parts["propagation"]
+    assert isinstance(part, PropagationPart) and part.shares
     titles = [str(t.title) for t in terminal_tables(report)]
     assert PROPAGATION_SHARE_TITLE in titles
     doc = json.loads(report_json(report))
     shares = doc["propagation"]["shares"]
-    assert len(shares) == len(report.propagation_shares)
+    assert len(shares) == len(part.shares)
     for share in shares:
         means = [float(share[f"{p} %"].split(" ± ")[0]) for p in
                  ("initial", "transfer", "terminal")]

@@ -13,12 +13,12 @@ from rich.console import Console
 from rich.table import Table
 
 from hvbench.analysis.stats import summarize
-from hvbench.report.propagation import FIT_HEADERS, propagation_fit_rows
+from hvbench.kinds.propagation.text import propagation_fit_rows, propagation_fit_table
+from hvbench.report.fits import FIT_HEADERS
 from hvbench.report.tables import (
     mean_ci_text,
     phase_stats,
     phase_table,
-    propagation_fit_table,
     rows_csv,
     summary_json,
     warnings_for,

@@ -15,17 +15,21 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.analysis.trends import (
-    lifecycle_series,
-    lifecycle_workloads,
+from hvbench.errors import SpecError
+from hvbench.kinds.lifecycle.analysis import lifecycle_series, lifecycle_workloads
+from hvbench.kinds.lifecycle.driver import LIFECYCLE_PHASES
+from hvbench.kinds.lifecycle.report import lifecycle_idle_rows
+from hvbench.kinds.propagation.analysis import (
     link_rates,
     nic_lines,
     propagation_series,
     propagation_workloads,
     transfer_series,
 )
-from hvbench.errors import SpecError
+from hvbench.kinds.propagation.report import propagation_points, propagation_segments
+from hvbench.kinds.propagation.text import propagation_fit_rows
 from hvbench.kinds.web.report import WEB_LATENCY_METRICS, web_latency_rows
+from hvbench.report.fits import fit_rows
 from hvbench.report.html import (
     CSP,
     FIGURE_SCALE,
@@ -34,22 +38,17 @@ from hvbench.report.html import (
     cell_name_html,
     grouped_warnings,
     host_disk_rows,
-    lifecycle_idle_rows,
     ondemand_figures,
     parse_series_choice,
     phase_key,
     phase_segments,
-    propagation_points,
-    propagation_segments,
     render_html,
     scenario_charts,
     series_figures,
     summary_rows,
 )
-from hvbench.report.propagation import fit_rows, propagation_fit_rows
 from hvbench.report.tables import phase_stats
 from hvbench.store.records import MeasurementRow, SampleRow, identity_of
-from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 ENV = {"hostname": "vm", "kernel": "6.1.0", "cpu_model": "EPYC", "cpus": 2,

@@ -454,8 +454,10 @@ def test_concurrent_writers_get_unique_run_ids(target: str | Path) -> None:
     Store(target).close()
     script = textwrap.dedent(f"""
         import random
+        from hvbench.kinds import install
         from hvbench.store import CellRecord, MeasurementRecord, Store
         from hvbench.store import database
+        install()  # a cell's identity asks its kind
         database.secrets.token_hex = lambda n: f"{{random.randrange(256):04x}}"
         with Store({target if isinstance(target, str) else str(target)!r}) as store:
             for i in range(25):

@@ -20,12 +20,13 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from hvbench.analysis.resources import CellModel, derive, disk_device
+from hvbench.analysis.resources import CellModel, WorkloadClass, derive, disk_device
 from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
 from hvbench.model import settings
 from hvbench.model.platform import kind_spec
 from hvbench.model.spec import vm_spec_from_mapping
+from hvbench.model.workload import workload_intent
 
 __all__ = [
     "OUTCOMES",
@@ -204,7 +205,7 @@ class Rule:
 
     name: str
     title: str
-    kinds: frozenset[str]
+    kinds: frozenset[WorkloadClass]
     evidence: tuple[str, ...]
     check: Callable[[CellModel], Hit | None]
     fix: str
@@ -479,18 +480,12 @@ def _whole_requests(cell: CellModel) -> tuple[Change, ...]:
 
 def _deeper(cell: CellModel) -> tuple[Change, ...]:
     """More in flight from the workload itself, then a shorter path."""
-    wanted: list[Change] = []
-    if cell.workload_def.get("profile") not in (None, "fio-job"):
-        wanted = [("workload.ioengine", "libaio"), ("workload.iodepth", 16)]
+    wanted = list(workload_intent(cell.workload_def).deeper)
     return _fit(cell, [*wanted, ("disk.iothread", True), ("disk.aio", "native")])
 
 
 def _uncached(cell: CellModel) -> tuple[Change, ...]:
-    wanted: list[Change] = [("disk.cache", "none")]
-    if cell.workload_def.get("kind") == "disk" and cell.workload_def.get("profile") != \
-            "fio-job" and not cell.workload_def.get("direct"):
-        wanted.append(("workload.direct", True))
-    return _fit(cell, wanted)
+    return _fit(cell, [("disk.cache", "none"), *workload_intent(cell.workload_def).uncached])
 
 
 # -- attribution and layers -----------------------------------------------------------
@@ -1260,9 +1255,10 @@ def _tcg(cell: CellModel) -> Hit | None:
     return Hit(SCORE_TCG, (f"accelerator tcg: vCPUs {_n(util)} % busy emulating the guest",))
 
 
-_DISK = frozenset({"disk"})
-_NET = frozenset({"network", "web"})
-_ALL = frozenset({"disk", "network", "web", "other"})
+# Workload classes (:data:`~hvbench.analysis.resources.WorkloadClass`), not kinds.
+_DISK: frozenset[WorkloadClass] = frozenset({"disk"})
+_NET: frozenset[WorkloadClass] = frozenset({"network", "web"})
+_ALL: frozenset[WorkloadClass] = frozenset({"disk", "network", "web", "other"})
 
 #: Every rule, in the order ``docs/diagnosis.md`` lists them.
 RULES: tuple[Rule, ...] = (

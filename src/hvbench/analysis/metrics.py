@@ -69,8 +69,9 @@ class MetricSpec:
     label: str
     direction: Direction
     layer: Layer
-    #: What stores it: ``fio``, ``iperf3``, ``httperf``, ``wrk``, ``lifecycle``, ``propagation``,
-    #: ``diskstats``, ``host.cpu``, ``threads``, ``netdev``, ``runner``, ``scenario``.
+    #: What stores it: a tool (``fio``, ``iperf3``, ``httperf``, ...), a workload's own
+    #: phase timer (``workload``), a monitor (``diskstats``, ``host.cpu``, ``threads``,
+    #: ``netdev``), the ``runner``, a ``scenario``.
     producer: str
     #: Short label (headline rows, degradation table, charts); default: ``label``.
     short: str = ""
@@ -94,9 +95,8 @@ class MetricSpec:
 #: :func:`register_metrics`).
 _LAYERS: dict[str, Layer] = {
     "fio": "workload",
-    "lifecycle": "workload",
-    "propagation": "workload",
-    "lifecycle/propagation": "workload",
+    # A phase's own timer, whichever workload kind ran it.
+    "workload": "workload",
     "diskstats": "monitor",
     "host.cpu": "monitor",
     "threads": "monitor",
@@ -230,29 +230,11 @@ def _workload_metrics() -> list[MetricSpec]:
     ]
 
 
-def _life_metrics() -> list[MetricSpec]:
+def _self_timed_metrics() -> list[MetricSpec]:
     return [
-        # -- lifecycle and propagation (self-booting workloads) ---------------------------
-        _m("duration_s", "s", "duration s", "neutral", "lifecycle/propagation"),
-        _m("size_bytes", "bytes", "image bytes", "neutral", "lifecycle/propagation"),
-        _m("prepare_s", "s", "QEMU prepare s", "neutral", "lifecycle"),
-        _m("guest_uptime_s", "s", "guest uptime at init s", "neutral", "lifecycle"),
-        _m("qmp_event", "flag", "QMP SHUTDOWN event seen", "neutral", "lifecycle"),
-        _m("host_busy_pct", "%", "host CPU busy %", "neutral", "lifecycle"),
-        _m("qemu_cpu_pct", "%", "idle guests' QEMU CPU %", "neutral", "lifecycle"),
-        _m("qemu_cpu_pct_per_guest", "%", "QEMU CPU % per idle guest", "neutral", "lifecycle"),
-        _m("qemu_vcpu_pct", "%", "idle guests' vCPU %", "neutral", "lifecycle"),
-        _m("qemu_run_pct", "%", "idle guests' on-CPU %", "neutral", "lifecycle"),
-        _m("host_cpus", "count", "host CPUs", "neutral", "lifecycle"),
-        _m("guests", "count", "idle guests", "neutral", "lifecycle"),
-        _m("window_s", "s", "idle window s", "neutral", "lifecycle"),
-        _m("bytes_on_wire", "bytes", "bytes on the wire", "neutral", "propagation"),
-        _m("bytes_to_repo", "bytes", "bytes to the repository", "neutral", "propagation"),
-        _m("link_rate_bits", "bit/s", "repository link rate", "neutral", "propagation"),
-        _m("link_share_pct", "%", "share of the link rate", "neutral", "propagation"),
-        _m("cache_hit", "flag", "image cache hit", "neutral", "propagation"),
-        _m("verify_s", "s", "checksum s", "neutral", "propagation"),
-        _m("setup_s", "s", "image set-up s", "neutral", "propagation"),
+        # -- phases a workload times itself (the self-booting kinds' steps) ----------------
+        _m("duration_s", "s", "duration s", "neutral", "workload"),
+        _m("size_bytes", "bytes", "image bytes", "neutral", "workload"),
     ]
 
 
@@ -503,7 +485,7 @@ def _resource_metrics() -> list[MetricSpec]:
 #: registered kinds' slices.
 _CORE: tuple[MetricSpec, ...] = (
     *_workload_metrics(),
-    *_life_metrics(),
+    *_self_timed_metrics(),
     *_runner_metrics(),
     *_host_monitor_metrics(),
     *_net_monitor_metrics(),

@@ -16,17 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from hvbench.analysis.layers import latency_layers
 from hvbench.analysis.summaries import PhaseStats
 from hvbench.model import settings
 from hvbench.model.platform import is_host_kind
+from hvbench.model.workload import workload_intent
 
 __all__ = [
     "KIND_CLASSES",
     "PHASE_CLASSES",
     "CellModel",
+    "WorkloadClass",
     "asked_depth",
     "build_models",
     "cell_model",
@@ -45,17 +47,23 @@ SECTOR_KB = 0.5
 _BYTES_PER_S = {"mb_s": 1e6, "mbit_s": 1e6 / 8}
 
 
+#: What the diagnosis rules are written for: a phase's I/O is a disk's, a network
+#: stream's, a web server's, or none of them. Classes, not workload kinds: a kind maps
+#: its phases onto them (:func:`register_kind_class`; lifecycle's ``create`` is disk
+#: I/O), so a new kind needs no rule of its own to be diagnosed.
+WorkloadClass = Literal["disk", "network", "web", "other"]
+
 #: The diagnosis class of each stored workload kind: which rules apply to its phases,
 #: apart from the exceptions in :data:`PHASE_CLASSES`. Each kind package of
 #: :mod:`hvbench.kinds` adds its own with :func:`register_kind_class`.
-KIND_CLASSES: dict[str, str] = {}
+KIND_CLASSES: dict[str, WorkloadClass] = {}
 #: For a cell whose definition names no kind this version knows: metrics only a kind of
 #: that class stores, tried in the order the kinds registered them (disk's first).
-_CLASS_EVIDENCE: list[tuple[frozenset[str], str]] = []
+_CLASS_EVIDENCE: list[tuple[frozenset[str], WorkloadClass]] = []
 
 
-def register_kind_class(kind: str, cls: str, evidence: Sequence[str] = (),
-                        phases: Mapping[str, str] | None = None) -> None:
+def register_kind_class(kind: str, cls: WorkloadClass, evidence: Sequence[str] = (),
+                        phases: Mapping[str, WorkloadClass] | None = None) -> None:
     """Workload kind ``kind``'s phases are of diagnosis class ``cls``; ``evidence``: the
     metrics only that class stores (what classes an old stored cell without a kind);
     ``phases``: the kind's phases whose class is another one (phase -> class)."""
@@ -68,14 +76,14 @@ def register_kind_class(kind: str, cls: str, evidence: Sequence[str] = (),
 #: guest cell) measures the guest's boot, not the workload. A kind package adds its own
 #: (:func:`register_kind_class` ``phases``: lifecycle's ``create``, propagation's
 #: ``transfer``).
-PHASE_CLASSES: dict[tuple[str | None, str], str] = {
+PHASE_CLASSES: dict[tuple[str | None, str], WorkloadClass] = {
     (None, "boot"): "other",
 }
 
 
 def workload_class(metrics: Mapping[str, Any], workload: Mapping[str, Any] | None = None,
-                   phase: str | None = None) -> str:
-    """``disk``, ``network``, ``web`` or ``other``: the class of a workload's phase from
+                   phase: str | None = None) -> WorkloadClass:
+    """The :data:`WorkloadClass` of a workload's phase from
     its stored definition's ``kind`` (:data:`KIND_CLASSES`, :data:`PHASE_CLASSES`)."""
     kind = (workload or {}).get("kind")
     if isinstance(kind, str) and kind in KIND_CLASSES:
@@ -96,8 +104,8 @@ class CellModel:
     workload: str
     phase: str
     platform: str
-    #: ``disk``, ``network``, ``web`` or ``other``.
-    kind: str
+    #: Its :data:`WorkloadClass` (which rules apply).
+    kind: WorkloadClass
     #: The headline metric (``mb_s``, ``mbit_s``, ``max_rate_rps`` ...), if any.
     main: str | None
     #: Means of every stored metric of the cell and of the native cell (empty: none).
@@ -311,34 +319,26 @@ def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
         out["res.guest.write_share"] = writes / (reads + writes)
 
 
-#: fio engines that keep several requests in flight per job (iodepth applies).
-ASYNC_ENGINES = ("libaio", "io_uring")
-
-
 def asked_depth(values: Mapping[str, float], workload: Mapping[str, Any]) -> float | None:
     """How many requests the workload itself kept in flight: fio's own mean of its
-    iodepth distribution when stored (``depth_mean``), else the definition's
-    ``iodepth`` for an asynchronous engine and 1 for a synchronous one; None for a
-    user's job file without fio's depth (its job file sets the depth)."""
+    iodepth distribution when stored (``depth_mean``), else what its kind reads in the
+    definition (:class:`~hvbench.model.workload.WorkloadIntent` ``depth``); None when
+    neither says."""
     depth = values.get("depth_mean")
     if depth is not None:
         return depth
-    if not workload or workload.get("kind") != "disk" or workload.get("profile") == "fio-job":
-        return None
-    if workload.get("ioengine") in ASYNC_ENGINES:
-        return float(workload.get("iodepth") or 1)
-    return 1.0
+    return workload_intent(workload).depth if workload else None
 
 
 def intent(values: Mapping[str, float], workload: Mapping[str, Any]) -> dict[str, float]:
     """What the workload asked for: ``res.workload.depth`` (:func:`asked_depth`) and
-    ``res.workload.block_sectors`` (its ``record_size``; not for a user's job file)."""
+    ``res.workload.block_sectors`` (the request size its kind reads in the definition)."""
     out: dict[str, float] = {}
     depth = asked_depth(values, workload)
     if depth is not None:
         out["res.workload.depth"] = depth
-    size = workload.get("record_size") if workload.get("profile") != "fio-job" else None
-    if isinstance(size, int | float) and size > 0:
+    size = workload_intent(workload).request_bytes if workload else None
+    if size is not None and size > 0:
         out["res.workload.block_sectors"] = size / 512.0
     return out
 

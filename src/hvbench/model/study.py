@@ -47,12 +47,16 @@ from hvbench.model.spec import (
     nbd_host,
     spec_error,
 )
-from hvbench.model.workload import StudyChecks, WorkloadSpec, spec_classes, workload_kinds
+from hvbench.model.workload import (
+    DEFAULT_WORKLOAD_KIND,
+    StudyChecks,
+    WorkloadSpec,
+    spec_classes,
+    workload_kinds,
+)
 
 T = TypeVar("T")
 S_co = TypeVar("S_co", covariant=True)
-#: The kind of a ``[[workload]]`` entry that names none.
-DEFAULT_WORKLOAD_KIND = "disk"
 
 _FILTER_KEYS = ("only", "exclude", "name")
 #: List-valued fields of platforms and scenarios that are values, not variant axes (a

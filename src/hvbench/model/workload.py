@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from hvbench.errors import HvbenchError
 from hvbench.model.rates import Rate
 from hvbench.model.registry import register_once
 
@@ -28,6 +29,10 @@ if TYPE_CHECKING:
     from hvbench.model.platform import PlatformSpec
     from hvbench.model.scenario import ScenarioSpec
     from hvbench.model.study import Cell, Study, Variant
+
+
+#: The kind of a ``[[workload]]`` entry (and of a stored definition) that names none.
+DEFAULT_WORKLOAD_KIND = "disk"
 
 
 class WorkloadSpec(BaseModel):
@@ -125,6 +130,68 @@ StudyCheck = Callable[["Study"], None]
 References = Callable[["Study", "Cell"], Mapping[str, "Cell"]]
 
 
+@dataclass(frozen=True)
+class IdentityFacts:
+    """The facts of a stored workload definition that a cell's identity carries (the
+    store's identity columns; the reports group by them, never by names)."""
+
+    #: How the kind makes or moves its image (propagation's ``scp``, lifecycle's
+    #: ``qcow2-overlay``); None: not a fact of the kind.
+    method: str | None = None
+    #: Bytes of the system image the workload makes or moves.
+    image_size: int | None = None
+    #: Bytes of the workload's test file.
+    file_size: int | None = None
+
+
+#: A kind's :class:`IdentityFacts` from one of its stored definitions: the JSON the store
+#: holds, written by this or an older hvbench (a field may be missing: take the
+#: default the spec had when the field was added, so stored identities never change).
+Identity = Callable[[Mapping[str, Any]], IdentityFacts]
+
+
+def stored_int(value: Any) -> int | None:
+    """A stored JSON number as an int (None: missing, not a number, or a bool)."""
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+#: A change of one of a workload's own settings diagnosis may propose:
+#: (``workload.<field>``, value).
+SettingChange = tuple[str, Any]
+
+
+@dataclass(frozen=True)
+class WorkloadIntent:
+    """What a stored workload definition asks of the I/O path, as diagnosis reads it,
+    and which of its own settings would ask differently. A kind without requests of
+    its own to describe keeps the empty default."""
+
+    #: Requests the definition keeps in flight (None: the definition does not say,
+    #: e.g. a user's job file sets it).
+    depth: float | None = None
+    #: Bytes per request the definition asks for (None: it does not say).
+    request_bytes: float | None = None
+    #: Changes of its own settings that keep more requests in flight.
+    deeper: tuple[SettingChange, ...] = ()
+    #: Changes of its own settings that bypass the guest's page cache.
+    uncached: tuple[SettingChange, ...] = ()
+
+
+#: A kind's :class:`WorkloadIntent` from one of its stored definitions (JSON of any
+#: hvbench version, as for :data:`Identity`).
+Intent = Callable[[Mapping[str, Any]], WorkloadIntent]
+
+
+def _no_intent(workload: Mapping[str, Any]) -> WorkloadIntent:
+    del workload
+    return WorkloadIntent()
+
+
+def _no_identity(workload: Mapping[str, Any]) -> IdentityFacts:
+    del workload
+    return IdentityFacts()
+
+
 def _no_cell_check(cell: Cell, checks: StudyChecks) -> None:
     del cell, checks
 
@@ -159,6 +226,10 @@ class WorkloadKind:
     #: The cells whose results any cell's relative settings take a share of (the
     #: runner measures them first in each round).
     references: References = _no_references
+    #: The facts of its stored definitions that a cell's identity carries.
+    identity: Identity = _no_identity
+    #: What its stored definitions ask of the I/O path (diagnosis reads it).
+    intent: Intent = _no_intent
 
 
 #: Every registered kind by ``kind`` value, in registration order.
@@ -196,3 +267,23 @@ def ordered_phases() -> tuple[str, ...]:
     kinds = sorted(_KINDS.values(), key=lambda k: k.spec.PHASE_GROUP)
     named = [p for k in kinds for p in k.spec.ORDERED_PHASES]
     return tuple(p for i, p in enumerate(named) if p not in named[i + 1:])
+
+
+def identity_facts(workload: Mapping[str, Any]) -> IdentityFacts:
+    """The identity facts of a stored workload definition, asked of its kind (a
+    definition without ``kind`` is :data:`DEFAULT_WORKLOAD_KIND`'s; one of a kind this
+    version does not know has none). Raises :class:`HvbenchError` when no kind is
+    registered at all (the caller forgot :func:`hvbench.kinds.install`: every identity
+    would silently lose its facts)."""
+    if not _KINDS:
+        raise HvbenchError("internal: no workload kind is registered (call "
+                           "hvbench.kinds.install() first)")
+    kind = _KINDS.get(str(workload.get("kind", DEFAULT_WORKLOAD_KIND)))
+    return kind.identity(workload) if kind is not None else IdentityFacts()
+
+
+def workload_intent(workload: Mapping[str, Any]) -> WorkloadIntent:
+    """What a stored workload definition asks of the I/O path, asked of its kind (as
+    :func:`identity_facts` finds it; an unknown kind asks nothing)."""
+    kind = _KINDS.get(str(workload.get("kind", DEFAULT_WORKLOAD_KIND)))
+    return kind.intent(workload) if kind is not None else WorkloadIntent()

@@ -13,25 +13,13 @@ seed 000 Figs. 5-10), the same as % of native, a summary table and the host disk
 (iostat -x columns, seed 001 Tables 1-2); time series from the monitors, one panel per
 cell and phase; the scenarios (:mod:`hvbench.analysis.scenarios`: % of alone, degradation,
 aggregated throughput ratio, guests started on demand with seed 003 Fig. 14's
-normalized throughput, CPU weights, CoV); the lifecycle; propagation; for a fleet run's
+normalized throughput, CPU weights, CoV); the kinds' own sections; for a fleet run's
 host run, the Fleet section (its hosts and the host-to-host table); the study file.
 
-Propagation convention. A workload whose phases include at least two of ``initial``,
-``transfer`` and ``terminal`` is a propagation workload: each phase's duration
-(``duration_s``, else ``phase_wall_s``) is stacked per cell (seed 000 Fig. 4), and the
-total of the three against the image size gets linear and quadratic least-squares
-trend lines with their equations and R² (seed 000 Fig. 3), one series per (platform,
-method): the method is the variant name without its size tokens
-(``propagation.scp-128M`` -> ``scp``), cache hits (``cache_hit`` = 1) are a series of
-their own. The size is ``size_bytes`` (any phase), or the variant's size token when
-nothing moved. A dashed line shows a NIC at each stored ``link_rate_bits``; the fit
-table reads each intercept as the manager's overhead. The series, fits and the table's
-rows are :mod:`hvbench.analysis.trends`'s, which the terminal report prints too.
-
-Lifecycle convention. A workload with at least two of ``create`` ... ``exit`` carrying a
-duration: its steps are stacked per cell, ``create``'s duration against the image size
-(the variant's size token, else ``size_bytes``) gets trend lines per (platform, method),
-and an ``idle`` phase's metrics are tabled.
+A workload kind adds its own parts: under each workload's summary table
+(:func:`register_workload_section`: web's latency table) and after the scenarios
+(:func:`register_run_section`: the lifecycle's and propagation's sections, in their
+packages of :mod:`hvbench.kinds`).
 """
 from __future__ import annotations
 
@@ -54,7 +42,6 @@ from hvbench.analysis.scenarios import (
     build_scenario_report,
     ondemand_series,
 )
-from hvbench.analysis.shares import PhaseShare, phase_shares
 from hvbench.analysis.stages import StageWindow, stage_rows, stage_windows
 from hvbench.analysis.stats import Summary, percent_of_summary, summarize
 from hvbench.analysis.summaries import (
@@ -67,22 +54,13 @@ from hvbench.analysis.summaries import (
     warnings_for,
 )
 from hvbench.analysis.trends import (
-    PROPAGATION_STEPS,
     ReferenceLine,
     SizeSeries,
     duration_metric,
-    fits_for,
-    lifecycle_series,
-    lifecycle_workloads,
-    link_rates,
-    nic_lines,
-    propagation_series,
-    propagation_workloads,
-    transfer_series,
 )
 from hvbench.errors import SpecError
 from hvbench.model.overrides import STUDY_OVERRIDES
-from hvbench.model.workload import kind_phases
+from hvbench.model.registry import register_once
 from hvbench.report.diagnosis import DIAGNOSIS_NOTE, CellBlock, FixGroup
 from hvbench.report.plots import (
     BarChart,
@@ -95,23 +73,13 @@ from hvbench.report.plots import (
     grouped_bars,
     latency_cdf,
     platform_colors,
-    stacked_bars,
     time_series_grid,
     trend_lines,
-)
-from hvbench.report.propagation import (
-    FIT_HEADERS,
-    SHARE_HEADERS,
-    fit_rows,
-    propagation_fit_rows,
-    share_rows,
 )
 from hvbench.report.scenarios import cov_tables, scenario_tables
 from hvbench.report.stages import stage_tables
 from hvbench.report.tables import (
     MAX_COLUMNS,
-    PROPAGATION_SHARE_NOTE,
-    PROPAGATION_SHARE_TITLE,
     TCG_BANNER,
 )
 from hvbench.report.text import (
@@ -128,6 +96,7 @@ __all__ = [
     "HOST_DISK_COLUMNS",
     "SCENARIO_MONITORS",
     "ReportInput",
+    "RunSection",
     "SeriesChoice",
     "WorkloadSection",
     "bar_charts",
@@ -136,21 +105,21 @@ __all__ = [
     "fleet_section",
     "grouped_warnings",
     "host_disk_rows",
-    "lifecycle_idle_rows",
     "ondemand_figures",
     "parse_series_choice",
     "phase_key",
     "phase_segments",
     "platforms_of",
-    "propagation_points",
-    "propagation_segments",
+    "register_run_section",
     "register_workload_section",
     "render_fleet_html",
     "render_html",
     "scenario_charts",
     "series_figures",
+    "size_trend",
     "stage_figures",
     "table",
+    "trend_figure",
 ]
 
 #: The only sources the page may use: inline styles and data: images.
@@ -415,6 +384,28 @@ def register_workload_section(section: WorkloadSection) -> None:
         _WORKLOAD_SECTIONS.append(section)
 
 
+@dataclass(frozen=True)
+class RunSection:
+    """A workload kind's own section of a run's report, after the scenarios: its
+    ``anchor`` (the ``id`` of its ``<h2>`` and its link), the link's ``title``, and
+    ``render``, the section's HTML from every stored row of the run ("" when the run
+    has nothing of that kind). Registered by a kind package with
+    :func:`register_run_section`."""
+
+    anchor: str
+    title: str
+    render: Callable[[Sequence[Row]], str]
+
+
+_RUN_SECTIONS: dict[str, RunSection] = {}
+
+
+def register_run_section(section: RunSection) -> None:
+    """Add ``section`` to every run's report, after the sections registered before it.
+    Raises :class:`HvbenchError` when another section claims its anchor."""
+    register_once(_RUN_SECTIONS, section.anchor, section, "report section")
+
+
 def platforms_of(items: Sequence[PhaseStats], native: str | None = None) -> list[str]:
     """Platforms in order of appearance, the native baseline first."""
     return _platforms(items, native)
@@ -482,7 +473,7 @@ def series_figures(samples: Sequence[SampleLike], cells: Mapping[str, tuple[str,
     return out
 
 
-# -- propagation and lifecycle -------------------------------------------------------------
+# -- stacked phases and size trends (the self-timed kinds' sections) -----------------------
 def phase_segments(rows: Sequence[Row], workloads: Sequence[str], phases: Sequence[str]
                    ) -> tuple[list[str], list[str], dict[tuple[str, str], float]]:
     """(bars = the cells of the workloads, segments = the phases present in order, mean
@@ -502,41 +493,9 @@ def phase_segments(rows: Sequence[Row], workloads: Sequence[str], phases: Sequen
     return list(dict.fromkeys(bars)), segments, means
 
 
-def propagation_segments(rows: Sequence[Row], workloads: Sequence[str]
-                         ) -> tuple[list[str], list[str], dict[tuple[str, str], float]]:
-    """:func:`phase_segments` of :data:`~hvbench.analysis.trends.PROPAGATION_STEPS`
-    (seed 000 Fig. 4)."""
-    return phase_segments(rows, workloads, PROPAGATION_STEPS)
-
-
-def propagation_points(rows: Sequence[Row], workloads: Sequence[str]) -> list[TrendSeries]:
-    """:func:`~hvbench.analysis.trends.propagation_series` as trend series labelled ``platform
-    method``."""
-    return [_trend(s) for s in propagation_series(rows, workloads)]
-
-
-def _trend(series: SizeSeries) -> TrendSeries:
+def size_trend(series: SizeSeries) -> TrendSeries:
+    """A size series as a trend series: its label, its points sorted by size."""
     return TrendSeries(series.label, sorted(series.points))
-
-
-#: Metrics of the lifecycle's ``idle`` phase, in the table's order (others follow).
-IDLE_METRICS = ("guests", "idle_guests", "host_busy_pct", "host_cpu_pct", "qemu_cpu_pct",
-                "qemu_cpu_pct_per_guest", "qemu_vcpu_pct", "qemu_run_pct", "host_cpus",
-                "window_s")
-
-
-def lifecycle_idle_rows(rows: Sequence[Row], workloads: Sequence[str]
-                        ) -> tuple[list[str], list[list[str]]]:
-    """(headers, one row per cell) of the ``idle`` phase's metrics, mean ± 95 % CI."""
-    values: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for row in rows:
-        if row.workload in workloads and row.phase == "idle":
-            values[row.cell][row.metric].append(row.value)
-    present = {m for metrics in values.values() for m in metrics}
-    order = [m for m in IDLE_METRICS if m in present] + sorted(present - set(IDLE_METRICS))
-    out = [[cell, *(mean_ci_text(summarize(metrics[m])) if m in metrics else "-" for m in order)]
-           for cell, metrics in values.items()]
-    return ["cell", *order], out
 
 
 # -- scenarios -----------------------------------------------------------------------------
@@ -823,59 +782,11 @@ def _series_section(data: ReportInput, cells: Mapping[str, tuple[str, str]]) -> 
     return blocks(parts)
 
 
-def _propagation_section(rows: Sequence[Row]) -> str:
-    workloads = propagation_workloads(rows)
-    if not workloads:
-        return ""
-    parts = ['<h2 id="propagation">Propagation</h2>']
-    bars, segments, values = propagation_segments(rows, workloads)
-    title = "time per propagation phase (mean over repetitions)"
-    parts.append(figure(stacked_bars(title, "s", bars, segments, values), title,
-                         "One bar per cell, stacked from its phases' durations."))
-    parts += _share_parts(phase_shares(rows, workloads))
-    series = propagation_series(rows, workloads)
-    if any(s.points for s in series):
-        references = nic_lines(link_rates(rows, workloads))
-        parts.append(_trend_figure(
-            "total propagation time against size, with least-squares trends",
-            "image size (bytes)", series, references,
-            "One series per platform and method; points: repetitions; solid: linear fit; "
-            "dashed: quadratic fit; grey dashes: the NIC at its line rate (size x 8 / "
-            "link_rate_bits)."))
-        transfer = transfer_series(rows, workloads)
-        if any(s.points for s in transfer):
-            parts.append(_trend_figure(
-                "transfer time alone against bytes moved, with the theoretical NIC",
-                "bytes moved", transfer, references,
-                "Seed 000 Fig. 3(b): the transfer phase only, one series per platform and "
-                "method (cache hits move nothing and are left out); solid: linear fit; "
-                "dashed: quadratic fit; grey dashes: the NIC at its line rate."))
-        parts.append(_table(FIT_HEADERS, propagation_fit_rows(rows), left=3))
-    return blocks(parts)
-
-
-def _trend_figure(title: str, xlabel: str, series: Sequence[SizeSeries],
-                  references: Sequence[ReferenceLine], caption: str) -> str:
+def trend_figure(title: str, xlabel: str, series: Sequence[SizeSeries],
+                 references: Sequence[ReferenceLine], caption: str) -> str:
     """Seconds against bytes with the series' fits and the reference lines."""
-    return figure(trend_lines(title, xlabel, "s", [_trend(s) for s in series], references),
-                  title, caption)
-
-
-def _share_parts(shares: Sequence[PhaseShare]) -> list[str]:
-    """Seed 000 Fig. 4: a 100 %-stacked bar per cell (mean shares) and the share table."""
-    if not shares:
-        return []
-    values = {(s.label, step): summary.mean for s in shares
-              for step, summary in s.shares.items()}
-    segments = [p for p in PROPAGATION_STEPS if any(p in s.shares for s in shares)]
-    title = "share of each propagation phase (mean % over repetitions)"
-    return [figure(stacked_bars(title, "% of propagation time", [s.label for s in shares],
-                                segments, values), title,
-                   "One bar per cell (its cache hits apart), stacked from each phase's "
-                   "mean share of initial + transfer + terminal; shutdown is not counted."),
-            f"<h3>{_e(PROPAGATION_SHARE_TITLE)}</h3>",
-            _table(SHARE_HEADERS, share_rows(shares), left=2),
-            f"<p><small>{_e(PROPAGATION_SHARE_NOTE)}</small></p>"]
+    return figure(trend_lines(title, xlabel, "s", [size_trend(s) for s in series],
+                              references), title, caption)
 
 
 def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
@@ -902,30 +813,6 @@ def _latency_section(latency: Mapping[tuple[str, str], Mapping[str, Sequence[
         items = "requests" if workload in web else "I/Os"
         parts.append(figure(latency_cdf(title, lines, items),
                              f"latency CDF and tail of {title} per platform"))
-    return blocks(parts)
-
-
-def _lifecycle_section(rows: Sequence[Row]) -> str:
-    workloads = lifecycle_workloads(rows)
-    if not workloads:
-        return ""
-    parts = ['<h2 id="lifecycle">Lifecycle</h2>']
-    bars, segments, values = phase_segments(rows, workloads, kind_phases("lifecycle"))
-    title = "time per lifecycle step (mean over repetitions)"
-    parts.append(figure(stacked_bars(title, "s", bars, segments, values), title,
-                         "One bar per cell, stacked from create, qemu, kernel, agent, "
-                         "shutdown and exit."))
-    series = lifecycle_series(rows, workloads)
-    if any(fits_for(s.points) for s in series):
-        title = "create time against image size, with least-squares trends"
-        parts.append(figure(trend_lines(title, "image size (bytes)", "s",
-                                         [_trend(s) for s in series]), title,
-                             "One series per platform and create method (seed 003 Fig. 13)."))
-        parts.append(_table((*FIT_HEADERS[:-1], "intercept: fixed cost s"), fit_rows(series),
-                            left=3))
-    headers, idle = lifecycle_idle_rows(rows, workloads)
-    if idle:
-        parts += ["<h3>Idle guests: host CPU they use</h3>", _table(headers, idle)]
     return blocks(parts)
 
 
@@ -1059,8 +946,9 @@ def _nav(workloads: Iterable[str], sections: Mapping[str, bool]) -> str:
     """Links to the environment, every workload and the optional sections present
     (``sections``: anchor -> present)."""
     titles = {"leaderboard": "Leaderboard", "series": "Time series",
-              "scenarios": "Scenarios", "lifecycle": "Lifecycle",
-              "propagation": "Propagation", "diagnosis": "Diagnosis",
+              "scenarios": "Scenarios",
+              **{s.anchor: s.title for s in _RUN_SECTIONS.values()},
+              "diagnosis": "Diagnosis",
               "layers": "Latency by layer",
               "latency": "Latency", "findings": "Findings", "tuning": "Tuning",
               "fleet": "Fleet"}
@@ -1097,8 +985,7 @@ def render_html(data: ReportInput) -> str:
              "scenarios": _scenario_section(data, build_scenario_report(
                  data.rows, data.samples if scenario_run else (), cells, data.platforms),
                  cells),
-             "lifecycle": _lifecycle_section(data.rows),
-             "propagation": _propagation_section(data.rows),
+             **{s.anchor: s.render(data.rows) for s in _RUN_SECTIONS.values()},
              "diagnosis": _diagnosis_section(data.diagnosis),
              "layers": _layers_section(data.layers),
              "latency": _latency_section(

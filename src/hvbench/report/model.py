@@ -14,7 +14,7 @@ import json
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hvbench.analysis.calibration import stored_thresholds
 from hvbench.analysis.diagnosis import Verdict, diagnose_all, needs_flatness
@@ -24,7 +24,6 @@ from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.precision import cell_precision
 from hvbench.analysis.resources import CellModel, build_models, with_flatness
 from hvbench.analysis.scenarios import ScenarioReport, build_scenario_report
-from hvbench.analysis.shares import phase_shares
 from hvbench.analysis.stages import (
     STAGE_MONITORS,
     StageRow,
@@ -34,7 +33,6 @@ from hvbench.analysis.stages import (
 )
 from hvbench.analysis.steady import SteadyState, flatness, steady_states, steady_warnings
 from hvbench.analysis.summaries import PhaseStats, phase_stats, warnings_for
-from hvbench.analysis.trends import propagation_workloads
 from hvbench.errors import SpecError
 from hvbench.host.hostconfig import RAW_KIND as HOST_CONFIG_KIND
 from hvbench.model import settings
@@ -47,9 +45,9 @@ from hvbench.model.libvirt_xml import (
 )
 from hvbench.model.platform import is_host_kind
 from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
+from hvbench.model.registry import register_once
 from hvbench.model.study import parse_study, repetition_rule
 from hvbench.report.precision import precision_line
-from hvbench.report.propagation import FIT_HEADERS, propagation_fit_rows, share_rows
 from hvbench.store.database import Store
 from hvbench.store.records import (
     CalibrationRow,
@@ -63,15 +61,58 @@ from hvbench.store.records import (
 from hvbench.workloads.fio import RAW_KIND as FIO_RAW_KIND
 from hvbench.workloads.wrk import RAW_KIND as WRK_RAW_KIND
 
+if TYPE_CHECKING:
+    from rich.table import Table
+
 __all__ = [
-    "FIT_HEADERS",
+    "KindPart",
+    "KindReport",
     "RunReport",
     "build_run_report",
     "latest_run_id",
     "load_run_report",
     "natives_of",
+    "register_kind_report",
     "run_models",
 ]
+
+
+class KindPart(Protocol):
+    """A workload kind's own part of a run's terminal and JSON reports (the propagation
+    fits and phase shares), built once from the run's rows by the kind's
+    :class:`KindReport`; its HTML section is registered apart
+    (:func:`hvbench.report.html.register_run_section`)."""
+
+    def terminal_tables(self) -> list[Table]:
+        """Its tables for the terminal, after the leaderboards (none: nothing of it)."""
+        ...
+
+    def json(self) -> dict[str, Any]:
+        """Its object in ``--format json`` (present even when empty)."""
+        ...
+
+    def titles(self) -> list[str]:
+        """The titles of its terminal tables, for the renderers' parity checks."""
+        ...
+
+
+@dataclass(frozen=True)
+class KindReport:
+    """How a workload kind adds its part to every run's report: ``key`` names it in
+    :attr:`RunReport.kind_parts` and in the report's JSON (between ``scenarios`` and
+    ``diagnosis``, in registration order); ``build`` makes it from the run's rows."""
+
+    key: str
+    build: Callable[[Sequence[MeasurementRow]], KindPart]
+
+
+_KIND_REPORTS: dict[str, KindReport] = {}
+
+
+def register_kind_report(report: KindReport) -> None:
+    """Add ``report``'s part to every run's report. Raises :class:`HvbenchError` when
+    another kind claims its key."""
+    register_once(_KIND_REPORTS, report.key, report, "report part")
 
 
 @dataclass(frozen=True)
@@ -86,16 +127,13 @@ class RunReport:
     phases: list[PhaseStats]
     warnings: list[str]
     failures: list[FailureRow]
-    #: :data:`FIT_HEADERS` rows of the propagation fits (empty without propagation).
-    propagation_fits: list[list[str]]
     scenarios: ScenarioReport
     samples: list[SampleRow] = field(default_factory=list)
     #: platform -> the I/O settings of its libvirt domain, one line each (from the
     #: domain XML stored with the run); empty without libvirt platforms.
     domain_io: dict[str, list[str]] = field(default_factory=dict)
-    #: :data:`~hvbench.report.propagation.SHARE_HEADERS` rows: each propagation phase's
-    #: share of the propagation time per cell (seed 000 Fig. 4; empty without one).
-    propagation_shares: list[list[str]] = field(default_factory=list)
+    #: Each registered kind's own part (:func:`register_kind_report`), by its key.
+    kind_parts: dict[str, KindPart] = field(default_factory=dict)
     #: The diagnosis of every (phase, platform) (``hvbench explain``), phase order.
     verdicts: list[Verdict] = field(default_factory=list)
     #: The steady-state test of every (phase, platform) with a throughput series.
@@ -309,10 +347,8 @@ def build_run_report(run: RunRecord, cells: Sequence[CellRow], rows: Sequence[Me
                                       {c.platform_name: c.platform for c in cells})
     report = RunReport(run=run, cells=list(cells), rows=list(rows),
                        natives=natives_of(cells), phases=stats, warnings=warnings_for(stats),
-                       failures=list(failures), propagation_fits=propagation_fit_rows(rows),
-                       scenarios=scenarios, samples=list(samples),
-                       propagation_shares=share_rows(
-                           phase_shares(rows, propagation_workloads(rows))),
+                       failures=list(failures), scenarios=scenarios, samples=list(samples),
+                       kind_parts={k.key: k.build(rows) for k in _KIND_REPORTS.values()},
                        stages=stage_rows(stage_windows(rows, samples, dimensions)),
                        calibration=calibration)
     thresholds = stored_thresholds(calibration.thresholds) if calibration else None

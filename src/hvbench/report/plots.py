@@ -31,7 +31,7 @@ from matplotlib.figure import Figure
 from hvbench.analysis.latency import tail_points
 from hvbench.analysis.trends import ReferenceLine, fits_for
 from hvbench.errors import SpecError
-from hvbench.report.propagation import fit_equation, fit_polynomial
+from hvbench.report.fits import fit_equation, fit_polynomial
 
 __all__ = [
     "NATIVE_COLOR",

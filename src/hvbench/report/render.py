@@ -1,6 +1,7 @@
 """Renderers of the one report model (:class:`hvbench.report.model.RunReport`): the
 terminal's tables, ``--format json`` and the HTML report's input. Each prints the same
-sections: the phase summaries, the propagation fits and the scenario tables (the CoV
+sections: the phase summaries, the kinds' own parts (:class:`~hvbench.report.model.KindPart`:
+the propagation fits) and the scenario tables (the CoV
 only where samples were loaded: JSON and HTML).
 """
 
@@ -36,17 +37,13 @@ from hvbench.report.findings import findings_json, findings_table, is_seed_study
 from hvbench.report.html import ReportInput, SeriesChoice
 from hvbench.report.leaderboard import leaderboard_json, leaderboard_table
 from hvbench.report.model import RunReport, summary_meta
-from hvbench.report.propagation import FIT_HEADERS, SHARE_HEADERS
 from hvbench.report.scenarios import scenario_json, scenario_tables
 from hvbench.report.stages import stage_json, stage_tables
 from hvbench.report.tables import (
     LAYER_TITLE,
-    PROPAGATION_SHARE_TITLE,
     TCG_BANNER,
     layer_table,
     phase_table,
-    propagation_fit_table_of,
-    propagation_share_table_of,
     rich_table,
     summary_json,
 )
@@ -129,18 +126,13 @@ class TerminalOptions:
 
 def terminal_tables(report: RunReport, options: TerminalOptions = TerminalOptions()
                     ) -> list[Table | DiagnosisView]:
-    """Every table the terminal prints: one per phase, then the propagation fits and
+    """Every table the terminal prints: one per phase, then the kinds' own tables and
     the scenario tables (not the CoV, which needs every sample)."""
     tables: list[Table | DiagnosisView] = [
         phase_table(p, report.natives.get(p.workload), report.why(p.workload, p.phase),
                     extra=options.stats) for p in report.phases]
     tables += [rich_table(t) for t in leaderboard_tables(report)]
-    fits = propagation_fit_table_of(report.propagation_fits)
-    if fits is not None:
-        tables.append(fits)
-    shares = propagation_share_table_of(report.propagation_shares)
-    if shares is not None:
-        tables.append(shares)
+    tables += [t for part in report.kind_parts.values() for t in part.terminal_tables()]
     tables += [rich_table(t) for t in scenario_tables(report.scenarios)]
     tables += [rich_table(t) for t in stage_tables(report.stages)]
     if report.layers:
@@ -202,21 +194,6 @@ def domain_io_tables(report: RunReport) -> list[Table]:
     return [table]
 
 
-def _propagation_json(fits: Sequence[Sequence[str]]) -> list[dict[str, str]]:
-    keys = ("platform", "method", "fit", "equation", "r_squared", "intercept_s")
-    return [dict(zip(keys, row, strict=True)) for row in fits]
-
-
-def _propagation_section(report: RunReport) -> dict[str, Any]:
-    out: dict[str, Any] = {"headers": list(FIT_HEADERS),
-                           "fits": _propagation_json(report.propagation_fits)}
-    if report.propagation_shares:
-        out["share_headers"] = list(SHARE_HEADERS)
-        out["shares"] = [dict(zip(SHARE_HEADERS, row, strict=True))
-                         for row in report.propagation_shares]
-    return out
-
-
 def export_bytes(report: RunReport, fmt: str) -> bytes:
     """The run's measurements, one row each with its cell's definition, as ``csv``,
     ``json-rows`` or ``parquet`` (needs pyarrow: :class:`ExportError` otherwise)."""
@@ -229,9 +206,8 @@ def export_bytes(report: RunReport, fmt: str) -> bytes:
 def report_json(report: RunReport, findings: str | None = None,
                 fleet: Mapping[str, Any] | None = None) -> str:
     """``--format json``: every summary with its % of native, the run's environment,
-    ``scenarios``, ``propagation`` (the fits the terminal prints: platform, method, fit,
-    equation, R², intercept; empty without propagation; with propagation cells also
-    ``share_headers`` and ``shares``, each phase's share of the propagation time),
+    ``scenarios``, each registered kind's part under its key (``propagation``: the fits
+    the terminal prints, see :class:`~hvbench.kinds.propagation.text.PropagationPart`),
     ``diagnosis`` (every cell's verdict), with a native and several guests in a phase
     ``leaderboard`` (the guests ranked by % of native, see
     :func:`~hvbench.analysis.leaderboard.leaderboard_json`), with staged cpu
@@ -240,7 +216,7 @@ def report_json(report: RunReport, findings: str | None = None,
     (:func:`findings_choice`) ``findings``: the seed papers' findings next to ours; with
     ``fleet`` (:func:`hvbench.report.fleet.fleet_json`, a fleet's host run) ``fleet``."""
     extra: dict[str, Any] = {"scenarios": scenario_json(report.scenarios),
-                             "propagation": _propagation_section(report),
+                             **{key: part.json() for key, part in report.kind_parts.items()},
                              "diagnosis": [verdict_json(v) for v in report.verdicts]}
     boards = leaderboards(report.phases, report.natives, report.verdicts)
     if boards:
@@ -295,11 +271,11 @@ def html_input(report: RunReport, series: SeriesChoice | None,
 
 def section_titles(report: RunReport) -> dict[str, list[str]]:
     """The titles of the sections each renderer shows, for parity checks: phases as
-    ``workload / phase``, then the leaderboards, the propagation fits and the scenario tables."""
+    ``workload / phase``, then the leaderboards, the kinds' own tables (the propagation
+    fits) and the scenario tables."""
     phases = [f"{p.workload} / {p.phase}" for p in report.phases]
     extra: list[str] = [t.title for t in leaderboard_tables(report)]
-    extra += ["propagation fits"] if report.propagation_fits else []
-    extra += [PROPAGATION_SHARE_TITLE] if report.propagation_shares else []
+    extra += [title for part in report.kind_parts.values() for title in part.titles()]
     extra += [t.title for t in scenario_tables(report.scenarios)]
     extra += [t.title for t in stage_tables(report.stages)]
     if report.layers:

@@ -15,7 +15,6 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rich import box
 from rich.table import Table
 
 from hvbench.analysis.layers import LayerRow
@@ -28,15 +27,12 @@ from hvbench.analysis.summaries import (
     phase_stats,
     warnings_for,
 )
-from hvbench.report.propagation import SHARE_HEADERS, propagation_fit_rows
 from hvbench.report.text import TextTable, mean_ci_text, phase_rows
 
 # Re-exported: the summaries moved to hvbench.analysis.summaries.
 __all__ = [
     "COMPACT_ROWS",
     "MAX_COLUMNS",
-    "PROPAGATION_SHARE_NOTE",
-    "PROPAGATION_SHARE_TITLE",
     "TCG_BANNER",
     "PhaseStats",
     "Row",
@@ -45,9 +41,6 @@ __all__ = [
     "phase_key",
     "phase_stats",
     "phase_table",
-    "propagation_fit_table",
-    "propagation_fit_table_of",
-    "propagation_share_table_of",
     "rich_table",
     "rows_csv",
     "summary_json",
@@ -90,67 +83,6 @@ def phase_table(stats: PhaseStats, native: str | None,
         table.add_column(header, justify="right", overflow="fold")
     for index, platform in enumerate(stats.platforms):
         table.add_row(platform, *(texts[index] for _, texts in rows))
-    return table
-
-
-PROPAGATION_FIT_TITLE = ("propagation: total time against image size, least-squares fits "
-                         "(seed 000 Fig. 3)")
-#: The columns of :func:`hvbench.report.propagation.fit_rows`, short enough for an
-#: 80-column terminal.
-PROPAGATION_FIT_HEADERS = ("platform", "method", "fit", "equation (y s, x bytes)", "R²",
-                           "overhead s")
-PROPAGATION_FIT_NOTE = ("y = initial + transfer + terminal seconds of a repetition, x = the "
-                        "image size in bytes (size_bytes moved, else the variant's size); "
-                        "overhead = the intercept, the time at size 0: what the manager "
-                        "spends besides moving bytes; the theoretical NIC needs "
-                        "x·8 / link_rate_bits seconds. Rows labelled (transfer only) fit the "
-                        "transfer phase alone against the bytes moved (seed 000 Fig. 3b).")
-
-
-def propagation_fit_table(rows: Sequence[Row]) -> Table | None:
-    """The propagation fits for the terminal, as the HTML report's table: per
-    (platform, method) the linear and quadratic least-squares equation, R² and
-    intercept (:func:`hvbench.report.propagation.fit_rows`), then the theoretical NIC line of each
-    stored ``link_rate_bits``; None when the run has no propagation workload."""
-    return propagation_fit_table_of(propagation_fit_rows(rows))
-
-
-def propagation_fit_table_of(found: Sequence[Sequence[str]]) -> Table | None:
-    """:func:`propagation_fit_table` of rows already computed (None for none)."""
-    if not found:
-        return None
-    # No vertical rules and a wide enough equation column: a linear equation stays
-    # on one line in 80 columns.
-    table = Table(title=PROPAGATION_FIT_TITLE, title_justify="left",
-                  caption=PROPAGATION_FIT_NOTE, caption_justify="left", box=box.SIMPLE_HEAD)
-    width = min(32, max(len(texts[3]) for texts in found if texts[2] != "quadratic"))
-    for index, header in enumerate(PROPAGATION_FIT_HEADERS):
-        table.add_column(header, justify="left" if index < 4 else "right", overflow="fold",
-                         min_width=width if index == 3 else None)
-    for texts in found:
-        table.add_row(*texts)
-    return table
-
-
-PROPAGATION_SHARE_TITLE = ("propagation: share of each phase in the propagation time "
-                           "(seed 000 Fig. 4)")
-PROPAGATION_SHARE_NOTE = ("% of initial + transfer + terminal per repetition, mean ± 95% CI "
-                          "over the n repetitions; shutdown is not counted (propagation "
-                          "ends with a running guest); propagation s = that sum.")
-
-
-def propagation_share_table_of(found: Sequence[Sequence[str]]) -> Table | None:
-    """The :data:`~hvbench.report.propagation.SHARE_HEADERS` rows for the terminal (None
-    for none)."""
-    if not found:
-        return None
-    table = Table(title=PROPAGATION_SHARE_TITLE, title_justify="left",
-                  caption=PROPAGATION_SHARE_NOTE, caption_justify="left",
-                  box=box.SIMPLE_HEAD)
-    for index, header in enumerate(SHARE_HEADERS):
-        table.add_column(header, justify="left" if index < 2 else "right", overflow="fold")
-    for texts in found:
-        table.add_row(*texts)
     return table
 
 

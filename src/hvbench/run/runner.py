@@ -62,6 +62,7 @@ from hvbench.run.cells.registry import (
     kind_of,
     needs_native_server,
     round_memories,
+    run_states,
     server_ports,
 )
 from hvbench.run.lab_session import LabSession
@@ -75,7 +76,6 @@ from hvbench.run.plan import (
 from hvbench.run.scenario import ScenarioRun
 from hvbench.store.database import MeasurementRecord, RawRecord, Store
 from hvbench.store.records import MeasurementRow, cell_record
-from hvbench.workloads import lifecycle
 
 __all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", "load_study",
            "make_platform", "remove_orphans", "resume_study", "run_study"]
@@ -264,8 +264,9 @@ class StudyRunner:
         self.boot_s: list[float] = []
         #: The scenario of the group being run (neighbours, cgroups), if any.
         self.scenario: ScenarioRun | None = None
-        #: Lifecycle repository images, written once per run and size.
-        self.lifecycle_cache: lifecycle.RepositoryCache = {}
+        #: What each kind keeps for the whole run (lifecycle: its repository images),
+        #: closed when the run ends.
+        self.kind_state = run_states()
         #: Where each adaptive cell stopped (filled at the end of the run).
         self.precision: list[CellPrecision] = []
         #: What the registered kinds keep of this run's results for other cells of the
@@ -306,7 +307,8 @@ class StudyRunner:
             self.store.set_status(run_id, "interrupted", finished_at=_now())
             raise
         finally:
-            lifecycle.remove_repository(self.lifecycle_cache)
+            for state in self.kind_state.values():
+                state.close()
         self.store.set_status(run_id, "complete", finished_at=_now())
         return RunOutcome(run_id, self.failures, tuple(self.boot_s), tuple(self.precision))
 
@@ -406,9 +408,8 @@ class StudyRunner:
             scenario=scenario,
             monitors=scenario_monitors(scenario,
                                        guest_sampling=self.study.study.guest_sampling),
-            lifecycle_cache=self.lifecycle_cache,
             guest_name=kind.instance_name(cell.platform.name, cell.platform_name),
-            rate_refs=rate_refs)
+            kind_state=self.kind_state, rate_refs=rate_refs)
 
     def rate_refs(self, item: PlannedItem) -> dict[str, Mapping[int, float]]:
         """The maxima the item's relative rates take a share of, by reference workload,

@@ -13,6 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from hvbench.model.platform import DEFAULT_PLATFORM_KIND
+from hvbench.model.workload import DEFAULT_WORKLOAD_KIND, identity_facts
+
 if TYPE_CHECKING:
     from hvbench.model.study import Cell
 
@@ -34,12 +37,10 @@ class CellIdentity:
     platform_kind: str = ""
     workload_kind: str = ""
     scenario: str | None = None
-    #: Propagation: the transfer method (``scp``, ``overlay``, ...); lifecycle: the image
-    #: format and how it is created (``qcow2-overlay``).
+    #: The facts the workload's kind declares (:class:`~hvbench.model.workload.
+    #: IdentityFacts`): how an image is made or moved, its size, a test file's size.
     method: str | None = None
-    #: Bytes of the system image (propagation, lifecycle).
     image_size: int | None = None
-    #: Bytes of a disk workload's test file.
     file_size: int | None = None
     neighbour_roles: tuple[str, ...] = ()
 
@@ -267,19 +268,6 @@ class FailureRow:
     finished_at: str
 
 
-def _int_or_none(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _method(workload: Mapping[str, Any]) -> str | None:
-    kind = workload.get("kind")
-    if kind == "propagation":
-        return str(workload.get("method", "")) or None
-    if kind == "lifecycle":
-        return f"{workload.get('image_format', 'raw')}-{workload.get('create', 'copy')}"
-    return None
-
-
 def identity_of(platform_name: str, platform: Mapping[str, Any],
                 workload: Mapping[str, Any], base_platform: str | None = None
                 ) -> CellIdentity:
@@ -295,14 +283,13 @@ def identity_of(platform_name: str, platform: Mapping[str, Any],
             base_platform = platform_name.removesuffix(f"@{scenario}")
     roles = tuple(str(n.get("role", "idle")) for n in scenario_def.get("neighbours", ())
                   if isinstance(n, Mapping)) if isinstance(scenario_def, Mapping) else ()
-    kind = workload.get("kind", "disk")
+    facts = identity_facts(workload)
     return CellIdentity(
-        base_platform=base_platform, platform_kind=str(platform.get("kind", "qemu")),
-        workload_kind=str(kind), scenario=None if scenario is None else str(scenario),
-        method=_method(workload),
-        image_size=_int_or_none(workload.get("image_size")),
-        file_size=_int_or_none(workload.get("file_size")) if kind == "disk" else None,
-        neighbour_roles=roles)
+        base_platform=base_platform,
+        platform_kind=str(platform.get("kind", DEFAULT_PLATFORM_KIND)),
+        workload_kind=str(workload.get("kind", DEFAULT_WORKLOAD_KIND)),
+        scenario=None if scenario is None else str(scenario), method=facts.method,
+        image_size=facts.image_size, file_size=facts.file_size, neighbour_roles=roles)
 
 
 def cell_record(cell: Cell) -> CellRecord:

@@ -13,7 +13,8 @@ from hvbench.model.workload import WorkloadKind, register_workload_kind
 from hvbench.run.cells.registry import register_cell_kind
 
 KIND = WorkloadKind("disk", spec.DiskWorkloadSpec, spec.default_name,
-                    check_cell=spec.check_cell, check_study=spec.check_study)
+                    check_cell=spec.check_cell, check_study=spec.check_study,
+                    identity=spec.identity, intent=spec.intent)
 
 
 def register() -> None:

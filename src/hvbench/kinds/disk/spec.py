@@ -17,7 +17,13 @@ from hvbench.model.study import (
     Study,
     guest_vm,
 )
-from hvbench.model.workload import StudyChecks, WorkloadSpec
+from hvbench.model.workload import (
+    IdentityFacts,
+    StudyChecks,
+    WorkloadIntent,
+    WorkloadSpec,
+    stored_int,
+)
 
 DiskProfile = Literal["iozone", "bonnie", "dd", "fio-job"]
 #: The phases of each profile, in the order they run (later phases reuse earlier files).
@@ -103,6 +109,34 @@ class DiskWorkloadSpec(WorkloadSpec):
     def raw_device_bytes(self) -> int | None:
         """``file_size`` when the workload runs on the raw benchmark disk."""
         return self.file_size if self.target == "device" else None
+
+
+#: fio engines that keep several requests in flight per job (iodepth applies).
+ASYNC_ENGINES = ("libaio", "io_uring")
+
+
+def intent(workload: Mapping[str, Any]) -> WorkloadIntent:
+    """What a stored disk definition asks of the I/O path: ``iodepth`` requests in
+    flight with an asynchronous engine, else one; ``record_size`` bytes each; deeper
+    with libaio at depth 16, uncached with ``direct`` when it is not already. A user's
+    job file says none of it (its job file does)."""
+    profile = workload.get("profile")
+    if profile == "fio-job":
+        return WorkloadIntent()
+    engine_async = workload.get("ioengine") in ASYNC_ENGINES
+    size = workload.get("record_size")
+    return WorkloadIntent(
+        depth=float(workload.get("iodepth") or 1) if engine_async else 1.0,
+        request_bytes=float(size) if isinstance(size, int | float) else None,
+        # A definition older than profiles has no profile to deepen.
+        deeper=(("workload.ioengine", "libaio"), ("workload.iodepth", 16))
+        if profile is not None else (),
+        uncached=() if workload.get("direct") else (("workload.direct", True),))
+
+
+def identity(workload: Mapping[str, Any]) -> IdentityFacts:
+    """A stored disk definition's identity fact: its test file's size."""
+    return IdentityFacts(file_size=stored_int(workload.get("file_size")))
 
 
 def default_name(entry: Mapping[str, Any]) -> str:

@@ -4,6 +4,8 @@ own guests from the platform's VM spec, so the runner boots nothing for it."""
 from __future__ import annotations
 
 from hvbench.host.paths import work_dir
+from hvbench.kinds.lifecycle import driver as lifecycle
+from hvbench.kinds.lifecycle.driver import RepositoryCache
 from hvbench.kinds.lifecycle.spec import LifecycleWorkloadSpec
 from hvbench.model.workload import WorkloadSpec
 from hvbench.platforms.accel import choose_accel
@@ -16,15 +18,27 @@ from hvbench.run.cells.base import (
     cell_result,
     guest_vm_of,
 )
-from hvbench.workloads import lifecycle
 
 #: Rough seconds of one life under TCG besides its guests' boots (which a plan adds):
 #: the image's creation, the shutdown, removing files; idle sampling aside.
 LIFE_ESTIMATE_S = 15.0
 
 
+class RepositoryImages:
+    """The lifecycle kind's run-wide state (a
+    :class:`~hvbench.run.cells.base.RunState`): the repository images its cells take
+    their system images from, written once per run, size and format."""
+
+    def __init__(self) -> None:
+        self.cache: RepositoryCache = {}
+
+    def close(self) -> None:
+        """Remove every repository image (never raises; safe twice)."""
+        lifecycle.remove_repository(self.cache)
+
+
 class LifecycleCell(Simple):
-    """Runs :func:`~hvbench.workloads.lifecycle.run_lifecycle` (bounded by the
+    """Runs :func:`~hvbench.kinds.lifecycle.driver.run_lifecycle` (bounded by the
     workload's ``timeout_s``); the raw document is stored once, under ``lifecycle``."""
 
     kind = "lifecycle"
@@ -42,7 +56,7 @@ class LifecycleCell(Simple):
         spec = ctx.spec(LifecycleWorkloadSpec)
         vm = guest_vm_of(ctx.cell)
         outcomes = lifecycle.run_lifecycle(spec, vm, name=ctx.guest_name, scratch=work_dir(),
-                                           source_cache=ctx.lifecycle_cache,
+                                           source_cache=ctx.run_state(RepositoryImages).cache,
                                            accel=choose_accel(vm))
         return cell_result([MeasuredWindow(outcomes)], raw_once="lifecycle")
 

@@ -8,11 +8,11 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from hvbench.kinds.lifecycle.driver import LIFECYCLE_PHASES
 from hvbench.model.platform import PlatformSpec
 from hvbench.model.spec import ByteSize
 from hvbench.model.study import guest_vm
-from hvbench.model.workload import WorkloadSpec
-from hvbench.workloads.lifecycle import LIFECYCLE_PHASES
+from hvbench.model.workload import IdentityFacts, WorkloadSpec, stored_int
 
 
 class LifecycleWorkloadSpec(WorkloadSpec):
@@ -51,6 +51,15 @@ class LifecycleWorkloadSpec(WorkloadSpec):
     def runs_on(self, platform: PlatformSpec) -> bool:
         """A guest hvbench boots itself: never natively, never the user's domain."""
         return guest_vm(platform) is not None
+
+
+def identity(workload: Mapping[str, Any]) -> IdentityFacts:
+    """A stored lifecycle definition's identity facts: the image's format and how it is
+    created (``qcow2-overlay``; the defaults for a definition older than the fields) and
+    the image's size."""
+    return IdentityFacts(
+        method=f"{workload.get('image_format', 'raw')}-{workload.get('create', 'copy')}",
+        image_size=stored_int(workload.get("image_size")))
 
 
 def default_name(entry: Mapping[str, Any]) -> str:

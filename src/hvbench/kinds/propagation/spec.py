@@ -12,7 +12,7 @@ from hvbench.model.lab import LabHostSpec, parse_rate
 from hvbench.model.platform import PlatformSpec
 from hvbench.model.spec import ByteSize
 from hvbench.model.study import guest_vm
-from hvbench.model.workload import WorkloadSpec
+from hvbench.model.workload import IdentityFacts, WorkloadSpec, stored_int
 
 #: The phases of one propagation, in order (seed 000 §5.1 plus the VM's termination).
 PROPAGATION_PHASES = ("initial", "transfer", "terminal", "shutdown")
@@ -66,6 +66,13 @@ class PropagationWorkloadSpec(WorkloadSpec):
     def lab_host(self) -> LabHostSpec:
         """The repository host, on a link shaped to ``link_rate``."""
         return LabHostSpec(name=self.repository, rate=self.link_rate)
+
+
+def identity(workload: Mapping[str, Any]) -> IdentityFacts:
+    """A stored propagation definition's identity facts: its transfer method (None when
+    missing or empty) and the image's size."""
+    return IdentityFacts(method=str(workload.get("method", "")) or None,
+                         image_size=stored_int(workload.get("image_size")))
 
 
 def default_name(entry: Mapping[str, Any]) -> str:

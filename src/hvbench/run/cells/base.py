@@ -29,13 +29,13 @@ from hvbench.platforms.base import Platform
 from hvbench.run.lab_session import LabSession
 from hvbench.run.scenario import ScenarioRun
 from hvbench.store.records import MeasurementRecord, RawRecord, SampleRecord
-from hvbench.workloads import lifecycle
 from hvbench.workloads.outcome import PhaseOutcome
 
 #: Phase monitors for a platform; with interfaces (device -> label) the NIC sampler
 #: instead of the work directory's disk (see :func:`monitors_for`).
 MonitorsFactory = Callable[[Platform, Mapping[str, str] | None], PhaseMonitors]
 _Spec = TypeVar("_Spec", bound=BaseModel)
+_State = TypeVar("_State", bound="RunState")
 
 
 @dataclass
@@ -53,8 +53,9 @@ class CellContext:
 
     ``platform`` is the started platform (None for kinds that boot their own guests);
     ``session`` the run's lab (None for studies without one); ``scenario`` the group's
-    neighbours (None alone); ``lifecycle_cache`` the run-wide repository images;
-    ``guest_name`` the name a guest the cell boots itself takes.
+    neighbours (None alone); ``kind_state`` what each kind keeps for the whole run (by
+    kind, see :meth:`run_state`); ``guest_name`` the name a guest the cell boots itself
+    takes.
     """
 
     cell: Cell
@@ -63,8 +64,9 @@ class CellContext:
     session: LabSession | None
     scenario: ScenarioRun | None
     monitors: MonitorsFactory
-    lifecycle_cache: lifecycle.RepositoryCache
     guest_name: str
+    #: Each kind's run-wide state (:class:`RunState`), by workload kind.
+    kind_state: Mapping[str, RunState] = field(default_factory=dict)
     #: The measured maxima relative rates take a share of: reference workload name ->
     #: file size (kB) -> max_rate_rps of the platform alone in this round.
     rate_refs: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
@@ -82,6 +84,17 @@ class CellContext:
             raise HvbenchError(f"cell {self.cell.name}: a {self.cell.workload.spec.kind} "
                                "workload runs without a lab")
         return self.session
+
+    def run_state(self, model: type[_State]) -> _State:
+        """The run-wide state of the cell's workload kind as ``model``. Raises
+        :class:`HvbenchError` when the kind registered none or another class (a
+        programming error)."""
+        kind = self.cell.workload.spec.kind
+        state = self.kind_state.get(kind)
+        if not isinstance(state, model):
+            raise HvbenchError(f"internal: workload kind {kind!r} has no run state "
+                               f"{model.__name__}")
+        return state
 
     def spec(self, model: type[_Spec]) -> _Spec:
         """The cell's workload spec as ``model``. Raises :class:`HvbenchError` when the
@@ -139,6 +152,17 @@ class CellKind(Protocol):
 
     def release(self, ctx: CellContext) -> None:
         """Undo ``prepare`` (also after a failed or partial one). Safe twice."""
+        ...
+
+
+class RunState(Protocol):
+    """What a workload kind keeps for a whole run, whatever the cell (lifecycle: the
+    repository images written once per size). One per run and kind, made by the
+    factory the kind registered; the runner closes it when the run ends, however it
+    ends."""
+
+    def close(self) -> None:
+        """Remove what the state made (files, directories). Never raises; safe twice."""
         ...
 
 

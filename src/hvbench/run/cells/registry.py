@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from hvbench.errors import HvbenchError, SpecError
+from hvbench.model.registry import register_once
 from hvbench.model.study import Cell, Study
 from hvbench.platforms.kinds import platform_kind
-from hvbench.run.cells.base import CellKind, RoundMemory
+from hvbench.run.cells.base import CellKind, RoundMemory, RunState
 from hvbench.store.records import MeasurementRow
 
 #: ``spec.kind`` -> a fresh cell kind (one per (cell, repetition): it holds what its
@@ -23,6 +24,8 @@ CELL_KINDS: dict[str, Callable[[], CellKind]] = {}
 StoredRows = Callable[[], Iterable[MeasurementRow]]
 #: One factory per kind that remembers results across the cells of a round.
 ROUND_MEMORIES: list[Callable[[Study, StoredRows], RoundMemory]] = []
+#: Workload kind -> the factory of its run-wide state (:func:`register_run_state`).
+RUN_STATES: dict[str, Callable[[], RunState]] = {}
 
 
 def register_cell_kind(kind: str, make: Callable[[], CellKind]) -> None:
@@ -38,6 +41,18 @@ def register_round_memory(make: Callable[[Study, StoredRows], RoundMemory]) -> N
     """Give every run a :class:`RoundMemory` made by ``make`` (once per factory)."""
     if make not in ROUND_MEMORIES:
         ROUND_MEMORIES.append(make)
+
+
+def register_run_state(kind: str, make: Callable[[], RunState]) -> None:
+    """Give every run one state of workload kind ``kind`` made by ``make`` (what its
+    cells share across the run; see :meth:`CellContext.run_state`). Registering a kind
+    twice with another factory raises :class:`HvbenchError`."""
+    register_once(RUN_STATES, kind, make, "run state of workload kind")
+
+
+def run_states() -> dict[str, RunState]:
+    """A fresh state of every kind that registered one, for one run, by kind."""
+    return {kind: make() for kind, make in RUN_STATES.items()}
 
 
 def round_memories(study: Study, stored: StoredRows) -> list[RoundMemory]:
