@@ -112,7 +112,7 @@ _ETC_FILES: dict[str, str] = {
 #: The guest's own file systems besides /proc, /sys and /dev: (source, mount point,
 #: type, options). The root disk's /etc/fstab lists them (for a stage 2 run as the
 #: first /init, and for anyone reading the guest); stage 1 mounts them under the new
-#: root before switching to it (_newroot_table).
+#: root before switching to it (newroot_table).
 _GUEST_MOUNTS: tuple[tuple[str, str, str, str], ...] = (
     ("devpts", "/dev/pts", "devpts", "gid=5,mode=620,ptmxmode=666"),
     ("tmpfs", "/tmp", "tmpfs", "mode=1777"),
