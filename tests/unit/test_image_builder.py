@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -123,7 +124,7 @@ def test_key_covers_both_init_scripts() -> None:
     scripts = builder.boot_scripts()
     assert builder.stage1_script() in scripts
     assert builder.init_script() in scripts
-    assert f"-t {builder.ROOTFS_TYPE} ".encode() in builder.stage1_script()
+    assert f"/lower {builder.ROOTFS_TYPE} ro ".encode() in builder.stage1_script()
 
 
 @pytest.mark.parametrize("script", ["stage1_script", "init_script"])
@@ -228,3 +229,43 @@ def test_stage1_runs_only_the_applets_the_initramfs_links() -> None:
                 commands.add(words[0])
     applets = {PurePosixPath(a).name for a in builder._STAGE1_APPLETS}
     assert commands - _SHELL_WORDS - functions == applets
+
+
+def test_cpio_stores_a_hard_linked_file_once(tmp_path: Path) -> None:
+    # The overlay's /rw/upper/bin/busybox is a hard link to /bin/busybox: the kernel
+    # links names that share an inode number (link count >= 2), so the data goes in once.
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "upper").mkdir()
+    payload = b"busybox-bytes-" * 100
+    (tmp_path / "bin" / "busybox").write_bytes(payload)
+    os.link(tmp_path / "bin" / "busybox", tmp_path / "upper" / "busybox")
+    (tmp_path / "other").write_bytes(b"x")
+    out = io.BytesIO()
+    write_newc(tmp_path, out, devices=())
+    data = out.getvalue()
+    assert data.count(payload) == 1
+    headers = {}
+    for name in (b"bin/busybox\0", b"upper/busybox\0", b"other\0"):
+        head = data[data.index(name) - 110 : data.index(name)]
+        fields = [int(head[6 + 8 * i : 14 + 8 * i], 16) for i in range(13)]
+        headers[name] = (fields[0], fields[4], fields[6])  # ino, nlink, size
+    ino, nlink, size = headers[b"bin/busybox\0"]
+    assert (nlink, size) == (2, len(payload))
+    assert headers[b"upper/busybox\0"] == (ino, 2, 0)
+    assert headers[b"other\0"][0] != ino and headers[b"other\0"][1] == 1
+
+
+def test_stage1_mount_table_order() -> None:
+    # One `mount -a` in stage 1: the overlay before anything under /newroot, the guest's
+    # file systems (the root disk's /etc/fstab) before /dev, /proc and /sys move.
+    lines = [line.split() for line in builder.newroot_table().splitlines()]
+    assert lines[0][1] == "/newroot" and lines[0][2] == "overlay"
+    moves = [(line[0], line[1]) for line in lines if line[3] == "move"]
+    assert moves == [(f"/{fs}", f"/newroot/{fs}") for fs in ("dev", "proc", "sys")]
+    assert [line[3] for line in lines[-3:]] == ["move"] * 3
+    guest = [line.split() for line in builder.guest_fstab().splitlines()]
+    middle = lines[1:-3]
+    assert [(m[0], m[2], m[3]) for m in middle] == [(g[0], g[2], g[3]) for g in guest]
+    for mounted, listed in zip(middle, guest, strict=True):
+        expected = listed[1] if listed[1].startswith("/dev/") else "/newroot" + listed[1]
+        assert mounted[1] == expected

@@ -34,8 +34,10 @@ from hvbench.image.vmlinux import extract_vmlinux
 #: Bump whenever the image layout or the way it is built changes: it is part of the key.
 #: 6: the nvme and virtiofs modules. 7: the aoe module and aoe-discover. 8: the
 #: initramfs holds only stage 1's applets and modprobe's files, and the overlay's
-#: upper and work directories; the root disk has /etc/fstab.
-FORMAT_VERSION = 8
+#: upper and work directories; the root disk has /etc/fstab. 9: the initramfs has the
+#: mount tables stage 1 mounts everything with (/etc/fstab, /etc/fstab.newroot) and
+#: the overlay's busybox as a hard link.
+FORMAT_VERSION = 9
 
 #: Kernel command line to boot the image with. ``panic=-1`` turns a broken /init into an
 #: immediate reboot, which QEMU's ``-no-reboot`` turns into an exit. The rest trims boot
@@ -106,15 +108,26 @@ _ETC_FILES: dict[str, str] = {
     # sym53c8xx waits 3 s for the SCSI bus to settle after its reset; QEMU's lsi53c895a
     # is ready at once. busybox modprobe applies modprobe.d options.
     "etc/modprobe.d/hvbench.conf": "options sym53c8xx settle=0\n",
-    # What stage 2 (init.sh) mounts with one ``mount -a``; /proc, /sys and /dev come
-    # mounted from stage 1.
-    "etc/fstab": (
-        "devpts /dev/pts devpts gid=5,mode=620,ptmxmode=666 0 0\n"
-        "tmpfs /tmp tmpfs mode=1777 0 0\n"
-        "tmpfs /run tmpfs mode=755 0 0\n"
-        "tmpfs /dev/shm tmpfs mode=1777 0 0\n"
-    ),
 }
+#: The guest's own file systems besides /proc, /sys and /dev: (source, mount point,
+#: type, options). The root disk's /etc/fstab lists them (for a stage 2 run as the
+#: first /init, and for anyone reading the guest); stage 1 mounts them under the new
+#: root before switching to it (newroot_table).
+_GUEST_MOUNTS: tuple[tuple[str, str, str, str], ...] = (
+    ("devpts", "/dev/pts", "devpts", "gid=5,mode=620,ptmxmode=666"),
+    ("tmpfs", "/tmp", "tmpfs", "mode=1777"),
+    ("tmpfs", "/run", "tmpfs", "mode=755"),
+    ("tmpfs", "/dev/shm", "tmpfs", "mode=1777"),
+)
+#: Stage 1's first ``mount -a`` (the initramfs's /etc/fstab).
+_STAGE1_FSTAB = (
+    "proc /proc proc defaults 0 0\n"
+    "sysfs /sys sysfs defaults 0 0\n"
+    "devtmpfs /dev devtmpfs defaults 0 0\n"
+)
+#: The overlay stage 1 mounts on /newroot (its lower layer is the root disk on /lower).
+_OVERLAY_LINE = "overlay /newroot overlay lowerdir=/lower,upperdir=/rw/upper,workdir=/rw/work 0 0"
+_MOVED_TO_NEWROOT = ("dev", "proc", "sys")
 #: qemu-ga's guest-shutdown runs ``/sbin/shutdown -h -P +0 "msg"`` (or ``-H`` halt,
 #: ``-r`` reboot). There is no init system to ask, so power off directly; QEMU (run
 #: with -no-reboot) then exits for poweroff and reboot alike.
@@ -134,14 +147,14 @@ exec busybox "$action" -f
 #: ``mnt/hvbench``: the host mounts benchmark file systems there, and the root is only
 #: writable through the overlay, so the directory ships in the image.
 _GUEST_DIRS = ("proc", "sys", "dev", "tmp", "run", "root", "etc", "var", "mnt", "mnt/hvbench")
-#: The stage-1 initramfs: mount points, the switch_root target and the root overlay's
-#: writable layer (upper and work directories, in the initramfs's own tmpfs; upper/bin
-#: receives stage 1's hard link to busybox, see stage1.sh).
-_STAGE1_DIRS = ("proc", "sys", "dev", "newroot", "lower", "rw/upper/bin", "rw/work")
+#: The stage-1 initramfs: mount points, /etc for its mount tables, the switch_root
+#: target and the root overlay's writable layer (upper and work directories, in the
+#: initramfs's own tmpfs; upper/bin holds the hard link to busybox, see stage1.sh).
+_STAGE1_DIRS = ("proc", "sys", "dev", "etc", "newroot", "lower", "rw/upper/bin", "rw/work")
 #: The busybox applets stage1.sh runs, as links in the initramfs. Only these: the kernel
 #: unpacks every entry of the initramfs before /init runs, and busybox's other ~260
 #: applet links were entries no step used.
-_STAGE1_APPLETS = ("bin/sh", "bin/mount", "bin/ln", "bin/usleep", "sbin/modprobe",
+_STAGE1_APPLETS = ("bin/sh", "bin/mount", "bin/mkdir", "bin/usleep", "sbin/modprobe",
                    "usr/sbin/chroot")
 #: What busybox modprobe reads under /lib/modules/<release>; depmod's other outputs
 #: (modules.order alone is 160 kB) stay out of the initramfs, which the kernel unpacks
@@ -165,6 +178,25 @@ class GuestImage:
 
 def _noop(_message: str) -> None:
     return None
+
+
+def guest_fstab() -> str:
+    """The root disk's /etc/fstab: the guest's file systems besides /proc, /sys, /dev."""
+    return "".join(f"{src} {target} {fstype} {opts} 0 0\n"
+                   for src, target, fstype, opts in _GUEST_MOUNTS)
+
+
+def newroot_table() -> str:
+    """The initramfs's /etc/fstab.newroot: what stage 1 mounts after the root disk's
+    squashfs, in order (the overlay on /newroot; the guest's file systems, under
+    /newroot except those under /dev, which still is the initramfs's and moves with
+    its submounts; then /dev, /proc and /sys moved into the new root)."""
+    lines = [_OVERLAY_LINE]
+    for src, target, fstype, opts in _GUEST_MOUNTS:
+        where = target if target.startswith("/dev/") else f"/newroot{target}"
+        lines.append(f"{src} {where} {fstype} {opts} 0 0")
+    lines += [f"/{fs} /newroot/{fs} none move 0 0" for fs in _MOVED_TO_NEWROOT]
+    return "\n".join(lines) + "\n"
 
 
 def default_cache_dir() -> Path:
@@ -519,7 +551,7 @@ def assemble_rootfs(staging: Path, rootfs: Path, release: str, init: bytes) -> N
         copy_guest_path(staging, rootfs, guest)
     _install_applets(staging, rootfs)
     _install_modules(staging, rootfs, release, kmod.WANTED_MODULES + kmod.STAGE1_MODULES)
-    for rel, text in _ETC_FILES.items():
+    for rel, text in {**_ETC_FILES, "etc/fstab": guest_fstab()}.items():
         (rootfs / rel).parent.mkdir(parents=True, exist_ok=True)
         (rootfs / rel).write_text(text)
     _write_executable(rootfs / "init", init)
@@ -529,7 +561,8 @@ def assemble_rootfs(staging: Path, rootfs: Path, release: str, init: bytes) -> N
 def assemble_initramfs(staging: Path, tree: Path, release: str, init: bytes) -> None:
     """Populate ``tree`` with the stage-1 initramfs: busybox, the applets stage 1 runs
     (_STAGE1_APPLETS), the modules that reach the root disk (kmod.STAGE1_MODULES) with
-    the files busybox modprobe reads (_MODPROBE_FILES), and ``init`` as /init.
+    the files busybox modprobe reads (_MODPROBE_FILES), stage 1's mount tables, the
+    overlay's busybox (a hard link, see stage1.sh) and ``init`` as /init.
 
     Raises:
         ImageError: busybox or a module is missing, or depmod failed.
@@ -537,6 +570,10 @@ def assemble_initramfs(staging: Path, tree: Path, release: str, init: bytes) -> 
     for name in _STAGE1_DIRS:
         (tree / name).mkdir(parents=True, exist_ok=True)
     copy_guest_path(staging, tree, PurePosixPath(BUSYBOX))
+    busybox = tree / BUSYBOX.lstrip("/")
+    os.link(busybox, tree / "rw" / "upper" / BUSYBOX.lstrip("/"))
+    (tree / "etc" / "fstab").write_text(_STAGE1_FSTAB)
+    (tree / "etc" / "fstab.newroot").write_text(newroot_table())
     for applet in _STAGE1_APPLETS:
         (tree / applet).parent.mkdir(parents=True, exist_ok=True)
         (tree / applet).symlink_to(BUSYBOX)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +38,10 @@ def _pad4(length: int) -> bytes:
     return b"\0" * (-length % 4)
 
 
-def _header(ino: int, mode: int, size: int, name: str, rdev: tuple[int, int]) -> bytes:
+def _header(ino: int, mode: int, size: int, name: str, rdev: tuple[int, int], *,
+            nlink: int = 1) -> bytes:
     encoded = name.encode("utf-8", "surrogateescape") + b"\0"
-    nlink = 2 if stat.S_ISDIR(mode) else 1
+    nlink = 2 if stat.S_ISDIR(mode) else nlink
     fields = (ino, mode, 0, 0, nlink, 0, size, 0, 0, rdev[0], rdev[1], len(encoded), 0)
     head = _MAGIC + b"".join(b"%08x" % f for f in fields) + encoded
     return head + _pad4(len(head))
@@ -54,11 +56,26 @@ def _walk(root: Path) -> Iterator[Path]:
             yield base / name
 
 
+def _link_counts(root: Path) -> Counter[tuple[int, int]]:
+    """How many names each regular file has under ``root``, by (device, inode)."""
+    counts: Counter[tuple[int, int]] = Counter()
+    for path in _walk(root):
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode):
+            counts[(st.st_dev, st.st_ino)] += 1
+    return counts
+
+
 def write_newc(root: Path, out: BinaryIO, devices: tuple[DeviceNode, ...] = (CONSOLE,)) -> None:
     """Write every file, directory and symlink under ``root``, then ``devices``, to ``out``.
 
-    Entries are owned by root:root with mtime 0; hard links are stored as copies.
+    Entries are owned by root:root with mtime 0. Names of one file (hard links within
+    ``root``) share an inode number and a link count, and only the first carries the
+    data: the kernel's unpacker links the later names to the first, so the file is
+    unpacked and held in memory once.
     """
+    counts = _link_counts(root)
+    first_ino: dict[tuple[int, int], int] = {}
     ino = 1
     for path in _walk(root):
         rel = path.relative_to(root).as_posix()
@@ -68,7 +85,13 @@ def write_newc(root: Path, out: BinaryIO, devices: tuple[DeviceNode, ...] = (CON
             data = str(path.readlink()).encode("utf-8", "surrogateescape")
             out.write(_header(ino, mode, len(data), rel, (0, 0)) + data + _pad4(len(data)))
         elif stat.S_ISREG(st.st_mode):
-            out.write(_header(ino, mode, st.st_size, rel, (0, 0)))
+            identity = (st.st_dev, st.st_ino)
+            links = counts[identity]
+            if identity in first_ino:
+                out.write(_header(first_ino[identity], mode, 0, rel, (0, 0), nlink=links))
+                continue
+            first_ino[identity] = ino
+            out.write(_header(ino, mode, st.st_size, rel, (0, 0), nlink=links))
             with path.open("rb") as f:
                 while chunk := f.read(1 << 20):
                     out.write(chunk)
