@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import ipaddress
 import os
 import secrets
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.cli.main import main as hvbench_main
 from hvbench.host import proctree
 from hvbench.image.builder import GuestImage, build_image
 from hvbench.netlab.lab import OWNER_ALIAS_PREFIX, used_networks
@@ -261,3 +263,22 @@ def no_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         assert list(tmp.iterdir()) == [], f"left in TMPDIR: {list(tmp.iterdir())}"
         leaked = new_network_objects(links_before, netns_before)
         assert leaked == [], f"network devices or namespaces outlived their test: {leaked}"
+
+
+def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``hvbench ARGS`` in this process: its exit code, stdout and stderr as
+    ``subprocess.run(..., capture_output=True, text=True)`` gives them. For the commands
+    that only read a store (report, explain, compare): a process of their own costs
+    2-3 s of imports on this machine and buys no assertion (``hvbench run`` and the
+    commands that start guests stay processes of their own). ``columns`` is the
+    terminal width the tables are laid out for (``COLUMNS``)."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        if columns is not None:
+            patch = stack.enter_context(pytest.MonkeyPatch.context())
+            patch.setenv("COLUMNS", str(columns))
+        stack.enter_context(contextlib.redirect_stdout(stdout))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        code = hvbench_main(list(args))
+    return subprocess.CompletedProcess(["hvbench", *args], code, stdout.getvalue(),
+                                       stderr.getvalue())
