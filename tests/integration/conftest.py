@@ -14,6 +14,7 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -272,7 +273,9 @@ def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProce
     2-3 s of imports on this machine and buys no assertion (``hvbench run`` and the
     commands that start guests stay processes of their own). ``columns`` is the
     terminal width the tables are laid out for (``COLUMNS``)."""
-    stdout, stderr = io.StringIO(), io.StringIO()
+    # Text streams over bytes, as a process has: documents (report --format json, html)
+    # are written to sys.stdout.buffer.
+    stdout, stderr = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8") for _ in range(2))
     with contextlib.ExitStack() as stack:
         if columns is not None:
             patch = stack.enter_context(pytest.MonkeyPatch.context())
@@ -280,5 +283,10 @@ def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProce
         stack.enter_context(contextlib.redirect_stdout(stdout))
         stack.enter_context(contextlib.redirect_stderr(stderr))
         code = hvbench_main(list(args))
-    return subprocess.CompletedProcess(["hvbench", *args], code, stdout.getvalue(),
-                                       stderr.getvalue())
+    return subprocess.CompletedProcess(["hvbench", *args], code, _text(stdout), _text(stderr))
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    """What was written to ``stream`` (text and bytes written to its buffer), decoded."""
+    stream.flush()
+    return cast(io.BytesIO, stream.buffer).getvalue().decode("utf-8")
