@@ -272,7 +272,7 @@ nic = { model = "virtio-net", backend = "tap" }
 kind = "network"
 name = "iperf3"
 peer = "client"
-duration_s = 10
+duration_s = 6
 omit_s = 0
 
 [[scenario]]
