@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import io
 import ipaddress
 import os
 import secrets
@@ -13,9 +14,11 @@ import time
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from hvbench.cli.main import main as hvbench_main
 from hvbench.host import proctree
 from hvbench.image.builder import GuestImage, build_image
 from hvbench.netlab.lab import OWNER_ALIAS_PREFIX, used_networks
@@ -261,3 +264,29 @@ def no_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         assert list(tmp.iterdir()) == [], f"left in TMPDIR: {list(tmp.iterdir())}"
         leaked = new_network_objects(links_before, netns_before)
         assert leaked == [], f"network devices or namespaces outlived their test: {leaked}"
+
+
+def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
+    """``hvbench ARGS`` in this process: its exit code, stdout and stderr as
+    ``subprocess.run(..., capture_output=True, text=True)`` gives them. For the commands
+    that only read a store (report, explain, compare): a process of their own costs
+    2-3 s of imports on this machine and buys no assertion (``hvbench run`` and the
+    commands that start guests stay processes of their own). ``columns`` is the
+    terminal width the tables are laid out for (``COLUMNS``)."""
+    # Text streams over bytes, as a process has: documents (report --format json, html)
+    # are written to sys.stdout.buffer.
+    stdout, stderr = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8") for _ in range(2))
+    with contextlib.ExitStack() as stack:
+        if columns is not None:
+            patch = stack.enter_context(pytest.MonkeyPatch.context())
+            patch.setenv("COLUMNS", str(columns))
+        stack.enter_context(contextlib.redirect_stdout(stdout))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        code = hvbench_main(list(args))
+    return subprocess.CompletedProcess(["hvbench", *args], code, _text(stdout), _text(stderr))
+
+
+def _text(stream: io.TextIOWrapper) -> str:
+    """What was written to ``stream`` (text and bytes written to its buffer), decoded."""
+    stream.flush()
+    return cast(io.BytesIO, stream.buffer).getvalue().decode("utf-8")

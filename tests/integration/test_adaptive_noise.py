@@ -18,6 +18,7 @@ import pytest
 
 from hvbench.cli.check import noise_spreads
 from hvbench.store.database import Store
+from tests.integration.conftest import hvbench
 
 pytestmark = pytest.mark.integration
 HVBENCH = str(Path(sys.executable).parent / "hvbench")
@@ -121,8 +122,7 @@ def test_adaptive_rounds_stop_on_each_rule_and_resume_after_kill_9(
         expected = (["native/loose"] if rep < loose else []) + ["native/strict"]
         assert sorted(ids[i] for i in json.loads(orders[rep])) == expected, rep
     assert "native/strict: stopped at max 6 rounds" in done.stderr
-    report = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)],
-                            capture_output=True, text=True, timeout=120, check=False)
+    report = hvbench("report", run_id, "--db", str(db))
     shown = " ".join((report.stdout + report.stderr).split())
     assert "adaptive repetitions: native/strict: stopped at max 6 rounds" in shown
     assert "native/loose: stopped" not in shown  # it reached its interval
@@ -137,8 +137,8 @@ def test_noise_floor_gates_compare_and_sizes_check_bounds(tmp_path: Path,
                            capture_output=True, text=True, timeout=300, check=False)
     assert noise.returncode == 0, noise.stderr
     assert "noise floors stored from run" in noise.stdout
-    shown = subprocess.run([HVBENCH, "noise", "--show", "--db", str(db)],
-                           capture_output=True, text=True, timeout=60, check=True)
+    shown = hvbench("noise", "--show", "--db", str(db))
+    assert shown.returncode == 0, shown.stderr
     assert "a/dd/read" in shown.stdout and "a/dd/write" in shown.stdout
     run = subprocess.run([HVBENCH, "run", str(study), "--db", str(db)],
                          capture_output=True, text=True, timeout=300, check=False)
@@ -146,9 +146,7 @@ def test_noise_floor_gates_compare_and_sizes_check_bounds(tmp_path: Path,
     found = re.search(r"run (\S+) complete", run.stderr)
     assert found, run.stderr
     run_id = found.group(1)
-    compared = subprocess.run([HVBENCH, "compare", "--run", run_id, "a", "b", "--format",
-                               "json", "--db", str(db)],
-                              capture_output=True, text=True, timeout=120, check=False)
+    compared = hvbench("compare", "--run", run_id, "a", "b", "--format", "json", "--db", str(db))
     assert compared.returncode == 0, compared.stderr
     rows = json.loads(compared.stdout)["comparisons"]
     assert {r["phase"] for r in rows} == {"read", "write"}
@@ -157,9 +155,7 @@ def test_noise_floor_gates_compare_and_sizes_check_bounds(tmp_path: Path,
     bounds = tmp_path / "b.toml"
     bounds.write_text('[[bound]]\nmetric = "mb_s"\nplatform = "a"\nphase = "read"\n'
                       'mid = 1000\ntolerance_noise = 3\n')
-    checked = subprocess.run([HVBENCH, "check", run_id, "--bounds", str(bounds), "--db",
-                              str(db)], capture_output=True, text=True, timeout=120,
-                             check=False)
+    checked = hvbench("check", run_id, "--bounds", str(bounds), "--db", str(db))
     # The verdict follows from the stored rows: a's mean read rate against 1000 MB/s
     # +/- 3 x the noise floor (% of one repetition's A/A spread) stored for a.
     with Store(db, create=False) as store:

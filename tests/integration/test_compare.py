@@ -29,6 +29,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
+from tests.integration.conftest import hvbench
 
 pytestmark = pytest.mark.integration
 HVBENCH = str(Path(sys.executable).parent / "hvbench")
@@ -85,8 +86,7 @@ job_file = "read.fio"
 
 
 def _compare(db: Path, a: str, b: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([HVBENCH, "compare", a, b, "--db", str(db), *extra],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return hvbench("compare", a, b, "--db", str(db), *extra)
 
 
 def _read_row(done: subprocess.CompletedProcess[str]) -> dict[str, object]:

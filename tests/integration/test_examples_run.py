@@ -2,8 +2,8 @@
 tests/integration/example_overrides.toml gives it (1 repetition, small sizes, short
 phases, one value per axis), on real TCG guests and network namespaces. Each planned
 cell must store an ok repetition and nothing may fail; `hvbench report` then renders
-the run in the terminal and as HTML. Examples another test already runs reduced are
-skipped here, naming that test."""
+the run in the terminal and as HTML (in this process: conftest.hvbench). Examples
+another test already runs reduced are skipped here, naming that test."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.model.study import Study, select_cells
 from hvbench.run.runner import load_study
 from hvbench.store.database import Store
+from tests.integration.conftest import hvbench
 from tests.integration.libvirt_daemons import running_daemons
 
 pytestmark = [pytest.mark.integration,
@@ -81,12 +82,9 @@ def test_example_runs_reduced(name: str, image: GuestImage, tmp_path: Path) -> N
         stored = {cells[cell_id] for cell_id, _ in store.done(run.id)}
         assert store.get_run(run.id).env["study_overrides"] == entry.get("set", [])
     assert stored == {c.name for c in study.cells}
-    report = subprocess.run([HVBENCH, "report", run.id, "--db", str(db)],
-                            capture_output=True, text=True, timeout=300, check=False)
+    report = hvbench("report", run.id, "--db", str(db))
     assert report.returncode == 0, report.stderr
     page = tmp_path / "report.html"
-    report = subprocess.run([HVBENCH, "report", run.id, "--db", str(db), "--format", "html",
-                             "-o", str(page)], capture_output=True, text=True, timeout=300,
-                            check=False)
+    report = hvbench("report", run.id, "--db", str(db), "--format", "html", "-o", str(page))
     assert report.returncode == 0, report.stderr
     assert "--set" in page.read_text()

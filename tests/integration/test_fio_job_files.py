@@ -50,7 +50,7 @@ name = "{name}"
 profile = "fio-job"
 job_file = "{job}"
 target = "{target}"
-runtime = "2s"
+runtime = "1s"
 {size}"""
 
 

@@ -24,7 +24,7 @@ from hvbench.store.database import Store
 pytestmark = pytest.mark.integration
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-REPETITIONS = 4
+REPETITIONS = 2
 STUDY = f"""
 [study]
 name = "fleet-small"

@@ -42,6 +42,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.model.study import parse_study
 from hvbench.report.html import CSP, ReportInput, render_html
 from hvbench.store.records import MeasurementRow, SampleRow
+from tests.integration.conftest import hvbench
 
 pytestmark = pytest.mark.integration
 HVBENCH = str(Path(sys.executable).parent / "hvbench")
@@ -229,17 +230,15 @@ def test_report_of_a_real_storage_run_renders(image: GuestImage, chromium: str,
     done = subprocess.run([HVBENCH, "run", str(study), *changes, "--db", str(db)],
                           capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
-    done = subprocess.run([HVBENCH, "report", "--format", "html", "-o", str(page),
-                           "--db", str(db)], capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = hvbench("report", "--format", "html", "-o", str(page), "--db", str(db))
     assert done.returncode == 0, done.stderr
     text = page.read_text()
     for heading in ("Workload iozone", "Workload dd", "Host disk", "Time series",
                     "Stability warnings", "Study file"):
         assert heading in text, heading
-    tcg = '"accelerator": "tcg"' in subprocess.run(
-        [HVBENCH, "report", "--format", "json", "--db", str(db)], capture_output=True,
-        text=True, check=True).stdout
+    as_json = hvbench("report", "--format", "json", "--db", str(db))
+    assert as_json.returncode == 0, as_json.stderr
+    tcg = '"accelerator": "tcg"' in as_json.stdout
     # bars and % of native for iozone and dd, 8 time-series grids (and the boot bars
     # under the workload(s) the guest's boots were stored with)
     work = tmp_path / "browser"
@@ -273,7 +272,7 @@ nic = { model = "virtio-net", backend = "tap" }
 kind = "network"
 name = "iperf3"
 peer = "client"
-duration_s = 10
+duration_s = 6
 omit_s = 0
 
 [[scenario]]
@@ -305,9 +304,7 @@ def test_report_of_a_real_scenario_run_renders(image: GuestImage, chromium: str,
     # `hvbench run` ends with the report, scenario tables included
     assert "Degradation against alone" in done.stdout, done.stdout[-3000:]
     assert "Guests started on demand" in done.stdout
-    done = subprocess.run([HVBENCH, "report", "--format", "html", "-o", str(page),
-                           "--db", str(db)], capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = hvbench("report", "--format", "html", "-o", str(page), "--db", str(db))
     assert done.returncode == 0, done.stderr
     text = page.read_text()
     for heading in ('<h2 id="w-iperf3">Workload iperf3</h2>', '<h2 id="series">Time series</h2>',
@@ -316,9 +313,9 @@ def test_report_of_a_real_scenario_run_renders(image: GuestImage, chromium: str,
     plain = text.replace("<wbr>", "")  # headers may wrap after ':' and '.'
     for cell in ("vm@idle1", "vm@ondemand", "throughput:value"):  # cells of the tables
         assert re.search(rf'<t[dh] class="l?">{re.escape(cell)}</t[dh]>', plain), cell
-    doc = json.loads(subprocess.run(
-        [HVBENCH, "report", "--format", "json", "--db", str(db)], capture_output=True,
-        text=True, check=True).stdout)
+    as_json = hvbench("report", "--format", "json", "--db", str(db))
+    assert as_json.returncode == 0, as_json.stderr
+    doc = json.loads(as_json.stdout)
     scenarios = doc["scenarios"]
     assert {d["scenario"] for d in scenarios["degradation"]} == {"idle1", "ondemand"}
     (started,) = scenarios["ondemand"]

@@ -23,7 +23,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.model.study import Study, parse_study
 from hvbench.run.runner import run_study
 from hvbench.store.database import MeasurementRow, Store
-from tests.integration.conftest import existing_network_objects, network_objects_of
+from tests.integration.conftest import existing_network_objects, hvbench, network_objects_of
 
 pytestmark = [
     pytest.mark.integration,
@@ -73,7 +73,7 @@ seed = 3
 kind = "network"
 name = "iperf3"
 peer = "client"
-duration_s = 4
+duration_s = 3
 omit_s = 0.5
 
 [[scenario]]
@@ -204,9 +204,8 @@ def check_context_switches(values: dict[tuple[str, str], float], db: Path,
     assert values[("vm@cpu", "nb0.vcpu.invol_cs_per_s")] > values[
         ("vm@idle", "nb0.vcpu.invol_cs_per_s")]
     assert values[("vm", "qemu.vcpu.cs_per_s")] > 0.0
-    done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)], capture_output=True,
-                          text=True, timeout=120, check=True, env={**os.environ,
-                                                                   "COLUMNS": "160"})
+    done = hvbench("report", run_id, "--db", str(db), columns=160)
+    assert done.returncode == 0, done.stderr
     for scenario in ("idle", "cpu"):
         assert f"QEMU threads of the neighbours, vm@{scenario} iperf3/" in done.stdout
     print(done.stdout[done.stdout.index("QEMU threads of the neighbours"):])
@@ -249,8 +248,8 @@ def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Pa
     assert 3.0 <= first < second < values[("vm@stages", "phase_wall_s")]
     assert second >= 6.0
     assert ("vm", "nb0.cpu.started_at_s") not in values
-    done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db), "--format", "json"],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = hvbench("report", run_id, "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
     stages = {s["stage"]: s for s in json.loads(done.stdout)["stages"]}
     assert list(stages) == ["idle", "nb0", "nb0+nb1"]
     assert stages["idle"]["seconds"]["mean"] == pytest.approx(
@@ -273,8 +272,8 @@ def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Pa
     assert len(cores) == os.cpu_count()
     assert mean("nb0+nb1", "host busy %") * len(cores) >= 0.8 * (
         mean("nb0+nb1", "nb0 vCPU %") + mean("nb0+nb1", "nb1 vCPU %"))
-    html = subprocess.run([HVBENCH, "report", run_id, "--db", str(db), "--format", "html"],
-                          capture_output=True, text=True, timeout=120, check=True)
+    html = hvbench("report", run_id, "--db", str(db), "--format", "html")
+    assert html.returncode == 0, html.stderr
     assert "trickle / 1kB: host CPU busy % per core per stage" in html.stdout
     assert "CPU per stage, vm@stages trickle/1kB" in html.stdout
     print(json.dumps(list(stages.values()), indent=1))
@@ -375,17 +374,20 @@ def test_kill_9_then_cleanup_removes_neighbours_cgroups_and_lab(
 
 def test_the_hyperconverged_example_runs_and_is_explained(image: GuestImage,
                                                           tmp_path: Path) -> None:
-    """examples/hyperconverged.toml (seed 004) with one repetition: every measured cell
-    gets a verdict from `hvbench explain`, and the guest alone on the 100 Mbit/s link
-    is named as held by the link."""
+    """examples/hyperconverged.toml (seed 004) with one repetition and 2 s phases: every
+    measured cell gets a verdict from `hvbench explain`, and the guest alone on the
+    100 Mbit/s link is named as held by the link."""
     path = Path(__file__).resolve().parents[2] / "examples" / "hyperconverged.toml"
-    study = parse_study(path.read_text(), str(path), HOST_RAM, ["study.repetitions=1"])
+    # The phases' length buys no assertion: a verdict needs a measured phase, and a TCP
+    # stream fills a 100 Mbit/s tbf link well within 0.5 s (omit_s leaves that out).
+    study = parse_study(path.read_text(), str(path), HOST_RAM, [
+        "study.repetitions=1", "workload.iperf3.duration_s=2", "workload.iperf3.omit_s=0.5",
+        "workload.web.duration_s=2"])
     db = tmp_path / "hc.db"
     with Store(db) as store:
         outcome = run_study(study, store)
         assert outcome.failures == 0, store.failures(outcome.run_id)
-    done = subprocess.run([HVBENCH, "explain", outcome.run_id, "--db", str(db), "--format",
-                           "json"], capture_output=True, text=True, timeout=120, check=False)
+    done = hvbench("explain", outcome.run_id, "--db", str(db), "--format", "json")
     assert done.returncode == 0, done.stderr
     verdicts = {v["cell"]: v for v in json.loads(done.stdout)["verdicts"]}
     measured = [c for c in verdicts if not c.endswith("/boot")]
@@ -451,8 +453,8 @@ def test_relative_rates_follow_their_reference_and_sweep_a_neighbour(
     assert values[("vm@pair", "nb0.load.file_kb")] == 1.0
     with Store(db) as store:
         assert store.order(run_id)[0][0] == "vm/max"
-    done = subprocess.run([HVBENCH, "report", run_id, "--db", str(db), "--format", "json"],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = hvbench("report", run_id, "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
     scenarios = json.loads(done.stdout)["scenarios"]
     (sweep,) = scenarios["rate_sweeps"]
     assert [r["neighbour_rates"] for r in sweep["rows"]] == [["20%"], ["40%"]]
@@ -469,8 +471,8 @@ def test_relative_rates_follow_their_reference_and_sweep_a_neighbour(
     pair = next(a for a in scenarios["aggregated_ratio"] if a["platform"] == "vm@pair")
     x, y = values[("vm@pair", "replies_s")], values[("vm@pair", "nb0.load.replies_per_s")]
     assert pair["jain_fairness"]["mean"] == pytest.approx((x + y) ** 2 / (2 * (x * x + y * y)))
-    text = subprocess.run([HVBENCH, "report", run_id, "--db", str(db)], capture_output=True,
-                          text=True, timeout=120, check=True,
-                          env={**os.environ, "COLUMNS": "200"}).stdout
+    done = hvbench("report", run_id, "--db", str(db), columns=200)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
     assert "Aggregated throughput ratio over neighbour rate" in text
     print(text[text.index("Aggregated throughput ratio"):])

@@ -22,6 +22,7 @@ import pytest
 from hvbench.image.builder import GuestImage
 from hvbench.model.study import declared_vm, parse_study
 from hvbench.store.database import Store
+from tests.integration.conftest import hvbench
 
 pytestmark = pytest.mark.integration
 HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
@@ -174,18 +175,16 @@ def _check_answer(answer: dict[str, Any], winner: Path) -> None:
 
 def _check_other_commands(answer: dict[str, Any], run_id: str, db: Path) -> None:
     """report (with its tuning section), explain and compare read the run like any."""
-    html = subprocess.run([*HVBENCH, "report", run_id, "--db", str(db), "--format", "html"],
-                          capture_output=True, text=True, timeout=300, check=True).stdout
+    report = hvbench("report", run_id, "--db", str(db), "--format", "html")
+    assert report.returncode == 0, report.stderr
+    html = report.stdout
     assert 'id="tuning"' in html and "objective per measurement" in html
-    explained = subprocess.run([*HVBENCH, "explain", run_id, "--db", str(db), "--format",
-                                "json"], capture_output=True, text=True, timeout=300,
-                               check=True).stdout
-    assert answer["winner"] in explained
+    explained = hvbench("explain", run_id, "--db", str(db), "--format", "json")
+    assert explained.returncode == 0, explained.stderr
+    assert answer["winner"] in explained.stdout
     if answer["default"] and answer["default"] != answer["winner"]:
-        compared = subprocess.run(
-            [*HVBENCH, "compare", answer["default"], answer["winner"], "--run", run_id,
-             "--db", str(db), "--metric", "mb_s"],
-            capture_output=True, text=True, timeout=300, check=False)
+        compared = hvbench("compare", answer["default"], answer["winner"], "--run", run_id,
+                           "--db", str(db), "--metric", "mb_s")
         assert compared.returncode == 0, compared.stderr
 
 
@@ -238,9 +237,7 @@ def test_the_tune_examples_search_and_are_explained(image: GuestImage, tmp_path:
                                    "p.cell_id = c.id WHERE p.status = 'ok' AND "
                                    "c.platform_kind = 'native'").fetchone()[0]
         assert natives >= 1, f"{example}: no native baseline measured"
-        explained = subprocess.run([*HVBENCH, "explain", run_id, "--db", str(db),
-                                    "--format", "json"], capture_output=True, text=True,
-                                   timeout=300, check=False)
+        explained = hvbench("explain", run_id, "--db", str(db), "--format", "json")
         assert explained.returncode == 0, explained.stderr
         verdicts = json.loads(explained.stdout)["verdicts"]
         assert any(v["platform"] == answer["winner"] for v in verdicts), (example, verdicts)
