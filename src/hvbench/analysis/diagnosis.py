@@ -537,9 +537,9 @@ def _request_shrunk(cell: CellModel) -> Hit | None:
         evidence.append(f"guest avgrq-sz {_n(guest)} sectors: shrunk between the guest's "
                         "block layer and the host device")
         score += 0.5  # measured at both ends of the path it names
-    # With the guest's requests measured whole, the split happened below the guest:
-    # in every planted guest cell whose vCPU was busy emulating (>= 50 %) and whose
-    # device was its own, the host's request size was at least the guest's.
+    # With the guest's requests measured whole, the split happened below the guest,
+    # where a busy emulated vCPU does not act (docs/diagnosis.md: the planted cells
+    # with busy vCPUs kept their request size from the guest to the host).
     return Hit(score, tuple(evidence), placed=guest is not None)
 
 
