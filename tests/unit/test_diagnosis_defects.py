@@ -244,6 +244,15 @@ def test_a_symptom_never_outranks_emulation_of_a_busy_vcpu() -> None:
                             workload=DEEP, accel="tcg"))
     assert shrunk.dominant is not None and shrunk.dominant.rule == "tcg-emulation"
     assert not findings(shrunk)["request-size-shrunk"].carries_to_kvm
+    # Measured at both ends, the guest's requests whole and the host's shrunk: the split
+    # is below the guest, where a busy emulated vCPU does not act (the planted qcow2
+    # image with clusters allocated in random order: guest 463 sectors, host 131).
+    placed = diagnose(model({**busy, "host.disk.vda.avgrq_sz": 15.0,
+                             "guest.disk.vda.avgrq_sz": 900.0}, native=NATIVE_DEEP,
+                            workload=DEEP, accel="tcg"))
+    assert placed.dominant is not None and placed.dominant.rule == "request-size-shrunk"
+    assert placed.dominant.carries_to_kvm
+    assert "tcg-emulation" in findings(placed)
     # A specific cause with its own evidence still outranks emulation.
     flushing = {**busy, "host.disk.vda.f_s": 100.0}
     writethrough = diagnose(model(flushing, native=NATIVE_DEEP, workload=DEEP, accel="tcg",

@@ -58,6 +58,19 @@ def test_cross_product_and_names() -> None:
     assert study.platforms[1].values == {"disk.bus": "virtio-blk", "disk.cache": "none"}
 
 
+@pytest.mark.parametrize("words", [[], ["nokaslr", "elevator=none"]])
+def test_kernel_args_are_one_value_not_an_axis(words: list[str]) -> None:
+    # docs/studies.md writes `kernel_args = []`, and explain --verify writes a stored
+    # platform back with it: an empty axis would remove every variant, words would
+    # become one variant per word.
+    text = BASE.replace('machine = "pc"', f'machine = "pc"\nkernel_args = {words!r}'
+                        .replace("'", '"'))
+    study = parse_study(text, "s.toml", HOST_RAM)
+    vms = [p.spec for p in study.platforms if isinstance(p.spec, QemuPlatformSpec)]
+    assert len(vms) == 4
+    assert all(vm.vm.kernel_args == tuple(words) for vm in vms)
+
+
 def test_only_and_exclude() -> None:
     text = BASE.replace(
         'machine = "pc"', 'machine = "pc"\nexclude = [{ bus = "ide", cache = "none" }]'

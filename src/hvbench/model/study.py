@@ -61,7 +61,8 @@ S_co = TypeVar("S_co", covariant=True)
 _FILTER_KEYS = ("only", "exclude", "name")
 #: List-valued fields of platforms and scenarios that are values, not variant axes (a
 #: workload kind names its own: :attr:`WorkloadSpec.VALUE_LISTS`).
-_NOT_AXES = ("disks", "nics", "filesystems", "forwards", "neighbours", "workloads")
+_NOT_AXES = ("disks", "nics", "filesystems", "forwards", "neighbours", "workloads",
+             "kernel_args")
 _DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _DURATION_UNITS = {"ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
