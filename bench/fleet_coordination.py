@@ -20,6 +20,7 @@ import time
 
 from distributed import Client, LocalCluster, Queue
 
+from hvbench.kinds import install
 from hvbench.run.fleet import HOST_RESOURCE, HostRun, RepetitionResult, commit, hvbench_workers
 from hvbench.store.database import Store
 from hvbench.store.pgserver import PostgresServer
@@ -45,6 +46,8 @@ def send_one(queue_name: str, repetition: int, n_samples: int) -> int:
 
 
 def main() -> None:
+    # The store asks each cell's workload kind for its identity facts.
+    install()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--samples", type=int, default=0)

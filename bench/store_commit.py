@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from hvbench.kinds import install
 from hvbench.store.database import Store
 from hvbench.store.pgserver import PostgresServer
 from hvbench.store.records import CellRecord, MeasurementRecord, RawRecord, SampleRecord
@@ -62,6 +63,8 @@ def summary(values: list[float]) -> dict[str, float]:
 
 
 def main() -> None:
+    # The store asks each cell's workload kind for its identity facts.
+    install()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seconds", type=int, default=60)

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import cast
 
 import pytest
+from rich.console import Console
 
+import hvbench.cli.main as cli_main
 from hvbench.cli.main import main as hvbench_main
 from hvbench.host import proctree
 from hvbench.image.builder import GuestImage, build_image
@@ -277,9 +279,14 @@ def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProce
     # are written to sys.stdout.buffer.
     stdout, stderr = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8") for _ in range(2))
     with contextlib.ExitStack() as stack:
+        patch = stack.enter_context(pytest.MonkeyPatch.context())
         if columns is not None:
-            patch = stack.enter_context(pytest.MonkeyPatch.context())
             patch.setenv("COLUMNS", str(columns))
+        # The CLI's consoles as a new process makes them: rich fixes a console's width
+        # when it is made if COLUMNS is set then, so the module's own, made when pytest
+        # imported it, would keep the caller's COLUMNS over ``columns``.
+        patch.setattr(cli_main, "out", Console(highlight=False))
+        patch.setattr(cli_main, "err", Console(stderr=True, highlight=False))
         stack.enter_context(contextlib.redirect_stdout(stdout))
         stack.enter_context(contextlib.redirect_stderr(stderr))
         code = hvbench_main(list(args))
