@@ -94,7 +94,6 @@ class MetricSpec:
 #: The layer each producer belongs to (a kind package adds its tools' with
 #: :func:`register_metrics`).
 _LAYERS: dict[str, Layer] = {
-    "fio": "workload",
     # A phase's own timer, whichever workload kind ran it.
     "workload": "workload",
     "diskstats": "monitor",
@@ -208,25 +207,10 @@ latency_spec = _latency
 
 def _workload_metrics() -> list[MetricSpec]:
     return [
-        # -- fio (disk workloads) ---------------------------------------------------------
-        _m("mb_s", "MB/s", "MB/s", "higher", "fio", vs_native=True, main=0),
-        _m("ops_s", "ops/s", "ops/s", "higher", "fio", vs_native=True, main=1),
-        _m("iops", "IOPS", "IOPS", "higher", "fio", detail=0),
-        _latency("lat_mean_ms", "mean latency ms", "fio"),
-        _latency("lat_p50_ms", "p50 latency ms", "fio"),
-        _latency("lat_p99_ms", "p99 latency ms", "fio", detail=1, vs_alone=3),
-        _latency("lat_p999_ms", "p99.9 latency ms", "fio"),
-        _latency("lat_p90_ms", "p90 latency ms", "fio"),
-        _latency("lat_p9999_ms", "p99.99 latency ms", "fio"),
-        _m("cpu_pct", "%", "workload CPU % (fio usr+sys)", "neutral", "fio", detail=2),
-        _m("cpu_usr_pct", "%", "fio usr CPU %", "neutral", "fio"),
-        _m("cpu_sys_pct", "%", "fio sys CPU %", "neutral", "fio"),
-        _m("depth_mean", "requests", "fio requests in flight (mean iodepth)", "neutral", "fio",
-           short="fio depth"),
-        _m("slat_mean_us", "us", "fio mean submission latency µs", "lower", "fio",
-           short="slat µs"),
-        _m("clat_mean_us", "us", "fio mean completion latency µs", "lower", "fio",
-           short="clat µs"),
+        # -- shared by workload kinds: a disk's fio, a lifecycle's image copy and a
+        # propagation's transfer each store their rate as mb_s (kinds cannot share a
+        # slice: they never import each other) ------------------------------------------
+        _m("mb_s", "MB/s", "MB/s", "higher", "workload", vs_native=True, main=0),
     ]
 
 
