@@ -277,6 +277,12 @@ def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProce
     terminal width the tables are laid out for (``COLUMNS``)."""
     # Text streams over bytes, as a process has: documents (report --format json, html)
     # are written to sys.stdout.buffer.
+    # The CLI stops every registered process when it ends (REGISTRY.stop_all): called
+    # in-process beside a live guest or server of the test, it would stop that too.
+    live = REGISTRY.live()
+    if live:
+        raise RuntimeError(f"hvbench {' '.join(args)} in-process would stop {live}: "
+                           "run it as a process while they live")
     stdout, stderr = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8") for _ in range(2))
     with contextlib.ExitStack() as stack:
         patch = stack.enter_context(pytest.MonkeyPatch.context())

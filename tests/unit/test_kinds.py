@@ -99,3 +99,20 @@ def test_a_kind_says_what_its_definition_asks_of_the_io_path(
         workload: dict[str, object], found: WorkloadIntent) -> None:
     install()
     assert workload_intent(workload) == found
+
+
+def test_reading_stored_definitions_before_install_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program that reads the store without installing the kinds would get every
+    definition answered as an unknown kind's (no identity facts, no intent, no native
+    baseline): each question refuses instead."""
+    import hvbench.model.platform as platform_model
+    import hvbench.model.workload as workload_model
+
+    monkeypatch.setattr(workload_model, "_KINDS", {})
+    monkeypatch.setattr(platform_model, "_KINDS", {})
+    for ask in (lambda: identity_facts({"kind": "disk"}),
+                lambda: workload_intent({"kind": "disk"}),
+                lambda: platform_model.is_host_kind("native")):
+        with pytest.raises(HvbenchError, match=r"install\(\) first"):
+            ask()

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from hvbench.errors import SpecError
+from hvbench.errors import HvbenchError, SpecError
 from hvbench.model.problems import Loc, Where
 from hvbench.model.registry import register_once
 from hvbench.model.spec import DiskSpec, VmSpec, spec_error
@@ -166,7 +166,12 @@ def platform_spec_kinds() -> Mapping[str, PlatformSpecKind]:
 
 def kind_spec(kind: object) -> type[PlatformSpec] | None:
     """The spec class of the registered kind ``kind`` names (a stored definition's
-    ``kind``); None for a value that names none."""
+    ``kind``); None for a value that names none. Raises :class:`HvbenchError` when no
+    platform kind is registered at all (the caller forgot
+    :func:`hvbench.kinds.install`: a native baseline would silently be no baseline)."""
+    if not _KINDS:
+        raise HvbenchError("internal: no platform kind is registered (call "
+                           "hvbench.kinds.install() first)")
     found = _KINDS.get(kind) if isinstance(kind, str) else None
     return found.spec if found is not None else None
 

@@ -275,15 +275,24 @@ def identity_facts(workload: Mapping[str, Any]) -> IdentityFacts:
     version does not know has none). Raises :class:`HvbenchError` when no kind is
     registered at all (the caller forgot :func:`hvbench.kinds.install`: every identity
     would silently lose its facts)."""
+    kind = _registered(workload)
+    return kind.identity(workload) if kind is not None else IdentityFacts()
+
+
+def _registered(workload: Mapping[str, Any]) -> WorkloadKind | None:
+    """The registered kind of a stored definition (None: a kind this version does not
+    know). Raises :class:`HvbenchError` when no kind is registered at all: the caller
+    forgot :func:`hvbench.kinds.install`, and every answer would silently be the
+    unknown kind's."""
     if not _KINDS:
         raise HvbenchError("internal: no workload kind is registered (call "
                            "hvbench.kinds.install() first)")
-    kind = _KINDS.get(str(workload.get("kind", DEFAULT_WORKLOAD_KIND)))
-    return kind.identity(workload) if kind is not None else IdentityFacts()
+    return _KINDS.get(str(workload.get("kind", DEFAULT_WORKLOAD_KIND)))
 
 
 def workload_intent(workload: Mapping[str, Any]) -> WorkloadIntent:
     """What a stored workload definition asks of the I/O path, asked of its kind (as
-    :func:`identity_facts` finds it; an unknown kind asks nothing)."""
-    kind = _KINDS.get(str(workload.get("kind", DEFAULT_WORKLOAD_KIND)))
+    :func:`identity_facts` finds it; an unknown kind asks nothing). Raises
+    :class:`HvbenchError` when no kind is registered at all."""
+    kind = _registered(workload)
     return kind.intent(workload) if kind is not None else WorkloadIntent()
