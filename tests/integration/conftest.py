@@ -271,18 +271,14 @@ def no_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:
     """``hvbench ARGS`` in this process: its exit code, stdout and stderr as
     ``subprocess.run(..., capture_output=True, text=True)`` gives them. For the commands
-    that only read a store (report, explain, compare): a process of their own costs
-    2-3 s of imports on this machine and buys no assertion (``hvbench run`` and the
-    commands that start guests stay processes of their own). ``columns`` is the
-    terminal width the tables are laid out for (``COLUMNS``)."""
+    that only read a store (report, explain without --verify, compare, calibrate
+    --from, noise --show): a process of their own costs 2-3 s of imports on this
+    machine and buys no assertion (``hvbench run`` and the commands that start guests
+    stay processes of their own). ``columns`` is the terminal width the tables are
+    laid out for (``COLUMNS``). Guests that the test's fixtures started (shared
+    between tests) are still running afterwards."""
     # Text streams over bytes, as a process has: documents (report --format json, html)
     # are written to sys.stdout.buffer.
-    # The CLI stops every registered process when it ends (REGISTRY.stop_all): called
-    # in-process beside a live guest or server of the test, it would stop that too.
-    live = REGISTRY.live()
-    if live:
-        raise RuntimeError(f"hvbench {' '.join(args)} in-process would stop {live}: "
-                           "run it as a process while they live")
     stdout, stderr = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8") for _ in range(2))
     with contextlib.ExitStack() as stack:
         patch = stack.enter_context(pytest.MonkeyPatch.context())
@@ -293,10 +289,27 @@ def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProce
         # imported it, would keep the caller's COLUMNS over ``columns``.
         patch.setattr(cli_main, "out", Console(highlight=False))
         patch.setattr(cli_main, "err", Console(stderr=True, highlight=False))
+        stack.enter_context(_registry_set_aside())
         stack.enter_context(contextlib.redirect_stdout(stdout))
         stack.enter_context(contextlib.redirect_stderr(stderr))
         code = hvbench_main(list(args))
     return subprocess.CompletedProcess(["hvbench", *args], code, _text(stdout), _text(stderr))
+
+
+@contextlib.contextmanager
+def _registry_set_aside() -> Iterator[None]:
+    """The process registry without what it holds now while the block runs, then with
+    it again: main() stops every registered process when it returns, as a process of
+    its own would stop only its own, and a module fixture's booted guest is not the
+    command's."""
+    before = REGISTRY.live()
+    for item in before:
+        REGISTRY.discard(item)
+    try:
+        yield
+    finally:
+        for item in before:
+            REGISTRY.add(item)
 
 
 def _text(stream: io.TextIOWrapper) -> str:

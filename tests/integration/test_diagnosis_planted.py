@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from hvbench.report.diagnosis import explain_lines
 from hvbench.report.model import load_run_report
 from hvbench.run.runner import run_study
 from hvbench.store.database import Store
+from tests.integration.conftest import hvbench
 
 pytestmark = pytest.mark.integration
 SUITE = Path(__file__).resolve().parents[2] / "examples" / "diagnosis"
@@ -40,7 +39,6 @@ FIX_NAMES: dict[str, dict[str, list[str]]] = {
            if isinstance(spec, dict) and "fix_names" in spec}
     for name in _MATRIX["_make_test"]}
 HOST_RAM = 24 << 30
-HVBENCH = str(Path(sys.executable).parent / "hvbench")
 
 
 def planted_verdicts(name: str, db: Path
@@ -102,8 +100,7 @@ def test_calibrate_from_the_planted_runs(matrix_db: Path) -> None:
     with Store(matrix_db) as store:
         runs = store.run_ids()
     from_runs = [arg for run in runs for arg in ("--from", run)]
-    done = subprocess.run([HVBENCH, "calibrate", "--db", str(matrix_db), "--format", "json",
-                           *from_runs], capture_output=True, text=True, check=False)
+    done = hvbench("calibrate", "--db", str(matrix_db), "--format", "json", *from_runs)
     assert done.returncode == 0, done.stderr
     shown = json.loads(done.stdout)
     assert sorted(shown["runs"]) == sorted(runs)
@@ -114,8 +111,7 @@ def test_calibrate_from_the_planted_runs(matrix_db: Path) -> None:
             assert threshold["value"] == threshold["default"], threshold
             assert threshold["note"].startswith(("too few cells", "the groups overlap")), \
                 threshold
-    explained = subprocess.run([HVBENCH, "explain", runs[0], "--db", str(matrix_db),
-                                "--format", "json"], capture_output=True, text=True,
-                               check=True)
+    explained = hvbench("explain", runs[0], "--db", str(matrix_db), "--format", "json")
+    assert explained.returncode == 0, explained.stderr
     assert json.loads(explained.stdout)["calibration"]["calibration"] == \
         shown["calibration"]

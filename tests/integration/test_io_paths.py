@@ -29,7 +29,7 @@ from hvbench.monitors.session import monitors_for
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
 from hvbench.workloads.fio import FioJob, run_fio
-from tests.integration.conftest import shared
+from tests.integration.conftest import hvbench, shared
 from tests.integration.test_guest_devices import guest_drivers
 from tests.unit.test_share_target import study_text
 
@@ -287,9 +287,7 @@ def test_the_io_paths_example_runs_and_is_explained(image: GuestImage,
         (run_id,) = [r for (r,) in con.execute("SELECT id FROM runs")]
     assert any(m.startswith("qsd") and m.endswith(".cpu_pct") for m in metrics), \
         sorted(metrics)[:40]
-    explained = subprocess.run([*HVBENCH, "explain", run_id, "--db", str(db),
-                                "--format", "json"],
-                               capture_output=True, text=True, timeout=300, check=False)
+    explained = hvbench("explain", run_id, "--db", str(db), "--format", "json")
     assert explained.returncode == 0, explained.stderr
     verdicts = json.loads(explained.stdout)["verdicts"]
     guest = {v["phase"] for v in verdicts

@@ -49,6 +49,7 @@ from hvbench.platforms.libvirt import IMAGES_DIR, LibvirtAgent, LibvirtPlatform,
 from hvbench.platforms.libvirt_start import SLOW_DEFINE_S, user_kvm_access
 from hvbench.run.runner import load_study, run_study
 from hvbench.store.database import Store
+from tests.integration.conftest import hvbench
 from tests.integration.libvirt_daemons import running_daemons
 from tests.integration.test_compare import JOB
 
@@ -89,6 +90,9 @@ job_file = "read.fio"
 
 
 def _hvbench(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``hvbench ARGS`` as a process of its own: for the commands that start or stop
+    processes (cleanup, doctor); those that only read a store run in-process
+    (conftest.hvbench)."""
     env = dict(os.environ, PYTHONPATH=str(SRC))
     return subprocess.run([sys.executable, "-m", "hvbench.cli.main", *args], env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
@@ -201,7 +205,7 @@ def test_same_guest_through_qemu_and_libvirt_gives_the_same_numbers(
     db = tmp_path / "eq.db"
     run_id = _run(EQUIVALENCE, tmp_path / "eq.toml", db)
 
-    done = _hvbench("compare", ":qemu", ":libvirt", "--db", str(db), "--format", "json")
+    done = hvbench("compare", ":qemu", ":libvirt", "--db", str(db), "--format", "json")
     assert done.returncode == 0, done.stderr
     rows = [c for c in json.loads(done.stdout)["comparisons"]
             if c["phase"] == "read" and c["metric"] == "mb_s"]
@@ -220,11 +224,11 @@ def test_same_guest_through_qemu_and_libvirt_gives_the_same_numbers(
     assert len(xmls) == EQUIVALENCE_REPETITIONS
     assert "<total_bytes_sec>" in xmls[0].content and "cache='none'" in xmls[0].content
 
-    report = _hvbench("report", run_id, "--db", str(db))
+    report = hvbench("report", run_id, "--db", str(db))
     assert report.returncode == 0, report.stderr
     assert "libvirt domains: I/O settings" in report.stdout
     assert "cache=none io=native" in report.stdout
-    explained = _hvbench("explain", run_id, "--db", str(db), "--format", "json")
+    explained = hvbench("explain", run_id, "--db", str(db), "--format", "json")
     assert explained.returncode == 0, explained.stderr
     measured = [v for v in json.loads(explained.stdout)["verdicts"]
                 if v["platform"] == "libvirt" and v["phase"] != "boot"]
@@ -273,13 +277,13 @@ def test_the_libvirt_example_runs_and_is_explained(daemons: list[str], image: Gu
         stored = {cells[cell_id] for cell_id, _ in store.done(run.id)}
         assert store.get_run(run.id).env["study_overrides"] == LIBVIRT_EXAMPLE_SET
     assert stored == {c.name for c in study.cells}
-    report = _hvbench("report", run.id, "--db", str(db))
+    report = hvbench("report", run.id, "--db", str(db))
     assert report.returncode == 0, report.stderr
     page = tmp_path / "report.html"
-    report = _hvbench("report", run.id, "--db", str(db), "--format", "html", "-o", str(page))
+    report = hvbench("report", run.id, "--db", str(db), "--format", "html", "-o", str(page))
     assert report.returncode == 0, report.stderr
     assert "--set" in page.read_text()
-    explained = _hvbench("explain", run.id, "--db", str(db), "--format", "json")
+    explained = hvbench("explain", run.id, "--db", str(db), "--format", "json")
     assert explained.returncode == 0, explained.stderr
     verdicts = json.loads(explained.stdout)["verdicts"]
     assert {v["platform"] for v in verdicts if v["phase"] != "boot"} == {
@@ -316,7 +320,8 @@ def test_existing_domain_is_measured_on_the_named_disk_and_left_unchanged(
     assert {r.phase for r in rows} == {"write", "read"} and all(r.value > 0 for r in rows)
     # Attaching to the user's running domain is no boot, and not stored as one.
     assert not [r for r in every if r.phase == "boot"]
-    report = _hvbench("report", run_id, "--db", str(db))
+    report = hvbench("report", run_id, "--db", str(db))
+    assert report.returncode == 0, report.stderr
     assert "disk vdc" in report.stdout and "cache=writeback" in report.stdout
 
 
@@ -531,7 +536,7 @@ def test_a_domain_behind_a_remote_uri_is_measured_and_the_missing_metrics_named(
     # No host-side metrics at all: QEMU's pid is not known through a remote URI, and
     # this machine's disk and CPU figures are not the remote host's.
     assert not [r for r in rows if r.metric.startswith(("qemu", "host."))], rows
-    report = _hvbench("report", run_id, "--db", str(db))
+    report = hvbench("report", run_id, "--db", str(db))
     text = " ".join(report.stdout.split())
     assert "missing qemu_threads: QEMU runs on the remote host" in text, report.stdout
     assert "disk vdb" in text

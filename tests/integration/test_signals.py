@@ -19,12 +19,17 @@ import pytest
 
 from hvbench.host import proctree
 from hvbench.image.builder import GuestImage
+from hvbench.kinds.network.spec import NetworkWorkloadSpec
 
 pytestmark = pytest.mark.integration
 HVBENCH = [sys.executable, "-m", "hvbench.cli.main"]
 #: The bound the issue sets, from the signal to hvbench's exit, seconds.
 STOP_BOUND_S = 10.0
 START_TIMEOUT_S = 60.0
+#: The lab study's iperf3 port (the network workload's default).
+IPERF3_PORT: int = NetworkWorkloadSpec.model_fields["port"].default
+#: /proc/net/tcp's state of an established connection.
+TCP_ESTABLISHED = "01"
 
 
 
@@ -159,6 +164,27 @@ def _named(names: set[str], count: int = 1) -> Callable[[list[proctree.ProcInfo]
     return lambda tree: sum(1 for p in tree if p.comm in names) >= count
 
 
+def _established_at(pid: int, port: int) -> int:
+    """How many established TCP connections in ``pid``'s network namespace have
+    ``port`` at their local end (/proc/PID/net/tcp and tcp6)."""
+    count = 0
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        count += sum(1 for fields in map(str.split, lines) if fields[3] == TCP_ESTABLISHED
+                     and int(fields[1].rsplit(":", 1)[1], 16) == port)
+    return count
+
+
+def _transferring(tree: list[proctree.ProcInfo]) -> bool:
+    """True when the iperf3 server of ``tree`` holds the test's control connection and
+    its data stream (two established connections to its port): the transfer is under
+    way, not starting."""
+    return any(_established_at(p.pid, IPERF3_PORT) >= 2 for p in tree if p.comm == "iperf3")
+
+
 def _new_descendants() -> list[proctree.ProcInfo]:
     """Descendants of this test process that are neither one it had before the test
     nor a child of one (a PostgreSQL server forks a worker per connection)."""
@@ -284,9 +310,9 @@ def test_signal_during_lab_cell(signum: int, tmp_path: Path) -> None:
     study.write_text(LAB_STUDY)
     db = tmp_path / "runs.db"
     proc = _start(["run", str(study), "--db", str(db)])
-    # The server in the lab host and the client.
-    _wait_for(proc, _named({"iperf3"}, count=2), "the iperf3 server and client")
-    time.sleep(1.0)
+    # The server in the lab host and the client, with the transfer under way.
+    _wait_for(proc, lambda tree: _named({"iperf3"}, count=2)(tree) and _transferring(tree),
+              "the iperf3 server and client, transferring")
     run_id = _check_stopped(proc, signum, db)
     _resume(run_id, db)
 
