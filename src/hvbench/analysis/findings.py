@@ -263,8 +263,9 @@ def _side(raw: Any, key: str, path: str, fid: str) -> Side:
 
 def _metric(raw: Mapping[str, Any], path: str, fid: str) -> str:
     metric = _text(raw, "metric", path, fid)
-    # A ``*`` stands for one device or interface label (host.disk.*.util_pct).
-    if not is_known(metric.replace("*", "x")):
+    # A ``*`` stands for one device or interface label (host.disk.*.util_pct) or one
+    # number (ondemand.*.startup_s: every guest started on demand, averaged per round).
+    if not any(is_known(metric.replace("*", part)) for part in ("x", "0")):
         raise _fail(path, fid, "metric",
                     f"{metric!r} is not in the metric catalogue (analysis/metrics.py)")
     return metric

@@ -98,7 +98,8 @@ def _requires_text(req: Requirements) -> str:
     if req.saturated:
         parts.append("saturated")
     if req.shaped_link:
-        parts.append("shaped link")
+        parts.append("shaped link" if req.link_mbit is None
+                     else f"link shaped to {req.link_mbit:g} Mbit/s")
     if req.host_cores is not None:
         parts.append(f"{req.host_cores} host cores")
     if req.io is not None:
