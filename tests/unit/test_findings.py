@@ -125,6 +125,9 @@ _BAD = [
     (("a", "fixed"), True, "a.fixed"),
     (("b", "fixed"), "yes", "b.fixed"),
     (("b", "fixed"), True, "b.fixed"),
+    # Only a measured side B may read its own metric, and it must be in the catalogue.
+    (("a", "metric"), "mb_s", "a.metric"),
+    (("b", "metric"), "no.such.metric", "b.metric"),
 ]
 
 
@@ -781,3 +784,29 @@ def test_a_star_in_a_metric_stands_for_a_label_or_a_number() -> None:
     assert parse_findings(data, DATA)[1].metric == "ondemand.*.startup_s"
     with pytest.raises(FindingsError, match=re.escape("metric: 'ondemand.*.nothing'")):
         parse_findings(_mutated(1, ("metric",), "ondemand.*.nothing"), DATA)
+
+
+def test_side_b_may_read_a_neighbours_metric_from_the_same_cells() -> None:
+    """Seed 003 Fig. 15: the target's replies/s against its identical copy's, both
+    stored in one window of the same cell."""
+    finding = _shipped("003-fig15-identical-guests-equal-throughput")
+    assert finding.b.metric == "nb0.load.replies_per_s"
+    pair = {"scenario": {"name": "identical", "identical": 2, "neighbours": []}}
+    cells = [_web("pair", "identical", pair, {"mode": "fixed", "file_kb": [1]}, "web1k"),
+             _web("alone", "", {}, {"mode": "fixed", "file_kb": [1]}, "web1k")]
+    rows = _phase_rows({("pair", "1kB"): [50.0, 49.0, 50.5],
+                        ("alone", "1kB"): [10.0] * 3}, "replies_s")
+    fair = rows + _phase_rows({("pair", "1kB"): [50.3, 49.2, 50.1]},
+                              "nb0.load.replies_per_s")
+    result = evaluate([finding], cells, fair)[0]
+    assert result.a_cells == result.b_cells == ("pair",)
+    assert result.b is not None and result.b.mean == pytest.approx(49.8667, rel=1e-4)
+    assert result.verdict == "reproduced", ratio_text(result)
+    unfair = rows + _phase_rows({("pair", "1kB"): [20.0, 21.0, 19.0]},
+                                "nb0.load.replies_per_s")
+    assert evaluate([finding], cells, unfair)[0].verdict == "opposite"
+    # Without the neighbour's metric stored, side B has no values.
+    assert evaluate([finding], cells, rows)[0].verdict == "not measured"
+    shown = findings_json([result])[0]
+    assert (shown["metric"], shown["b"]["metric"]) == ("replies_s", "nb0.load.replies_per_s")
+    assert "replies_s vs nb0.load.replies_per_s (1kB)" in findings_markdown([finding])
