@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 import sqlite3
 import tomllib
@@ -124,6 +125,9 @@ _BAD = [
     (("a", "fixed"), True, "a.fixed"),
     (("b", "fixed"), "yes", "b.fixed"),
     (("b", "fixed"), True, "b.fixed"),
+    # Only a measured side B may read its own metric, and it must be in the catalogue.
+    (("a", "metric"), "mb_s", "a.metric"),
+    (("b", "metric"), "no.such.metric", "b.metric"),
 ]
 
 
@@ -169,7 +173,9 @@ def test_equivalence_needs_paper_values_inside_the_margin() -> None:
 @pytest.mark.parametrize(("requires", "field"), [
     ({"cores": 4}, "requires.cores"), ({"host_cores": 0}, "requires.host_cores"),
     ({"io": "mmap"}, "requires.io"), ({"saturated": False}, "requires.saturated"),
-    ({"file_over_ram": -1}, "requires.file_over_ram"), ("yes", "requires")])
+    ({"file_over_ram": -1}, "requires.file_over_ram"), ("yes", "requires"),
+    ({"shaped_link": 0}, "requires.shaped_link"), ({"shaped_link": "100"}, "requires.shaped_link"),
+    ({"shaped_link": False}, "requires.shaped_link")])
 def test_bad_requirements_name_the_field(requires: Any, field: str) -> None:
     data = _raw()
     data["finding"][1]["requires"] = requires
@@ -672,3 +678,135 @@ def test_small_blocks_select_the_host_dd_by_record_size() -> None:
     result = evaluate([finding], cells, rows)[0]
     assert result.a_cells == ("small",) and result.b_cells == ("large",)
     assert result.verdict == "reproduced"
+
+
+# -- seed 003 Table 2 and Fig. 14 (issue 26 item 4) -------------------------------------
+
+
+def _web(name: str, scenario: str, platform: Mapping[str, Any], workload: Mapping[str, Any],
+         workload_name: str = "cpu") -> _Cell:
+    roles = tuple(n["role"] for n in platform.get("scenario", {}).get("neighbours", ()))
+    return _Cell(name, {"kind": "qemu", **platform},
+                 {"kind": "web", "client": "client", **workload}, workload_name,
+                 CellIdentity(base_platform="guest", scenario=scenario or None,
+                              neighbour_roles=roles))
+
+
+def _idle(count: int) -> dict[str, Any]:
+    return {"scenario": {"name": f"idle{count}",
+                         "neighbours": [{"role": "idle", "count": count}]}}
+
+
+_MAX = {"mode": "max-rate", "file_kb": [1, 10]}
+_TABLE2 = [_web("alone", "", {}, _MAX), _web("idle1", "idle1", _idle(1), _MAX),
+           _web("idle3", "idle3", _idle(3), _MAX)]
+
+
+def test_table2_findings_select_their_number_of_idle_guests() -> None:
+    rows = _phase_rows({("alone", "1kB"): [400.0, 404.0, 398.0],
+                        ("idle1", "1kB"): [401.0, 402.0, 399.0],
+                        ("idle3", "1kB"): [300.0, 302.0, 299.0]}, "max_rate_rps")
+    results = {r.finding.id: r for r in evaluate(
+        [_shipped(f) for f in ("003-t2-idle-guests-1k-max", "003-t2-idle1-1k-max",
+                               "003-t2-more-idle-guests-cost-more-1k")],
+        _TABLE2, rows, accelerator="kvm")}
+    three, one, more = (results["003-t2-idle-guests-1k-max"],
+                        results["003-t2-idle1-1k-max"],
+                        results["003-t2-more-idle-guests-cost-more-1k"])
+    # 3 idle guests only: never averaged with the 1-idle cell.
+    assert (three.a_cells, three.b_cells) == (("idle3",), ("alone",))
+    assert (one.a_cells, one.b_cells) == (("idle1",), ("alone",))
+    assert (more.a_cells, more.b_cells) == (("idle3",), ("idle1",))
+    assert one.verdict == "reproduced", ratio_text(one)   # an equivalence inside 1 +- 10 %
+    assert more.verdict == "same direction, stronger", ratio_text(more)
+    assert evaluate([_shipped("003-t2-idle1-1k-max")], _TABLE2, rows,
+                    accelerator="tcg")[0].verdict == "not assessable under TCG"
+
+
+_LINK = [_web("alone70", "", {}, {"mode": "max-rate", "file_kb": [70]}, "link"),
+         _web("idle70", "idle3", _idle(3), {"mode": "max-rate", "file_kb": [70]}, "link")]
+
+
+@pytest.mark.parametrize(("rates", "verdict", "measured"), [
+    ({"client": 100.0}, "reproduced", "link to client: 100 Mbit/s"),
+    ({"client": 1000.0}, "precondition not met", "link to client: 1000 Mbit/s"),
+    ({}, "precondition not met", "link to client: unshaped")])
+def test_the_70k_maximum_sits_at_a_link_of_the_papers_rate(
+        rates: dict[str, float], verdict: str, measured: str) -> None:
+    finding = _shipped("003-t2-70k-max-at-the-link")
+    rows = _phase_rows({("alone70", "70kB"): [94.0, 95.0, 93.5],
+                        ("idle70", "70kB"): [10.0] * 3,
+                        ("alone70", "30kB"): [1.0] * 3}, "net_mbit_s")
+    result = evaluate([finding], _LINK, rows, host=HostFacts(lab_rates=rates))[0]
+    assert result.a_cells == ("alone70",) and result.b is not None and result.b.mean == 100
+    assert result.verdict == verdict, (result.reason, ratio_text(result))
+    (link,) = result.checks
+    assert link.name == "link shaped to 100 Mbit/s" and link.measured == measured
+
+
+def test_the_70k_equality_needs_a_shaped_link_of_any_rate() -> None:
+    finding = _shipped("003-t2-idle-guests-70k-max")
+    rows = _phase_rows({("alone70", "70kB"): [160.0, 162.0, 161.0],
+                        ("idle70", "70kB"): [161.0, 160.0, 162.0]}, "max_rate_rps")
+    shaped = evaluate([finding], _LINK, rows,
+                      host=HostFacts(lab_rates={"client": 1000.0}))[0]
+    assert shaped.verdict == "reproduced", (shaped.reason, ratio_text(shaped))
+    unshaped = evaluate([finding], _LINK, rows)[0]
+    assert unshaped.verdict == "precondition not met"
+    assert unshaped.reason == "shaped link: link to client: unshaped"
+
+
+def _ondemand(name: str, count: int, rate: Any) -> _Cell:
+    platform = {"scenario": {"name": name, "neighbours": [], "start": {"count": count}}}
+    return _web(name, name, platform, {"mode": "fixed", "file_kb": [1], "rate": rate},
+                name)
+
+
+def test_startup_on_demand_averages_every_guest_started() -> None:
+    finding = _shipped("003-fig14-startup-grows-next-to-busy-guest")
+    assert finding.metric == "ondemand.*.startup_s"
+    cells = [_ondemand("two", 2, "90%"), _ondemand("one", 1, 5.0),
+             _ondemand("two-slow", 2, 100.0)]
+    rows = _phase_rows({("two", "1kB"): [30.0, 31.0, 29.0],
+                        ("one", "1kB"): [20.0, 20.5, 19.5],
+                        ("two-slow", "1kB"): [99.0] * 3}, "ondemand.0.startup_s")
+    rows += _phase_rows({("two", "1kB"): [40.0, 41.0, 39.0]}, "ondemand.1.startup_s")
+    rows += _phase_rows({("two", "1kB"): [1.0] * 3}, "ondemand.1.asked_at_s")
+    result = evaluate([finding], cells, rows, accelerator="kvm")[0]
+    # Side A: only the 90 % load; both guests averaged per round, asked_at_s never.
+    assert result.a_cells == ("two",) and result.b_cells == ("one",)
+    assert result.a is not None and result.a.mean == pytest.approx(35.0)
+    assert result.verdict == "reproduced", ratio_text(result)   # x1.75 against x1.6
+
+
+def test_a_star_in_a_metric_stands_for_a_label_or_a_number() -> None:
+    data = _mutated(1, ("metric",), "ondemand.*.startup_s")
+    assert parse_findings(data, DATA)[1].metric == "ondemand.*.startup_s"
+    with pytest.raises(FindingsError, match=re.escape("metric: 'ondemand.*.nothing'")):
+        parse_findings(_mutated(1, ("metric",), "ondemand.*.nothing"), DATA)
+
+
+def test_side_b_may_read_a_neighbours_metric_from_the_same_cells() -> None:
+    """Seed 003 Fig. 15: the target's replies/s against its identical copy's, both
+    stored in one window of the same cell."""
+    finding = _shipped("003-fig15-identical-guests-equal-throughput")
+    assert finding.b.metric == "nb0.load.replies_per_s"
+    pair = {"scenario": {"name": "identical", "identical": 2, "neighbours": []}}
+    cells = [_web("pair", "identical", pair, {"mode": "fixed", "file_kb": [1]}, "web1k"),
+             _web("alone", "", {}, {"mode": "fixed", "file_kb": [1]}, "web1k")]
+    rows = _phase_rows({("pair", "1kB"): [50.0, 49.0, 50.5],
+                        ("alone", "1kB"): [10.0] * 3}, "replies_s")
+    fair = rows + _phase_rows({("pair", "1kB"): [50.3, 49.2, 50.1]},
+                              "nb0.load.replies_per_s")
+    result = evaluate([finding], cells, fair)[0]
+    assert result.a_cells == result.b_cells == ("pair",)
+    assert result.b is not None and result.b.mean == pytest.approx(49.8667, rel=1e-4)
+    assert result.verdict == "reproduced", ratio_text(result)
+    unfair = rows + _phase_rows({("pair", "1kB"): [20.0, 21.0, 19.0]},
+                                "nb0.load.replies_per_s")
+    assert evaluate([finding], cells, unfair)[0].verdict == "opposite"
+    # Without the neighbour's metric stored, side B has no values.
+    assert evaluate([finding], cells, rows)[0].verdict == "not measured"
+    shown = findings_json([result])[0]
+    assert (shown["metric"], shown["b"]["metric"]) == ("replies_s", "nb0.load.replies_per_s")
+    assert "replies_s vs nb0.load.replies_per_s (1kB)" in findings_markdown([finding])

@@ -9,9 +9,11 @@ environment and the lab of its study) and reported with the value measured, so t
     something is saturated: on at least one side the served rate (``replies_s``) is
     below :data:`SATURATED_SHARE` of the offered rate (``offered_rps``). A scheduler's
     weights or a neighbour can only cost throughput when demand exceeds what is served.
-``shaped_link = true``
+``shaped_link = true`` or ``shaped_link = <Mbit/s>``
     every cell talks to a lab host (the workload's ``peer`` or ``client``) whose link
-    has a ``rate``: "below the wire" needs a wire.
+    has a ``rate``: "below the wire" needs a wire; with a number, that rate and no
+    other (a finding whose side B is the paper's line, 100 Mbit/s, holds only on a
+    link of that rate).
 ``host_cores = N``
     the host has N cores or more (the paper's CPU split needs its core count).
 ``io = "buffered" | "direct"``
@@ -53,6 +55,8 @@ class Requirements:
 
     saturated: bool = False
     shaped_link: bool = False
+    #: The rate (Mbit/s) ``shaped_link`` must have, when given as a number.
+    link_mbit: float | None = None
     host_cores: int | None = None
     io: Io | None = None
     file_over_ram: float | None = None
@@ -86,6 +90,12 @@ def _flag(value: Any) -> str:
     return "" if value is True else "expected true (leave it out otherwise)"
 
 
+def _link_value(value: Any) -> str:
+    ok = value is True or (isinstance(value, int | float) and not isinstance(value, bool)
+                           and value > 0)
+    return "" if ok else "expected true or a rate in Mbit/s > 0 (leave it out otherwise)"
+
+
 def _cores_value(value: Any) -> str:
     ok = isinstance(value, int) and not isinstance(value, bool) and value >= 1
     return "" if ok else "expected a whole number >= 1"
@@ -100,7 +110,7 @@ def _factor_value(value: Any) -> str:
     return "" if ok else "expected a number > 0"
 
 
-_VALIDATORS = {"saturated": _flag, "shaped_link": _flag, "host_cores": _cores_value,
+_VALIDATORS = {"saturated": _flag, "shaped_link": _link_value, "host_cores": _cores_value,
                "io": _io_value, "file_over_ram": _factor_value}
 
 
@@ -117,9 +127,10 @@ def parse_requirements(raw: Any) -> tuple[Requirements | None, str]:
                    f"unknown requirement (expected one of {', '.join(sorted(_VALIDATORS))})")
         if problem:
             return None, f"{key}: {problem}"
-    factor = raw.get("file_over_ram")
+    factor, link = raw.get("file_over_ram"), raw.get("shaped_link")
     return Requirements(saturated=bool(raw.get("saturated")),
-                        shaped_link=bool(raw.get("shaped_link")),
+                        shaped_link=link is not None,
+                        link_mbit=None if link is None or link is True else float(link),
                         host_cores=raw.get("host_cores"), io=raw.get("io"),
                         file_over_ram=float(factor) if factor is not None else None), ""
 
@@ -139,15 +150,17 @@ def _peer(facts: Mapping[str, Any]) -> str:
     return str(facts.get("workload.peer") or facts.get("workload.client") or "")
 
 
-def _shaped(facts: Sequence[Mapping[str, Any]], host: HostFacts) -> Check:
+def _shaped(facts: Sequence[Mapping[str, Any]], host: HostFacts,
+            want: float | None = None) -> Check:
     seen = []
     met = True
     for peer in sorted({_peer(f) for f in facts}):
         rate = host.lab_rates.get(peer)
-        met = met and rate is not None
+        met = met and rate is not None and (want is None or math.isclose(rate, want))
         shown = f"{rate:g} Mbit/s" if rate is not None else "unshaped"
         seen.append(f"link to {peer or 'no lab host'}: {shown}")
-    return Check("shaped link", met and bool(seen), "; ".join(seen) or "no cells")
+    name = "shaped link" if want is None else f"link shaped to {want:g} Mbit/s"
+    return Check(name, met and bool(seen), "; ".join(seen) or "no cells")
 
 
 def _io(want: Io, facts: Sequence[Mapping[str, Any]]) -> Check:
@@ -206,7 +219,7 @@ def check(req: Requirements, facts: Sequence[Mapping[str, Any]], host: HostFacts
     if req.host_cores is not None:
         out.append(_cores(req.host_cores, host))
     if req.shaped_link:
-        out.append(_shaped(facts, host))
+        out.append(_shaped(facts, host, req.link_mbit))
     if req.io is not None:
         out.append(_io(req.io, facts))
     if req.file_over_ram is not None:

@@ -98,7 +98,8 @@ def _requires_text(req: Requirements) -> str:
     if req.saturated:
         parts.append("saturated")
     if req.shaped_link:
-        parts.append("shaped link")
+        parts.append("shaped link" if req.link_mbit is None
+                     else f"link shaped to {req.link_mbit:g} Mbit/s")
     if req.host_cores is not None:
         parts.append(f"{req.host_cores} host cores")
     if req.io is not None:
@@ -121,7 +122,7 @@ def findings_markdown(findings: Sequence[Finding]) -> str:
     for f in findings:
         numbers = f"{fmt_value(f.a.value)} vs {fmt_value(f.b.value)} {f.unit}"
         cells = (f.id, f"{f.seed} {f.source}", f"{f.a.label} vs {f.b.label}",
-                 f"{f.metric} ({f.phase})",
+                 f"{f.metric}{f' vs {f.b.metric}' if f.b.metric else ''} ({f.phase})",
                  numbers, f"{TIMES}{fmt_value(f.paper_ratio)}", f.direction_text(),
                  _requires_text(f.requires),
                  "not assessable" if f.tcg_distorted else "assessable")
@@ -250,7 +251,8 @@ def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool 
             "a": {"label": finding.a.label, "cells": list(result.a_cells),
                   "summary": _summary_json(result.a)},
             "b": {"label": finding.b.label, "cells": list(result.b_cells),
-                  "summary": _summary_json(result.b), "fixed": finding.b.fixed},
+                  "summary": _summary_json(result.b), "fixed": finding.b.fixed,
+                  "metric": finding.b.metric or finding.metric},
             "ours": result.ours_direction(), "ratio": _ratio_json(result),
             "verdict": result.verdict, "reason": result.reason or None,
             "needed_repetitions": result.needed_repetitions,
