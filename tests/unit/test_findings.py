@@ -338,6 +338,29 @@ def test_under_tcg_cpu_findings_are_not_assessable() -> None:
     assert _judge(_finding(), guest, host, accelerator="tcg").verdict == "reproduced"
 
 
+def test_under_tcg_a_failed_core_count_is_named_with_the_ratio() -> None:
+    # Seed 004 Figs. 1-4 on this 2-core TCG host: both labels, the measured core count
+    # and our ratio, never a clean verdict.
+    distorted = dataclasses.replace(_finding(requires={"host_cores": 4}), tcg_distorted=True)
+    result = _judge(distorted, [50.0, 51.0, 49.0], _H, accelerator="tcg",
+                    host=HostFacts(cpus=2))
+    assert result.verdict == "not assessable under TCG"
+    assert result.reason.endswith("; precondition not met: host cores: this host has 2 "
+                                  "cores (the paper's effect needs 4)")
+    assert not result.checks[0].met
+    assert "paper \u00d70.5, ours \u00d70.5" in ratio_text(result)
+    on_four = _judge(distorted, [50.0, 51.0, 49.0], _H, accelerator="tcg",
+                     host=HostFacts(cpus=4))
+    assert on_four.reason == result.reason.split("; precondition")[0]
+
+
+def test_seed_004_cpu_findings_need_kvm_and_four_cores() -> None:
+    cpu = [f for f in load_findings() if f.id.startswith(("004-fig3-", "004-fig4-"))]
+    assert len(cpu) == 3
+    for finding in cpu:
+        assert finding.tcg_distorted and finding.requires.host_cores == 4, finding.id
+
+
 def _facts(platform: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:
     return cell_facts(platform, workload)
 
