@@ -124,6 +124,9 @@ _BAD = [
     (("a", "fixed"), True, "a.fixed"),
     (("b", "fixed"), "yes", "b.fixed"),
     (("b", "fixed"), True, "b.fixed"),
+    # A side's own metric comes from the catalogue too.
+    (("b", "metric"), "no.such.metric", "b.metric"),
+    (("b", "metric"), "", "b.metric"),
 ]
 
 
@@ -359,6 +362,32 @@ def test_seed_004_cpu_findings_need_kvm_and_four_cores() -> None:
     assert len(cpu) == 3
     for finding in cpu:
         assert finding.tcg_distorted and finding.requires.host_cores == 4, finding.id
+
+
+def test_a_side_metric_compares_a_guest_with_its_neighbour_in_the_same_cells() -> None:
+    # Seed 004 Figs. 13-14: the target's replies/s against its neighbour's, both read
+    # from the same cell and paired per round.
+    raw: dict[str, Any] = {
+        "id": "004-x", "seed": "004", "source": "Fig. 13", "statement": "s",
+        "unit": "req/s", "metric": "replies_s", "phase": "1kB", "expect": "a<b",
+        "a": {"label": "1 vCPU", "value": 3936, "platform": {"kind": "qemu"}},
+        "b": {"label": "3 vCPUs", "value": 4427, "metric": "nb0.load.replies_per_s",
+              "platform": {"kind": "qemu"}}}
+    (finding,) = parse_findings({"finding": [raw]}, "t.toml")
+    assert finding.metric_of(finding.a) == "replies_s"
+    assert finding.metric_of(finding.b) == "nb0.load.replies_per_s"
+    rows = [dataclasses.replace(_row("g", i, metric, v), phase="1kB")
+            for i, (mine, theirs) in enumerate([(50, 100), (52, 101), (49, 99)])
+            for metric, v in (("replies_s", mine), ("nb0.load.replies_per_s", theirs))]
+    (result,) = evaluate([finding], _CELLS, rows)
+    assert result.a_cells == result.b_cells == ("g",)
+    assert result.a is not None and result.a.mean == pytest.approx(50.333, abs=1e-3)
+    assert result.b is not None and result.b.mean == pytest.approx(100.0)
+    assert result.interval is not None and result.interval.test == "paired t"
+    assert result.verdict == "same direction, stronger"  # x0.50 against the paper's x0.89
+    assert "replies_s vs nb0.load.replies_per_s (1kB)" in findings_markdown([finding])
+    (doc,) = findings_json([result], include_unmeasured=False)
+    assert doc["b"]["metric"] == "nb0.load.replies_per_s" and "metric" not in doc["a"]
 
 
 def _facts(platform: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:

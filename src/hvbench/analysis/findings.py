@@ -73,7 +73,7 @@ Expectation = Literal["a<b", "a>b", "a=b"]
 EXPECTATIONS: tuple[Expectation, ...] = ("a<b", "a>b", "a=b")
 #: The papers' numbers (``paper``) name these seeds (001 and 002 are one paper).
 SEEDS = ("000", "001", "003", "004")
-_SIDE_KEYS = frozenset({"label", "value", "platform", "workload", "fixed"})
+_SIDE_KEYS = frozenset({"label", "value", "platform", "workload", "fixed", "metric"})
 _FINDING_KEYS = frozenset({"id", "seed", "source", "statement", "unit", "metric", "phase",
                            "expect", "tcg_distorted", "same_workload", "workload",
                            "paper_setting", "requires",
@@ -128,6 +128,9 @@ class Side:
     #: measurement (the theoretical NIC line as 100 % of the link): our B is ``value``
     #: in every round, so the interval is a one-sample t of A against it.
     fixed: bool = False
+    #: This side's metric instead of the finding's (None: the finding's): one guest
+    #: against its neighbour in the same cells (the neighbour's ``nb0.load.*``).
+    metric: str | None = None
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,10 @@ class Finding:
     def direction_text(self) -> str:
         """The paper's direction as text (``A < B``, ``A > B``, ``A = B``)."""
         return {"a<b": "A < B", "a>b": "A > B"}.get(self.expect, "A = B")
+
+    def metric_of(self, side: Side) -> str:
+        """The metric ``side`` is measured by: its own, else the finding's."""
+        return side.metric or self.metric
 
     @property
     def paper_ratio(self) -> float:
@@ -255,17 +262,20 @@ def _side(raw: Any, key: str, path: str, fid: str) -> Side:
     if fixed and (key != "b" or "platform" in raw or "workload" in raw):
         raise _fail(path, fid, f"{key}.fixed", "only side b may be a fixed reference, "
                     "and it selects no cells (no platform or workload)")
+    if fixed and "metric" in raw:
+        raise _fail(path, fid, f"{key}.metric", "a fixed reference is measured by nothing")
     return Side(label=_text(raw, "label", path, fid, where),
                 value=_number(raw, "value", path, fid, where),
                 platform=_selector(raw, "platform", path, fid, where),
-                workload=_selector(raw, "workload", path, fid, where), fixed=fixed)
+                workload=_selector(raw, "workload", path, fid, where), fixed=fixed,
+                metric=_metric(raw, path, fid, where) if "metric" in raw else None)
 
 
-def _metric(raw: Mapping[str, Any], path: str, fid: str) -> str:
-    metric = _text(raw, "metric", path, fid)
+def _metric(raw: Mapping[str, Any], path: str, fid: str, where: str = "") -> str:
+    metric = _text(raw, "metric", path, fid, where)
     # A ``*`` stands for one device or interface label (host.disk.*.util_pct).
     if not is_known(metric.replace("*", "x")):
-        raise _fail(path, fid, "metric",
+        raise _fail(path, fid, f"{where}metric",
                     f"{metric!r} is not in the metric catalogue (analysis/metrics.py)")
     return metric
 
@@ -460,12 +470,12 @@ def _phase_matches(finding: Finding, phase: str) -> bool:
     return fnmatch.fnmatchcase(phase, finding.phase)
 
 
-def _values_by_cell(finding: Finding, rows: Iterable[Row]
+def _values_by_cell(finding: Finding, metric: str, rows: Iterable[Row]
                     ) -> dict[str, dict[int, list[float]]]:
     found: dict[str, dict[int, list[float]]] = defaultdict(
         lambda: defaultdict(list))
     for row in rows:
-        if (fnmatch.fnmatchcase(row.metric, finding.metric)
+        if (fnmatch.fnmatchcase(row.metric, metric)
                 and _phase_matches(finding, row.phase)):
             found[row.cell][row.repetition].append(float(row.value))
     return found
@@ -510,12 +520,13 @@ def _checks(finding: Finding, a_cells: Sequence[str], b_cells: Sequence[str],
 def _delta(finding: Finding, cells: Sequence[str], interval: RatioInterval,
            floors: Mapping[tuple[str, str, str], NoiseFloor]) -> float:
     """δ: 10 %, or the largest stored noise floor of the compared cells, phase and
-    metric at these sample sizes when larger."""
+    metrics (either side's) at these sample sizes when larger."""
     wanted = set(cells)
+    metrics = {finding.metric_of(finding.a), finding.metric_of(finding.b)}
     found = [f.floor_pct(interval.n_a, interval.n_b, _FLOOR_ALPHA)
              for (cell, phase, metric), f in floors.items()
              if cell in wanted and fnmatch.fnmatchcase(phase, finding.phase)
-             and fnmatch.fnmatchcase(metric, finding.metric)]
+             and any(fnmatch.fnmatchcase(metric, m) for m in metrics)]
     return margin(found)
 
 
@@ -542,7 +553,7 @@ def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
         n for n, f in facts.items() if matches(f, finding.b.platform, finding.b.workload))
     if finding.same_workload:
         a_cells, b_cells = _common_workloads(a_cells, b_cells, facts)
-    values = _values_by_cell(finding, ctx.rows)
+    values = _values_by_cell(finding, finding.metric_of(finding.a), ctx.rows)
     a_values = _side_values(a_cells, values)
     a_rounds = _rounds(a_cells, values)
     if finding.b.fixed:
@@ -551,6 +562,8 @@ def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
         b_values = [finding.b.value] * len(a_values)
         b_rounds = dict.fromkeys(a_rounds, finding.b.value)
     else:
+        if finding.b.metric is not None or finding.a.metric is not None:
+            values = _values_by_cell(finding, finding.metric_of(finding.b), ctx.rows)
         b_values, b_rounds = _side_values(b_cells, values), _rounds(b_cells, values)
     if not a_values or not b_values:
         return FindingResult(finding, a_cells, b_cells, None, None, "not measured")
