@@ -267,3 +267,16 @@ def test_net_stages_give_each_guest_and_the_sum() -> None:
     assert [line.label for line in traffic[0].lines] == ["target Mbit/s", "nb0 Mbit/s",
                                                          "guests Mbit/s"]
     assert [v.x for v in traffic[0].vlines] == [6.0]
+
+
+def test_cpu_stages_leave_the_traffic_out() -> None:
+    # A CPU test's target has a tap too (its trickle of web requests): without a staged
+    # net neighbour the stage table stays CPU only.
+    rows = _marks(0, {"nb0": 5.0})
+    traffic = [SampleRow(CELL, 0, "1kB", "net", 0.1 * i, {"guest-tap0.rx_mbit_s": 0.1})
+               for i in range(1, 100)]
+    (window,) = stage_windows(rows, [*_samples(0), *traffic], CELLS)
+    assert not any(c.endswith("Mbit/s") for c in window.series)
+    (table,) = stage_tables(stage_rows([window]))
+    assert table.title.startswith("CPU per stage, ")
+

@@ -9,9 +9,10 @@ axis). Those marks, not the series, cut the window into stages: ``idle`` (before
 first start), then one stage per start named by the neighbours busy in it (``nb0``,
 ``nb0+nb1``). Each stage's mean of the host CPU series (``host.cpu``: ``busy_pct`` and
 ``cpu<n>.busy_pct``), of each guest's vCPU threads (monitor ``qemu`` for the target,
-``nb<i>`` for a neighbour: ``vcpu.cpu_pct``) and of each guest's traffic (monitor
-``net``: rx + tx Mbit/s of its taps, ``guest-tap<j>`` for the target, ``nb<i>-tap<j>``
-for a neighbour, and the guests' sum) is computed per repetition, then summarized over
+``nb<i>`` for a neighbour: ``vcpu.cpu_pct``) and, when a net neighbour is staged, of
+each guest's traffic (monitor ``net``: rx + tx Mbit/s of its taps, ``guest-tap<j>`` for
+the target, ``nb<i>-tap<j>`` for a neighbour, and the guests' sum) is computed per
+repetition, then summarized over
 the repetitions. A series row covers the interval since the previous row; rows whose
 interval spans a mark are left out, so a stage mean never mixes two stages. Pure.
 """
@@ -40,7 +41,7 @@ __all__ = [
     "window_stages",
 ]
 
-_MARK = re.compile(r"^(nb\d+)\.(?:cpu|net)\.started_at_s$")
+_MARK = re.compile(r"^(nb\d+)\.(cpu|net)\.started_at_s$")
 _CORE = re.compile(r"^cpu(\d+)\.busy_pct$")
 _GUEST = re.compile(r"^(qemu|nb\d+)$")
 _TAP = re.compile(r"^(guest|nb\d+)-tap\d+\.(?:rx|tx)_mbit_s$")
@@ -155,18 +156,24 @@ class StageWindow:
 
 def stage_windows(rows: Sequence[Row], samples: Iterable[SampleLike],
                   cells: Mapping[str, tuple[str, str]]) -> list[StageWindow]:
-    """Every (cell, repetition, phase) window that has stage marks, with its host CPU,
-    vCPU and guest traffic series; windows without marks are left out."""
+    """Every (cell, repetition, phase) window that has stage marks, with its host CPU
+    and vCPU series, and its guests' traffic where a net neighbour's start is among the
+    marks (a CPU test's stages leave the target's own traffic out); windows without
+    marks are left out."""
     marks: dict[tuple[str, int, str], dict[str, float]] = defaultdict(dict)
+    net_staged: set[tuple[str, int, str]] = set()
     for row in rows:
         found = _MARK.match(row.metric)
         if found and row.cell in cells:
-            marks[(row.cell, row.repetition, row.phase)][found.group(1)] = row.value
+            key = (row.cell, row.repetition, row.phase)
+            marks[key][found.group(1)] = row.value
+            if found.group(2) == "net":
+                net_staged.add(key)
     series: dict[tuple[str, int, str], dict[str, list[tuple[float, float]]]] = defaultdict(
         lambda: defaultdict(list))
     for s in samples:
         key = (s.cell, s.repetition, s.phase)
-        if key not in marks:
+        if key not in marks or (s.monitor == "net" and key not in net_staged):
             continue
         for column, value in _row_columns(s.monitor, s.values).items():
             series[key][column].append((s.t, value))
