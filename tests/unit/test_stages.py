@@ -5,7 +5,10 @@ JSON and HTML figures that show them."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -21,9 +24,10 @@ from hvbench.cli.main import main
 from hvbench.errors import SpecError
 from hvbench.model.scenario import NeighbourSpec
 from hvbench.model.study import parse_study
+from hvbench.monitors.sampler import MonitorResult
 from hvbench.report.html import stage_figures
 from hvbench.report.stages import stage_json, stage_tables
-from hvbench.run.scenario import stress_argv
+from hvbench.run.scenario import Neighbour, StagedLoads, stress_argv
 from hvbench.store.database import Store
 from hvbench.store.records import (
     CellRecord,
@@ -279,4 +283,36 @@ def test_cpu_stages_leave_the_traffic_out() -> None:
     assert not any(c.endswith("Mbit/s") for c in window.series)
     (table,) = stage_tables(stage_rows([window]))
     assert table.title.startswith("CPU per stage, ")
+
+
+def test_a_staged_net_neighbour_chains_its_load_in_the_window() -> None:
+    # The chain itself is a fake load generator (the real one: the integration test
+    # test_a_staged_net_neighbour_streams_from_its_stage_on); no guest is touched.
+    ran = threading.Event()
+
+    def chunk() -> float:
+        ran.set()
+        time.sleep(0.01)
+        return 900.0
+    nb = Neighbour("nb0", NeighbourSpec(role="net", start_after_s=0), cast(Any, None))
+    nb.chunk = chunk
+    stages = StagedLoads([nb], time.monotonic())
+    stages.start()
+    assert ran.wait(10)
+    stages.join()
+    result = MonitorResult(seconds=60.0)
+    stages.add_to(result)
+    assert 0.0 <= result.summary["nb0.net.started_at_s"] < 10.0
+    assert "stages" not in result.errors
+    chain = nb.load
+    assert chain is not None
+    deadline = time.monotonic() + 10
+    while not chain.records and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert chain.records[0].value == 900.0
+    stages.stop_loads()
+    assert nb.load is None and chain.error is None
+    done = len(chain.records)
+    time.sleep(0.05)
+    assert len(chain.records) == done  # the chain ended with the window
 

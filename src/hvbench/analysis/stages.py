@@ -12,8 +12,9 @@ first start), then one stage per start named by the neighbours busy in it (``nb0
 ``nb<i>`` for a neighbour: ``vcpu.cpu_pct``) and, when a net neighbour is staged, of
 each guest's traffic (monitor ``net``: rx + tx Mbit/s of its taps, ``guest-tap<j>`` for
 the target, ``nb<i>-tap<j>`` for a neighbour, and the guests' sum) is computed per
-repetition, then summarized over the repetitions. A series row covers the interval since the previous row; rows whose
-interval spans a mark are left out, so a stage mean never mixes two stages. Pure.
+repetition, then summarized over the repetitions. A series row covers the interval
+since the previous row; rows whose interval spans a mark are left out, so a stage mean
+never mixes two stages. Pure.
 """
 
 from __future__ import annotations
