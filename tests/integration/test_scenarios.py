@@ -134,6 +134,12 @@ neighbours = [
 ]
 """
 
+NETSTAGES = _iperf3_study("netstages", duration_s=8, omit_s=0) + """
+
+[[scenario]]
+name = "ns"
+neighbours = [{ role = "net", load = "iperf3", direction = "from-guest", start_after_s = 4 }]
+"""
 
 def _run(text: str, tmp_path: Path) -> tuple[list[MeasurementRow], Path, str]:
     return _run_study(parse_study(text, str(tmp_path / "study.toml"), HOST_RAM), tmp_path)
@@ -278,6 +284,33 @@ def test_staged_cpu_neighbours_mark_their_stages(image: GuestImage, tmp_path: Pa
     assert "CPU per stage, vm@stages trickle/1kB" in html.stdout
     print(json.dumps(list(stages.values()), indent=1))
 
+
+def test_a_staged_net_neighbour_streams_from_its_stage_on(image: GuestImage,
+                                                           tmp_path: Path) -> None:
+    """Seed 004 Figs. 5-7 in one window: a net neighbour's iperf3 chain starts at its
+    start_after_s, its mark is stored, and the report's stages see its tap carry the
+    stream only from its own stage on, the guests' sum beside each guest's."""
+    rows, db, run_id = _run(NETSTAGES, tmp_path)
+    values = _values(rows)
+    start = values[("vm@ns", "nb0.net.started_at_s")]
+    assert 4.0 <= start < values[("vm@ns", "phase_wall_s")]
+    assert values[("vm@ns", "nb0.load.goodput_mbit_s")] > 0
+    done = hvbench("report", run_id, "--db", str(db), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    stages = {s["stage"]: s["means"] for s in json.loads(done.stdout)["stages"]}
+    assert list(stages) == ["idle", "nb0"]
+
+    def mean(stage: str, column: str) -> float:
+        return float(stages[stage][column]["mean"])
+    # Before its stage the neighbour's tap is quiet (ARP at most); in it, it streams.
+    assert mean("nb0", "nb0 Mbit/s") > max(1.0, 20 * mean("idle", "nb0 Mbit/s"))
+    assert mean("idle", "target Mbit/s") > 1.0
+    for stage in ("idle", "nb0"):
+        assert mean(stage, "guests Mbit/s") == pytest.approx(
+            mean(stage, "target Mbit/s") + mean(stage, "nb0 Mbit/s"), rel=1e-6)
+    text = hvbench("report", run_id, "--db", str(db))
+    assert text.returncode == 0, text.stderr
+    assert "CPU and bandwidth per stage, vm@ns iperf3/tx" in text.stdout
 
 def _own_cgroups() -> set[str]:
     """The cgroups this test's hvbench recorded (owner records in the test's own work

@@ -125,9 +125,10 @@ _BAD = [
     (("a", "fixed"), True, "a.fixed"),
     (("b", "fixed"), "yes", "b.fixed"),
     (("b", "fixed"), True, "b.fixed"),
-    # Only a measured side B may read its own metric, and it must be in the catalogue.
-    (("a", "metric"), "mb_s", "a.metric"),
+    # A side's own metric comes from the catalogue too.
     (("b", "metric"), "no.such.metric", "b.metric"),
+    (("a", "metric"), "no.such.metric", "a.metric"),
+    (("b", "metric"), "", "b.metric"),
 ]
 
 
@@ -342,6 +343,55 @@ def test_under_tcg_cpu_findings_are_not_assessable() -> None:
         "not assessable under TCG"
     assert _judge(distorted, guest, host, accelerator="kvm").verdict == "reproduced"
     assert _judge(_finding(), guest, host, accelerator="tcg").verdict == "reproduced"
+
+
+def test_under_tcg_a_failed_core_count_is_named_with_the_ratio() -> None:
+    # Seed 004 Figs. 1-4 on this 2-core TCG host: both labels, the measured core count
+    # and our ratio, never a clean verdict.
+    distorted = dataclasses.replace(_finding(requires={"host_cores": 4}), tcg_distorted=True)
+    result = _judge(distorted, [50.0, 51.0, 49.0], _H, accelerator="tcg",
+                    host=HostFacts(cpus=2))
+    assert result.verdict == "not assessable under TCG"
+    assert result.reason.endswith("; precondition not met: host cores: this host has 2 "
+                                  "cores (the paper's effect needs 4)")
+    assert not result.checks[0].met
+    assert "paper \u00d70.5, ours \u00d70.5" in ratio_text(result)
+    on_four = _judge(distorted, [50.0, 51.0, 49.0], _H, accelerator="tcg",
+                     host=HostFacts(cpus=4))
+    assert on_four.reason == result.reason.split("; precondition")[0]
+
+
+def test_seed_004_cpu_findings_need_kvm_and_four_cores() -> None:
+    cpu = [f for f in load_findings() if f.id.startswith(("004-fig3-", "004-fig4-"))]
+    assert len(cpu) == 3
+    for finding in cpu:
+        assert finding.tcg_distorted and finding.requires.host_cores == 4, finding.id
+
+
+def test_a_side_metric_compares_a_guest_with_its_neighbour_in_the_same_cells() -> None:
+    # Seed 004 Figs. 13-14: the target's replies/s against its neighbour's, both read
+    # from the same cell and paired per round.
+    raw: dict[str, Any] = {
+        "id": "004-x", "seed": "004", "source": "Fig. 13", "statement": "s",
+        "unit": "req/s", "metric": "replies_s", "phase": "1kB", "expect": "a<b",
+        "a": {"label": "1 vCPU", "value": 3936, "platform": {"kind": "qemu"}},
+        "b": {"label": "3 vCPUs", "value": 4427, "metric": "nb0.load.replies_per_s",
+              "platform": {"kind": "qemu"}}}
+    (finding,) = parse_findings({"finding": [raw]}, "t.toml")
+    assert finding.metric_of(finding.a) == "replies_s"
+    assert finding.metric_of(finding.b) == "nb0.load.replies_per_s"
+    rows = [dataclasses.replace(_row("g", i, metric, v), phase="1kB")
+            for i, (mine, theirs) in enumerate([(50, 100), (52, 101), (49, 99)])
+            for metric, v in (("replies_s", mine), ("nb0.load.replies_per_s", theirs))]
+    (result,) = evaluate([finding], _CELLS, rows)
+    assert result.a_cells == result.b_cells == ("g",)
+    assert result.a is not None and result.a.mean == pytest.approx(50.333, abs=1e-3)
+    assert result.b is not None and result.b.mean == pytest.approx(100.0)
+    assert result.interval is not None and result.interval.test == "paired t"
+    assert result.verdict == "same direction, stronger"  # x0.50 against the paper's x0.89
+    assert "replies_s vs nb0.load.replies_per_s (1kB)" in findings_markdown([finding])
+    (doc,) = findings_json([result], include_unmeasured=False)
+    assert doc["b"]["metric"] == "nb0.load.replies_per_s" and "metric" not in doc["a"]
 
 
 def _facts(platform: dict[str, Any], workload: dict[str, Any]) -> dict[str, Any]:

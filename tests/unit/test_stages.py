@@ -5,7 +5,10 @@ JSON and HTML figures that show them."""
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -21,9 +24,10 @@ from hvbench.cli.main import main
 from hvbench.errors import SpecError
 from hvbench.model.scenario import NeighbourSpec
 from hvbench.model.study import parse_study
+from hvbench.monitors.sampler import MonitorResult
 from hvbench.report.html import stage_figures
 from hvbench.report.stages import stage_json, stage_tables
-from hvbench.run.scenario import stress_argv
+from hvbench.run.scenario import Neighbour, StagedLoads, stress_argv
 from hvbench.store.database import Store
 from hvbench.store.records import (
     CellRecord,
@@ -54,6 +58,12 @@ file_kb = [1]
 
 
 # -- the spec ---------------------------------------------------------------------------------
+def test_start_after_s_stages_a_net_neighbour() -> None:
+    spec = NeighbourSpec(role="net", load="iperf3", direction="from-guest", start_after_s=6)
+    assert spec.start_after_s == 6.0
+    assert NeighbourSpec(role="net").start_after_s is None
+
+
 def test_start_after_s_is_a_cpu_field() -> None:
     spec = NeighbourSpec(role="cpu", vcpus=2, start_after_s=8)
     assert spec.start_after_s == 8.0
@@ -67,7 +77,7 @@ def test_start_after_s_is_a_cpu_field() -> None:
 
 @pytest.mark.parametrize(("neighbour", "message"), [
     ('{ role = "idle", start_after_s = 4 }', 'start_after_s does not apply to role = "idle"'),
-    ('{ role = "net", start_after_s = 4 }', 'start_after_s does not apply to role = "net"'),
+    ('{ role = "disk", start_after_s = 4 }', 'start_after_s does not apply to role = "disk"'),
     ('{ role = "cpu", start_after_s = -1 }', "start_after_s"),
 ])
 def test_start_after_s_errors_name_the_file_and_field(neighbour: str, message: str) -> None:
@@ -163,13 +173,14 @@ def test_stage_table_and_json() -> None:
 
 
 def test_stage_figures_mark_the_stage_starts() -> None:
-    ((workload, phase, host, guests),) = stage_figures(_windows())
+    ((workload, phase, host, guests, traffic),) = stage_figures(_windows())
     assert (workload, phase) == ("trickle", "1kB")
     assert [p.title for p in host] == ["vm@stages rep 1", "vm@stages rep 2"]
     assert [line.label for line in host[0].lines] == ["host busy", "cpu0 busy", "cpu1 busy"]
     assert [line.label for line in guests[0].lines] == ["target vCPU", "nb0 vCPU",
                                                         "nb1 vCPU"]
     assert [v.x for v in host[0].vlines] == [5.0, 10.0]
+    assert traffic == []  # no NIC series: no bandwidth figure
 
 
 # -- the stored run through the CLI -------------------------------------------------------------
@@ -205,3 +216,103 @@ def test_terminal_and_json_reports_read_the_stage_series(
     stages = json.loads(capsys.readouterr().out)["stages"]
     assert [s["stage"] for s in stages] == [IDLE, "nb0", "nb0+nb1"]
     assert stages[1]["means"]["cpu0 busy %"]["mean"] == pytest.approx(90.0)
+
+
+# -- staged iperf3 starts (seed 004 Figs. 5-7) --------------------------------------------------
+NET_CELL = "vm@netstages/iperf3"
+
+
+def _net_samples(rep: int) -> list[SampleRow]:
+    """10 Hz NIC rows over 12 s: the target's stream at 400 Mbit/s (tx on the guest is
+    rx on its tap, 4 of ACKs back), halved once nb0's stream starts at 6 s; a lab
+    host's veth that is no guest's; the host CPU beside it."""
+    out = []
+    for i in range(1, 121):
+        t = round(0.1 * i, 1)
+        second = t > 6.0
+        out += [SampleRow(NET_CELL, rep, "tx", "net", t, {
+                    "guest-tap0.rx_mbit_s": 200.0 if second else 400.0,
+                    "guest-tap0.tx_mbit_s": 2.0 if second else 4.0,
+                    "guest-tap0.rx_pps": 9000.0,
+                    "nb0-tap0.rx_mbit_s": 190.0 if second else 0.0,
+                    "nb0-tap0.tx_mbit_s": 2.0 if second else 0.0,
+                    "client-veth.rx_mbit_s": 999.0}),
+                SampleRow(NET_CELL, rep, "tx", "host.cpu", t, {"busy_pct": 50.0})]
+    return out
+
+
+def _net_marks(rep: int, at: float) -> list[MeasurementRow]:
+    return [MeasurementRow(0, NET_CELL, "vm@netstages", "iperf3", rep, 0, "tx",
+                           "nb0.net.started_at_s", at, "s", "vm", "netstages")]
+
+
+def test_net_stages_give_each_guest_and_the_sum() -> None:
+    rows = [*_net_marks(0, 6.0), *_net_marks(1, 6.0)]
+    windows = stage_windows(rows, [*_net_samples(0), *_net_samples(1)],
+                            {NET_CELL: ("vm@netstages", "iperf3")})
+    assert [[s.name for s in w.stages] for w in windows] == [[IDLE, "nb0"]] * 2
+    assert list(windows[0].series) == ["host busy %", "target Mbit/s", "nb0 Mbit/s",
+                                       "guests Mbit/s"]
+    means = windows[0].stage_means()
+    # The first stage is the target's stream alone (its own iperf3 runs throughout).
+    assert means[IDLE]["target Mbit/s"] == pytest.approx(404.0)
+    assert means[IDLE]["nb0 Mbit/s"] == 0.0
+    assert means[IDLE]["guests Mbit/s"] == pytest.approx(404.0)
+    assert means["nb0"]["target Mbit/s"] == pytest.approx(202.0)
+    assert means["nb0"]["nb0 Mbit/s"] == pytest.approx(192.0)
+    assert means["nb0"]["guests Mbit/s"] == pytest.approx(394.0)
+    (table,) = stage_tables(stage_rows(windows))
+    assert table.title == ("CPU and bandwidth per stage, vm@netstages iperf3/tx "
+                           "(seed 004 Figs. 1-7)")
+    assert table.headers[-4:] == ("target Mbit/s", "nb0 Mbit/s", "guests Mbit/s", "n")
+    assert "Mbit/s: rx + tx of the guest's taps" in (table.note or "")
+    ((_, _, host, guests, traffic),) = stage_figures(windows)
+    assert guests == [] and len(host) == 2
+    assert [line.label for line in traffic[0].lines] == ["target Mbit/s", "nb0 Mbit/s",
+                                                         "guests Mbit/s"]
+    assert [v.x for v in traffic[0].vlines] == [6.0]
+
+
+def test_cpu_stages_leave_the_traffic_out() -> None:
+    # A CPU test's target has a tap too (its trickle of web requests): without a staged
+    # net neighbour the stage table stays CPU only.
+    rows = _marks(0, {"nb0": 5.0})
+    traffic = [SampleRow(CELL, 0, "1kB", "net", 0.1 * i, {"guest-tap0.rx_mbit_s": 0.1})
+               for i in range(1, 100)]
+    (window,) = stage_windows(rows, [*_samples(0), *traffic], CELLS)
+    assert not any(c.endswith("Mbit/s") for c in window.series)
+    (table,) = stage_tables(stage_rows([window]))
+    assert table.title.startswith("CPU per stage, ")
+
+
+def test_a_staged_net_neighbour_chains_its_load_in_the_window() -> None:
+    # The chain itself is a fake load generator (the real one: the integration test
+    # test_a_staged_net_neighbour_streams_from_its_stage_on); no guest is touched.
+    ran = threading.Event()
+
+    def chunk() -> float:
+        ran.set()
+        time.sleep(0.01)
+        return 900.0
+    nb = Neighbour("nb0", NeighbourSpec(role="net", start_after_s=0), cast(Any, None))
+    nb.chunk = chunk
+    stages = StagedLoads([nb], time.monotonic())
+    stages.start()
+    assert ran.wait(10)
+    stages.join()
+    result = MonitorResult(seconds=60.0)
+    stages.add_to(result)
+    assert 0.0 <= result.summary["nb0.net.started_at_s"] < 10.0
+    assert "stages" not in result.errors
+    chain = nb.load
+    assert chain is not None
+    deadline = time.monotonic() + 10
+    while not chain.records and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert chain.records[0].value == 900.0
+    stages.stop_loads()
+    assert nb.load is None and chain.error is None
+    done = len(chain.records)
+    time.sleep(0.05)
+    assert len(chain.records) == done  # the chain ended with the window
+

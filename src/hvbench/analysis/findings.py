@@ -128,10 +128,9 @@ class Side:
     #: measurement (the theoretical NIC line as 100 % of the link): our B is ``value``
     #: in every round, so the interval is a one-sample t of A against it.
     fixed: bool = False
-    #: Side B only: its own metric, read from the same cells as A's ("" = the
-    #: finding's): a neighbour's share next to the target's in one window (seed 003
-    #: Fig. 15: the target's ``replies_s`` against ``nb0.load.replies_per_s``).
-    metric: str = ""
+    #: This side's metric instead of the finding's (None: the finding's): one guest
+    #: against its neighbour in the same cells (the neighbour's ``nb0.load.*``).
+    metric: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,6 +162,10 @@ class Finding:
     def direction_text(self) -> str:
         """The paper's direction as text (``A < B``, ``A > B``, ``A = B``)."""
         return {"a<b": "A < B", "a>b": "A > B"}.get(self.expect, "A = B")
+
+    def metric_of(self, side: Side) -> str:
+        """The metric ``side`` is measured by: its own, else the finding's."""
+        return side.metric or self.metric
 
     @property
     def paper_ratio(self) -> float:
@@ -259,15 +262,13 @@ def _side(raw: Any, key: str, path: str, fid: str) -> Side:
     if fixed and (key != "b" or "platform" in raw or "workload" in raw):
         raise _fail(path, fid, f"{key}.fixed", "only side b may be a fixed reference, "
                     "and it selects no cells (no platform or workload)")
-    metric = _metric(raw, path, fid, where) if "metric" in raw else ""
-    if metric and (key != "b" or fixed):
-        raise _fail(path, fid, f"{key}.metric", "only a measured side b may read its own "
-                    "metric (side a reads the finding's)")
+    if fixed and "metric" in raw:
+        raise _fail(path, fid, f"{key}.metric", "a fixed reference is measured by nothing")
     return Side(label=_text(raw, "label", path, fid, where),
                 value=_number(raw, "value", path, fid, where),
                 platform=_selector(raw, "platform", path, fid, where),
                 workload=_selector(raw, "workload", path, fid, where), fixed=fixed,
-                metric=metric)
+                metric=_metric(raw, path, fid, where) if "metric" in raw else None)
 
 
 def _metric(raw: Mapping[str, Any], path: str, fid: str, where: str = "") -> str:
@@ -275,7 +276,7 @@ def _metric(raw: Mapping[str, Any], path: str, fid: str, where: str = "") -> str
     # A ``*`` stands for one device or interface label (host.disk.*.util_pct) or one
     # number (ondemand.*.startup_s: every guest started on demand, averaged per round).
     if not any(is_known(metric.replace("*", part)) for part in ("x", "0")):
-        raise _fail(path, fid, where + "metric",
+        raise _fail(path, fid, f"{where}metric",
                     f"{metric!r} is not in the metric catalogue (analysis/metrics.py)")
     return metric
 
@@ -470,13 +471,12 @@ def _phase_matches(finding: Finding, phase: str) -> bool:
     return fnmatch.fnmatchcase(phase, finding.phase)
 
 
-def _values_by_cell(finding: Finding, rows: Iterable[Row], metric: str = ""
+def _values_by_cell(finding: Finding, metric: str, rows: Iterable[Row]
                     ) -> dict[str, dict[int, list[float]]]:
-    """Per cell and repetition, the values of ``metric`` (default: the finding's)."""
     found: dict[str, dict[int, list[float]]] = defaultdict(
         lambda: defaultdict(list))
     for row in rows:
-        if (fnmatch.fnmatchcase(row.metric, metric or finding.metric)
+        if (fnmatch.fnmatchcase(row.metric, metric)
                 and _phase_matches(finding, row.phase)):
             found[row.cell][row.repetition].append(float(row.value))
     return found
@@ -521,9 +521,9 @@ def _checks(finding: Finding, a_cells: Sequence[str], b_cells: Sequence[str],
 def _delta(finding: Finding, cells: Sequence[str], interval: RatioInterval,
            floors: Mapping[tuple[str, str, str], NoiseFloor]) -> float:
     """δ: 10 %, or the largest stored noise floor of the compared cells, phase and
-    metric (either side's) at these sample sizes when larger."""
+    metrics (either side's) at these sample sizes when larger."""
     wanted = set(cells)
-    metrics = {finding.metric, finding.b.metric or finding.metric}
+    metrics = {finding.metric_of(finding.a), finding.metric_of(finding.b)}
     found = [f.floor_pct(interval.n_a, interval.n_b, _FLOOR_ALPHA)
              for (cell, phase, metric), f in floors.items()
              if cell in wanted and fnmatch.fnmatchcase(phase, finding.phase)
@@ -554,9 +554,7 @@ def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
         n for n, f in facts.items() if matches(f, finding.b.platform, finding.b.workload))
     if finding.same_workload:
         a_cells, b_cells = _common_workloads(a_cells, b_cells, facts)
-    values = _values_by_cell(finding, ctx.rows)
-    b_by_cell = (_values_by_cell(finding, ctx.rows, finding.b.metric)
-                 if finding.b.metric else values)
+    values = _values_by_cell(finding, finding.metric_of(finding.a), ctx.rows)
     a_values = _side_values(a_cells, values)
     a_rounds = _rounds(a_cells, values)
     if finding.b.fixed:
@@ -565,7 +563,9 @@ def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
         b_values = [finding.b.value] * len(a_values)
         b_rounds = dict.fromkeys(a_rounds, finding.b.value)
     else:
-        b_values, b_rounds = _side_values(b_cells, b_by_cell), _rounds(b_cells, b_by_cell)
+        if finding.b.metric is not None or finding.a.metric is not None:
+            values = _values_by_cell(finding, finding.metric_of(finding.b), ctx.rows)
+        b_values, b_rounds = _side_values(b_cells, values), _rounds(b_cells, values)
     if not a_values or not b_values:
         return FindingResult(finding, a_cells, b_cells, None, None, "not measured")
     interval = log_ratio_interval(a_rounds, b_rounds)

@@ -397,6 +397,7 @@ def _scenario_metrics() -> list[MetricSpec]:
         _m("nb<i>.load.goodput_mbit_s", "Mbit/s", "load goodput Mbit/s", "neutral", "scenario"),
         _m("nb<i>.load.file_kb", "kB", "load file size kB", "neutral", "scenario"),
         _m("nb<i>.cpu.started_at_s", "s", "load started at s", "neutral", "scenario"),
+        _m("nb<i>.net.started_at_s", "s", "load started at s", "neutral", "scenario"),
         _m("nb<i>.load.offered_rps", "req/s", "load offered req/s", "neutral", "scenario"),
         _m("nb<i>.load.rate_ref_rps", "req/s", "load max req/s its rate is a share of",
            "neutral", "scenario"),

@@ -5,7 +5,8 @@ A study's ``[[scenario]]`` entries each declare an environment for its qemu cell
 - ``neighbours``: other guests, each with its own vCPUs, memory and a role: ``idle``;
   ``cpu`` (stress-ng in the guest, for the whole group or from ``start_after_s`` into
   each measured window: stages); ``net`` (a server in the guest driven from a lab
-  host: iperf3, or HTTP at a fixed rate); ``disk`` (fio on its own disk);
+  host: iperf3, or HTTP at a fixed rate; also staged with ``start_after_s``);
+  ``disk`` (fio on its own disk);
 - ``start``: guests started on demand while the target is measured (start-up time
   and the dip of the target's throughput, seed 003 Fig. 14);
 - ``weights``: CPU weights of the host-side I/O threads (QEMU main loops, iothreads
@@ -54,10 +55,11 @@ class NeighbourSpec(_Strict):
     memory_mib: int = Field(default=256, ge=128, le=1 << 20)
     #: cpu: the load each stress-ng worker offers (one worker per vCPU), %.
     cpu_load_pct: int = Field(default=100, ge=1, le=100)
-    #: cpu: start stress-ng this many seconds into every measured window (and stop it
-    #: when the window ends) instead of for the whole group: staggered values give one
-    #: window with stages idle -> one busy -> both busy (seed 004 Figs. 1-4). None: busy
-    #: from the group's start.
+    #: cpu, net: start stress-ng (net: the load generator) this many seconds into every
+    #: measured window (and stop it when the window ends) instead of for the whole
+    #: group: staggered values give one window with stages idle -> one busy -> both
+    #: busy (seed 004 Figs. 1-4), or one guest's stream, then a second's next to it
+    #: (Figs. 5-7). None: busy from the group's start.
     start_after_s: float | None = Field(default=None, ge=0, le=3600)
     #: net: the load: ``iperf3`` (a TCP stream) or ``web`` (httperf at ``rate``).
     load: Literal["iperf3", "web"] = "iperf3"
@@ -105,7 +107,8 @@ class NeighbourSpec(_Strict):
 _ROLE_FIELDS: dict[str, set[str]] = {
     "idle": set(),
     "cpu": {"cpu_load_pct", "start_after_s"},
-    "net": {"load", "client", "direction", "bitrate", "file_kb", "rate", "rate_of"},
+    "net": {"load", "client", "direction", "bitrate", "file_kb", "rate", "rate_of",
+            "start_after_s"},
     "disk": {"rw", "block_size", "iodepth", "disk"},
 }
 

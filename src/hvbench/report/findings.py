@@ -17,6 +17,7 @@ from hvbench.analysis.findings import (
     Finding,
     FindingResult,
     FindingsError,
+    Side,
     evaluate,
     parse_findings,
 )
@@ -113,6 +114,17 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+def _side_metric(side: Side) -> dict[str, str]:
+    """A side's own metric for JSON (none: the finding's ``metric``)."""
+    return {"metric": side.metric} if side.metric is not None else {}
+
+
+def _metrics_text(finding: Finding) -> str:
+    """The metric, or A's vs B's when a side has its own."""
+    a, b = finding.metric_of(finding.a), finding.metric_of(finding.b)
+    return a if a == b else f"{a} vs {b}"
+
+
 def findings_markdown(findings: Sequence[Finding]) -> str:
     """The findings as docs/seeds.md's table (Markdown, one row per finding): id,
     source, A vs B, metric and phase, the paper's numbers and A/B, the direction, the
@@ -122,7 +134,7 @@ def findings_markdown(findings: Sequence[Finding]) -> str:
     for f in findings:
         numbers = f"{fmt_value(f.a.value)} vs {fmt_value(f.b.value)} {f.unit}"
         cells = (f.id, f"{f.seed} {f.source}", f"{f.a.label} vs {f.b.label}",
-                 f"{f.metric}{f' vs {f.b.metric}' if f.b.metric else ''} ({f.phase})",
+                 f"{_metrics_text(f)} ({f.phase})",
                  numbers, f"{TIMES}{fmt_value(f.paper_ratio)}", f.direction_text(),
                  _requires_text(f.requires),
                  "not assessable" if f.tcg_distorted else "assessable")
@@ -170,7 +182,7 @@ def _paper_text(finding: Finding) -> str:
 def _ours_text(result: FindingResult) -> str:
     if result.a is None or result.b is None:
         return "not measured by this run"
-    spec = lookup(result.finding.metric.replace("*", "x"))
+    spec = lookup(result.finding.metric_of(result.finding.b).replace("*", "x"))
     unit = spec.unit if spec is not None else ""
     if result.finding.b.fixed:
         # A reference, not a measurement: no interval to show.
@@ -249,10 +261,10 @@ def findings_json(results: Sequence[FindingResult], *, include_unmeasured: bool 
             "paper": {"a": finding.a.value, "b": finding.b.value, "unit": finding.unit,
                       "setting": finding.paper_setting},
             "a": {"label": finding.a.label, "cells": list(result.a_cells),
-                  "summary": _summary_json(result.a)},
+                  "summary": _summary_json(result.a), **_side_metric(finding.a)},
             "b": {"label": finding.b.label, "cells": list(result.b_cells),
                   "summary": _summary_json(result.b), "fixed": finding.b.fixed,
-                  "metric": finding.b.metric or finding.metric},
+                  **_side_metric(finding.b)},
             "ours": result.ours_direction(), "ratio": _ratio_json(result),
             "verdict": result.verdict, "reason": result.reason or None,
             "needed_repetitions": result.needed_repetitions,

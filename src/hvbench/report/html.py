@@ -543,35 +543,40 @@ def ondemand_figures(series: Sequence[OnDemandSeries]
 
 
 def stage_figures(windows: Sequence[StageWindow]
-                  ) -> list[tuple[str, str, list[Panel], list[Panel]]]:
-    """(workload, phase, host panels, guest panels): one panel per cell and repetition,
-    the host's per-core busy % (and the whole host's) in the first, each guest's vCPU %
-    in the second; dashed: a stage began (a neighbour's load started)."""
-    grouped: dict[tuple[str, str], tuple[list[Panel], list[Panel]]] = defaultdict(
-        lambda: ([], []))
+                  ) -> list[tuple[str, str, list[Panel], list[Panel], list[Panel]]]:
+    """(workload, phase, host panels, guest panels, traffic panels): one panel per cell
+    and repetition, the host's per-core busy % (and the whole host's) in the first, each
+    guest's vCPU % in the second, each guest's and the guests' summed Mbit/s in the
+    third (empty without a NIC series); dashed: a stage began (a neighbour's load
+    started)."""
+    grouped: dict[tuple[str, str], tuple[list[Panel], list[Panel], list[Panel]]] = \
+        defaultdict(lambda: ([], [], []))
     for w in windows:
         marks = [VLine(stage.start) for stage in w.stages[1:]]
         title = f"{w.platform} rep {w.repetition + 1}"
-        host, guests = grouped[(w.workload, w.phase)]
-        for panels, vcpu in ((host, False), (guests, True)):
+        for panels, suffix in zip(grouped[(w.workload, w.phase)],
+                                  (" busy %", " vCPU %", " Mbit/s"), strict=True):
             lines = [Line(column.removesuffix(" %"), [t for t, _ in points],
                           [v for _, v in points])
-                     for column, points in w.series.items()
-                     if column.endswith("vCPU %") == vcpu]
-            panels.append(Panel(title, lines, marks))
-    return [(workload, phase, host, guests) for (workload, phase), (host, guests)
+                     for column, points in w.series.items() if column.endswith(suffix)]
+            if lines:
+                panels.append(Panel(title, lines, marks))
+    return [(workload, phase, *panels) for (workload, phase), panels
             in sorted(grouped.items(), key=lambda kv: (kv[0][0], phase_key(kv[0][1])))]
 
 
-_STAGE_CAPTION = ("Dashed: a stage began (a neighbour's stress-ng started, the stored "
-                  "nb<i>.cpu.started_at_s); before the first: idle.")
+_STAGE_CAPTION = ("Dashed: a stage began (a neighbour's load started: stress-ng or "
+                  "iperf3, the stored nb<i>.<role>.started_at_s); before the first: idle.")
 
 
 def _stage_parts(windows: Sequence[StageWindow]) -> list[str]:
     parts = []
-    for workload, phase, host, guests in stage_figures(windows):
+    for workload, phase, host, guests, traffic in stage_figures(windows):
         for panels, what, ylabel in ((host, "host CPU busy % per core", "busy %"),
-                                     (guests, "each guest's vCPU %", "vCPU %")):
+                                     (guests, "each guest's vCPU %", "vCPU %"),
+                                     (traffic, "each guest's bandwidth", "Mbit/s")):
+            if not panels:
+                continue
             title = f"{workload} / {phase}: {what} per stage"
             parts.append(figure(time_series_grid(
                 title, ylabel, panels, 2, xlabel="seconds since the window started",

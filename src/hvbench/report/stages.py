@@ -1,5 +1,6 @@
-"""The CPU-per-stage tables of a report (seed 004 Figs. 1-4) and their JSON shape, from
-the stage rows :mod:`hvbench.analysis.stages` computes."""
+"""The per-stage tables of a report (seed 004 Figs. 1-7: CPU, and bandwidth when the
+stages are iperf3 starts) and their JSON shape, from the stage rows
+:mod:`hvbench.analysis.stages` computes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ __all__ = ["stage_json", "stage_tables"]
 
 def stage_tables(rows: Sequence[StageRow]) -> list[TextTable]:
     """One table per (cell, phase): a row per stage, the mean per-core host busy %, the
-    host's busy % and each guest's vCPU % (mean ± 95 % CI over the repetitions)."""
+    host's busy %, each guest's vCPU % and, where the NIC sampler ran, each guest's and
+    the guests' summed Mbit/s (mean ± 95 % CI over the repetitions)."""
     grouped: dict[tuple[str, str, str, str], list[StageRow]] = defaultdict(list)
     for r in rows:
         grouped[(r.platform, r.workload, r.phase, r.cell)].append(r)
@@ -26,12 +28,16 @@ def stage_tables(rows: Sequence[StageRow]) -> list[TextTable]:
         body = tuple((r.stage, mean_ci_text(r.seconds),
                       *(mean_ci_text(r.means[c]) if c in r.means else "-" for c in columns),
                       str(r.seconds.n)) for r in items)
+        traffic = any(c.endswith(" Mbit/s") for c in columns)
+        what, figs = ("CPU and bandwidth", "1-7") if traffic else ("CPU", "1-4")
         tables.append(TextTable(
-            f"CPU per stage, {platform} {workload}/{phase} (seed 004 Figs. 1-4)",
+            f"{what} per stage, {platform} {workload}/{phase} (seed 004 Figs. {figs})",
             ("stage", "seconds", *columns, "n"), body,
-            note="stages start at the stored nb<i>.cpu.started_at_s marks; busy %: of one "
-                 "host core (host busy %: of all cores); vCPU %: of one core, summed over "
-                 "the guest's vCPU threads."))
+            note="stages start at the stored nb<i>.<role>.started_at_s marks; busy %: of "
+                 "one host core (host busy %: of all cores); vCPU %: of one core, summed "
+                 "over the guest's vCPU threads" + (
+                     "; Mbit/s: rx + tx of the guest's taps on the host, guests: their "
+                     "sum." if traffic else ".")))
     return tables
 
 

@@ -11,7 +11,7 @@ so that every measured window also
   sampler, its tap (``nb<i>-tap0``);
 - counts what each network neighbour's load generator achieved in the window;
 - starts the scenario's on-demand guests and times their start-up;
-- starts staged cpu neighbours' load (``start_after_s``) and records when;
+- starts staged cpu and net neighbours' load (``start_after_s``) and records when;
 - turns the target's NIC (or disk) traffic into 1 s buckets, and reports the dip.
 """
 
@@ -54,6 +54,8 @@ from hvbench.workloads.endpoints import Endpoint, ServerHandle, start_server
 LOAD_CHUNK_S = 2.0
 NEIGHBOUR_PORT = 5301
 NEIGHBOUR_WEB_PORT = 8180
+#: The neighbour roles whose load ``start_after_s`` stages.
+STAGED_ROLES = ("cpu", "net")
 
 
 @dataclass
@@ -121,6 +123,9 @@ class Neighbour:
     guest: QemuPlatform
     servers: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     load: ChainedLoad | None = None
+    #: A staged net neighbour's one load-generator run: each window chains it anew
+    #: from its ``start_after_s`` (the group's chain is ``load``).
+    chunk: Callable[[], float] | None = None
     #: A web neighbour's offered requests/s, and the measured maximum it is a share of
     #: (None for an absolute rate).
     offered: float | None = None
@@ -235,13 +240,17 @@ class ScenarioRun(StartStop):
             nb.offered = rate
             site = web.StaticSite(file_kb=(nb.spec.file_kb,), port=NEIGHBOUR_WEB_PORT)
             nb.servers.enter_context(web.serve_web(site, server))
-            nb.load = ChainedLoad(nb.label, _web_chunk(site, rate, client, server))
+            chunk = _web_chunk(site, rate, client, server)
         else:
             argv = iperf3.server_argv(server.bind_address, NEIGHBOUR_PORT)
             handle: ServerHandle = start_server(server, argv, name=f"iperf3-{nb.label}",
                                                 port=NEIGHBOUR_PORT)
             nb.servers.callback(handle.stop)
-            nb.load = ChainedLoad(nb.label, _iperf3_chunk(nb.spec, client, server))
+            chunk = _iperf3_chunk(nb.spec, client, server)
+        if nb.spec.start_after_s is not None:  # staged: chained in each window instead
+            nb.chunk = chunk
+            return
+        nb.load = ChainedLoad(nb.label, chunk)
         nb.load.start()
 
     def _offered(self, nb: Neighbour) -> tuple[float, float | None]:
@@ -422,7 +431,7 @@ class ScenarioMonitors(PhaseMonitors):
             self._ondemand = OnDemandStarts(self.run, spec, self._t0)
             self._ondemand.start()
         staged = [nb for nb in self.run.neighbours
-                  if nb.spec.role == "cpu" and nb.spec.start_after_s is not None]
+                  if nb.spec.role in STAGED_ROLES and nb.spec.start_after_s is not None]
         if staged:
             # The samplers' own t0: the marks share the stored series' time axis.
             origin = self._set.t0 if self._set is not None else self._t0
@@ -481,11 +490,13 @@ class ScenarioMonitors(PhaseMonitors):
 
 
 class StagedLoads:
-    """Starts the stress-ng of cpu neighbours with ``start_after_s`` during one window,
-    each that many seconds after ``t0`` (the samplers' start), in a thread; records
-    when each really ran (``nb<i>.cpu.started_at_s``: after the guest agent confirmed
-    the start, seconds since ``t0``) and stops them when the window ends, so that the
-    next window starts idle again."""
+    """Starts the load of cpu and net neighbours with ``start_after_s`` during one
+    window, each that many seconds after ``t0`` (the samplers' start), in a thread:
+    stress-ng in a cpu neighbour, a new chain of its load generator for a net one.
+    Records when each really ran (``nb<i>.<role>.started_at_s``, seconds since ``t0``:
+    for stress-ng after the guest agent confirmed the start, for a chain when its first
+    run began) and stops them when the window ends, so that the next window starts idle
+    again."""
 
     def __init__(self, neighbours: list[Neighbour], t0: float) -> None:
         self.neighbours = sorted(neighbours, key=lambda nb: nb.spec.start_after_s or 0.0)
@@ -504,12 +515,22 @@ class StagedLoads:
                 due = self.t0 + (nb.spec.start_after_s or 0.0)
                 if self._stop.wait(max(0.0, due - time.monotonic())):
                     return
+                if nb.spec.role == "net":
+                    self._chain(nb)
+                    continue
                 pid = _background(nb.guest, stress_argv(nb.spec))
                 self.started.append((nb, time.monotonic() - self.t0, pid))
                 if pid is None:  # then it runs on into the group's next windows
                     self.error = f"{nb.label}: no pid of stress-ng, it cannot be stopped"
         except HvbenchError as exc:
             self.error = str(exc).splitlines()[0]
+
+    def _chain(self, nb: Neighbour) -> None:
+        if nb.chunk is None:
+            raise HvbenchError(f"internal: {nb.label}: a staged net neighbour has no load")
+        nb.load = ChainedLoad(nb.label, nb.chunk)
+        self.started.append((nb, time.monotonic() - self.t0, None))
+        nb.load.start()
 
     def join(self) -> None:
         """End the waiting for stages the window did not reach (they are left out)."""
@@ -521,15 +542,19 @@ class StagedLoads:
         window's last sample began no stage in it and is left out."""
         for nb, at, _ in self.started:
             if at < result.seconds:
-                result.summary[f"{nb.label}.cpu.started_at_s"] = at
+                result.summary[f"{nb.label}.{nb.spec.role}.started_at_s"] = at
         if self.error:
             result.errors["stages"] = self.error
 
     def stop_loads(self) -> None:
-        """SIGTERM each started stress-ng (it stops its workers); a guest that does not
-        answer is stopped with the scenario anyway."""
+        """SIGTERM each started stress-ng (it stops its workers) and end each chain
+        (its current run finishes); a guest that does not answer is stopped with the
+        scenario anyway."""
         for nb, _, pid in self.started:
-            if pid is not None:
+            if nb.spec.role == "net" and nb.load is not None:
+                nb.load.stop()
+                nb.load = None
+            elif pid is not None:
                 with contextlib.suppress(HvbenchError):
                     nb.guest.exec(["sh", "-c", 'kill "$1"', "sh", str(pid)], timeout=30)
         self.started.clear()
