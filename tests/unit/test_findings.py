@@ -30,12 +30,16 @@ from hvbench.analysis.findings import (
 )
 from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.preconditions import HostFacts, Requirements, check
+from hvbench.analysis.summaries import fmt_value
 from hvbench.kinds.disk.spec import PROFILE_PHASES
 from hvbench.kinds.propagation.spec import PROPAGATION_PHASES
 from hvbench.model.study import Study
 from hvbench.report.findings import (
     DOC_BEGIN,
     DOC_END,
+    RUNS_BEGIN,
+    RUNS_END,
+    SeedRun,
     findings_json,
     findings_markdown,
     findings_table,
@@ -43,6 +47,7 @@ from hvbench.report.findings import (
     parse_findings_text,
     ratio_text,
     run_findings,
+    seed_runs_markdown,
     verdict_counts,
     verdicts_markdown,
 )
@@ -641,6 +646,53 @@ def test_docs_findings_table_is_generated_from_the_data() -> None:
     block = doc.split(DOC_BEGIN + "\n", 1)[1].split(DOC_END, 1)[0]
     assert block == findings_markdown(load_findings()), \
         "docs/seeds.md is stale: run python bench/seed_findings.py --write"
+
+
+_ENV = {"cpu_model": "AMD EPYC", "cpus": 2, "memory_bytes": 24 << 30, "kernel": "6.1",
+        "qemu_version": "7.2.22", "qemu_package": "Debian 7.2", "git_commit": "0123456789abc"}
+
+
+def test_seed_runs_list_wall_time_verdicts_and_what_no_run_measured() -> None:
+    other = dataclasses.replace(_finding(), id="000-y")
+    done = _judge(_finding(), [50, 51, 49], _H)
+    unmeasured = evaluate([other], _CELLS, [])[0]
+    runs = [SeedRun("seed-b", "r2", "2026-11-27T17:00:00+00:00", 754.2, 3, 6, 0, _ENV),
+            SeedRun("seed-a", "r1", "2026-11-27T16:00:00+00:00", None, 5, 9, 1, _ENV)]
+    text = seed_runs_markdown(runs, [("r2", done), ("r1", unmeasured)], [_finding(), other])
+    lines = text.splitlines()
+    assert lines[0] == ("2 runs of 2 seed studies, 2026-11-27T16:00 to 2026-11-27T17:00 UTC, "
+                        "on: AMD EPYC, 2 cores, 24 GiB, kernel 6.1, QEMU 7.2.22 (Debian 7.2),"
+                        " hvbench 0123456789.")
+    # Sorted by study; an unfinished run says so; failures are counted.
+    assert "| seed-a | r1 | 5 | not finished | 9 / 1 | no finding measured |" in lines
+    assert "| seed-b | r2 | 3 | 12 min 34 s | 6 / 0 | reproduced 1 |" in lines
+    assert "| reproduced | 1 |" in lines
+    assert lines[-1] == "Not measured by these runs: 000-y."
+    assert seed_runs_markdown([], [], []) == "No run given.\n"
+
+
+def _doc_block(begin: str, end: str) -> str:
+    doc = (Path(__file__).parents[2] / "docs" / "seeds.md").read_text(encoding="utf-8")
+    return doc.split(begin + "\n", 1)[1].split(end, 1)[0]
+
+
+def test_docs_verdicts_of_real_runs_cover_every_finding_as_it_is_now() -> None:
+    """Every finding is in docs/seeds.md's verdicts of real runs, measured with the
+    paper ratio findings.toml gives it now, or named as not measured; no other id is."""
+    block = _doc_block(RUNS_BEGIN, RUNS_END)
+    stale = "docs/seeds.md: rerun the seed studies and bench/seed_findings.py --latest --write"
+    rows = [line.split(" | ") for line in block.splitlines()
+            if line.startswith("| ") and "paper \u00d7" in line]
+    measured = {cells[0][2:]: cells[2] for cells in rows}
+    unmeasured_line = next((line for line in block.splitlines()
+                            if line.startswith("Not measured by these runs: ")), "")
+    unmeasured = set(unmeasured_line.removeprefix("Not measured by these runs: ")
+                     .rstrip(".").split(", ")) - {""}
+    findings = {f.id: f for f in load_findings()}
+    assert set(measured) | unmeasured == set(findings), stale
+    for fid, ratio in measured.items():
+        assert ratio.startswith(f"paper \u00d7{fmt_value(findings[fid].paper_ratio)},"), \
+            f"{fid}: {stale}"
 
 
 def test_verdict_counts_and_markdown_rows() -> None:
