@@ -69,9 +69,9 @@ MEASURED = {
     # is virtio-net.
     "network": set(),
     "propagation": {"000-fig3b-transfer-linear"},
-    "scenario": {"003-t3-idle-guests-reply-time", "003-t3-idle-guests-throughput",
-                 "003-t5-io-weight-throughput",
-                 "003-t5-io-weight-executions"},
+    # The scenario fixture offers an absolute 40 req/s: Table 3's findings are at 90 % of
+    # the maximum (`rate = "90%"`), and Table 5's are dual 10 kB (its guests serve 1 kB).
+    "scenario": set(),
     "web": set(),
     "lifecycle": set(),
 }
