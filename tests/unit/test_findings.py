@@ -508,6 +508,38 @@ def _sides_planned(finding: Finding, study: Study) -> bool:
 SEED_STUDIES = sorted(SEEDS.glob("*.toml"))
 
 
+def _side_rates(finding: Finding, study: Study, which: str) -> set[str]:
+    """The offered rates (as declared: ``"90%"``, 40) of the cells one side of
+    ``finding`` selects in ``study``'s plan, at the finding's phase."""
+    import fnmatch
+
+    chosen = getattr(finding, which)
+    rates: set[str] = set()
+    for r in (cell_record(c) for c in study.cells):
+        facts = cell_facts(r.platform, r.workload,
+                           r.identity.scenario if r.identity else None,
+                           r.identity.neighbour_roles if r.identity else (), r.workload_name)
+        if matches(facts, chosen.platform, chosen.workload) and any(
+                fnmatch.fnmatchcase(p, finding.phase)
+                for p in (_planned_phases(r.workload) or [finding.phase])):
+            rates.add(str(r.workload.get("rate")))
+    return rates
+
+
+@pytest.mark.parametrize("path", sorted(SEEDS.glob("*.toml")), ids=lambda p: p.name)
+def test_no_finding_pools_a_rate_sweep(path: Path) -> None:
+    """A side of a finding selects cells of one offered rate: a workload axis
+    ``rate = ["20%", "50%", "90%"]`` (seeds/003-rates.toml) would otherwise average the
+    paper's 900 req/s row with its 200 and 500 req/s rows."""
+    study = load_study(path)
+    for finding in (f for f in load_findings() if _sides_planned(f, study)):
+        for which in ("a", "b"):
+            if which == "b" and finding.b.fixed:
+                continue
+            rates = _side_rates(finding, study, which)
+            assert len(rates) <= 1, f"{finding.id} side {which} pools rates {sorted(rates)}"
+
+
 def test_every_finding_is_evaluated_by_a_seed_study() -> None:
     studies = {p.name: load_study(p) for p in SEED_STUDIES}
     assert len(studies) >= 7
