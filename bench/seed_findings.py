@@ -68,7 +68,7 @@ def _chosen_runs(store: Store, prefixes: list[str], latest: bool) -> list[str]:
     for prefix in prefixes:
         ids = store.run_ids(prefix=prefix)
         if len(ids) != 1:
-            sys.exit(f"{store}: {prefix!r} names {len(ids)} runs, expected one")
+            sys.exit(f"{store.location}: {prefix!r} names {len(ids)} runs, expected one")
         chosen.append(ids[0])
     return chosen
 

@@ -23,6 +23,7 @@ from hvbench.analysis.findings import (
     Finding,
     FindingResult,
     FindingsError,
+    catalogue_entry,
     cell_facts,
     evaluate,
     matches,
@@ -945,3 +946,30 @@ def test_side_b_may_read_a_neighbours_metric_from_the_same_cells() -> None:
     shown = findings_json([result])[0]
     assert (shown["metric"], shown["b"]["metric"]) == ("replies_s", "nb0.load.replies_per_s")
     assert "replies_s vs nb0.load.replies_per_s (1kB)" in findings_markdown([finding])
+
+
+def test_a_numbered_star_metric_shows_its_unit() -> None:
+    # ondemand.*.startup_s: the catalogue's ondemand.<k>.startup_s takes a number, not
+    # a label, so the unit must be looked up with one (the table once showed none).
+    assert catalogue_entry("ondemand.*.startup_s") is not None
+    assert catalogue_entry("host.disk.*.util_pct") is not None
+    assert catalogue_entry("no.such.*.metric") is None
+    fig14 = next(f for f in load_findings()
+                 if f.id == "003-fig14-startup-grows-next-to-busy-guest")
+    web = {"kind": "web", "mode": "fixed"}
+    cells = [_Cell("two", {"kind": "qemu", "scenario": {"start": {"count": 2}}},
+                   {**web, "rate": "90%"}),
+             _Cell("one", {"kind": "qemu", "scenario": {"start": {"count": 1}}},
+                   {**web, "rate": 5})]
+    rows = [MeasurementRow(cell_id=0, cell=cell, platform=cell, workload="w",
+                           repetition=rep, position=0, phase="1kB",
+                           metric=f"ondemand.{k}.startup_s", value=value, unit="s")
+            for rep in range(3)
+            for cell, k, value in (("two", 0, 6.0 + rep), ("two", 1, 4.0),
+                                   ("one", 0, 3.0 + rep / 10))]
+    result = evaluate([fig14], cells, rows)[0]
+    assert result.a is not None and result.a.mean == 5.5  # the two guests averaged
+    table = findings_table([result])
+    assert table is not None
+    ours = table.rows[0][4]
+    assert ours.endswith(" s"), ours

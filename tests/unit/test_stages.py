@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -21,13 +22,14 @@ from hvbench.analysis.stages import (
     window_stages,
 )
 from hvbench.cli.main import main
-from hvbench.errors import SpecError
+from hvbench.errors import HostError, SpecError
 from hvbench.model.scenario import NeighbourSpec
 from hvbench.model.study import parse_study
 from hvbench.monitors.sampler import MonitorResult
+from hvbench.monitors.session import PhaseMonitors
 from hvbench.report.html import stage_figures
 from hvbench.report.stages import stage_json, stage_tables
-from hvbench.run.scenario import Neighbour, StagedLoads, stress_argv
+from hvbench.run.scenario import Neighbour, ScenarioMonitors, StagedLoads, stress_argv
 from hvbench.store.database import Store
 from hvbench.store.records import (
     CellRecord,
@@ -316,3 +318,34 @@ def test_a_staged_net_neighbour_chains_its_load_in_the_window() -> None:
     time.sleep(0.05)
     assert len(chain.records) == done  # the chain ended with the window
 
+
+
+def test_a_window_whose_samplers_fail_to_stop_still_ends_its_staged_chain(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The window's samplers raise when stopped (faked; no guest is touched): the staged
+    # chain must end with the window anyway, or it streams on into the next windows.
+    ran = threading.Event()
+
+    def chunk() -> float:
+        ran.set()
+        time.sleep(0.01)
+        return 900.0
+
+    def broken(self: PhaseMonitors) -> MonitorResult:
+        raise HostError("the sampler did not stop")
+    nb = Neighbour("nb0", NeighbourSpec(role="net", start_after_s=0), cast(Any, None))
+    nb.chunk = chunk
+    run = SimpleNamespace(spec=SimpleNamespace(start=None), neighbours=[nb])
+    monkeypatch.setattr(PhaseMonitors, "start", lambda self: None)
+    monkeypatch.setattr(PhaseMonitors, "stop", broken)
+    window = ScenarioMonitors(cast(Any, run), [], 10.0)
+    window.start()
+    assert ran.wait(10)
+    chain = nb.load
+    assert chain is not None
+    with pytest.raises(HostError, match="did not stop"):
+        window.stop()
+    assert nb.load is None
+    done = len(chain.records)
+    time.sleep(0.05)
+    assert len(chain.records) == done

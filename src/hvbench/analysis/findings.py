@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from hvbench.analysis.metrics import is_known
+from hvbench.analysis.metrics import MetricSpec, lookup
 from hvbench.analysis.noise import NoiseFloor
 from hvbench.analysis.preconditions import (
     Check,
@@ -63,6 +63,7 @@ __all__ = [
     "FindingResult",
     "FindingsError",
     "Side",
+    "catalogue_entry",
     "cell_facts",
     "evaluate",
     "matches",
@@ -271,11 +272,20 @@ def _side(raw: Any, key: str, path: str, fid: str) -> Side:
                 metric=_metric(raw, path, fid, where) if "metric" in raw else None)
 
 
+def catalogue_entry(metric: str) -> MetricSpec | None:
+    """The catalogue entry a finding's metric names (None: not declared). A ``*`` stands
+    for one device or interface label (host.disk.*.util_pct) or one number
+    (ondemand.*.startup_s: every guest started on demand, averaged per round)."""
+    for part in ("x", "0"):
+        spec = lookup(metric.replace("*", part))
+        if spec is not None:
+            return spec
+    return None
+
+
 def _metric(raw: Mapping[str, Any], path: str, fid: str, where: str = "") -> str:
     metric = _text(raw, "metric", path, fid, where)
-    # A ``*`` stands for one device or interface label (host.disk.*.util_pct) or one
-    # number (ondemand.*.startup_s: every guest started on demand, averaged per round).
-    if not any(is_known(metric.replace("*", part)) for part in ("x", "0")):
+    if catalogue_entry(metric) is None:
         raise _fail(path, fid, f"{where}metric",
                     f"{metric!r} is not in the metric catalogue (analysis/metrics.py)")
     return metric

@@ -19,10 +19,10 @@ from hvbench.analysis.findings import (
     FindingResult,
     FindingsError,
     Side,
+    catalogue_entry,
     evaluate,
     parse_findings,
 )
-from hvbench.analysis.metrics import lookup
 from hvbench.analysis.preconditions import HostFacts, Requirements
 from hvbench.analysis.stats import Summary
 from hvbench.analysis.summaries import fmt_value
@@ -269,7 +269,7 @@ def _paper_text(finding: Finding) -> str:
 def _ours_text(result: FindingResult) -> str:
     if result.a is None or result.b is None:
         return "not measured by this run"
-    spec = lookup(result.finding.metric_of(result.finding.b).replace("*", "x"))
+    spec = catalogue_entry(result.finding.metric_of(result.finding.b))
     unit = spec.unit if spec is not None else ""
     if result.finding.b.fixed:
         # A reference, not a measurement: no interval to show.

@@ -446,8 +446,10 @@ class ScenarioMonitors(PhaseMonitors):
             ondemand.join()
         if stages is not None:
             stages.join()
-        result = super().stop()
         try:
+            # Inside the try: a sampler that fails to stop must not leave the window's
+            # staged chains and on-demand guests running into the group's next windows.
+            result = super().stop()
             self._add_loads(result, self._t0, t1)
             if ondemand is not None:
                 ondemand.add_to(result)
