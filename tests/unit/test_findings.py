@@ -30,7 +30,12 @@ from hvbench.analysis.findings import (
     parse_findings,
 )
 from hvbench.analysis.noise import NoiseFloor
-from hvbench.analysis.preconditions import HostFacts, Requirements, check
+from hvbench.analysis.preconditions import (
+    HostFacts,
+    Requirements,
+    check,
+    parse_requirements,
+)
 from hvbench.analysis.summaries import fmt_value
 from hvbench.kinds.disk.spec import PROFILE_PHASES
 from hvbench.kinds.propagation.spec import PROPAGATION_PHASES
@@ -427,7 +432,8 @@ def test_preconditions_read_the_stored_run() -> None:
 
 
 def test_saturation_needs_one_side_served_below_offered() -> None:
-    req = Requirements(saturated=True)
+    req, problem = parse_requirements({"saturated": True})
+    assert req is not None and req.saturated == "one" and not problem
     idle = [{"replies_s": [39.9], "offered_rps": [40.0]},
             {"replies_s": [40.0], "offered_rps": [40.0]}]
     busy = [{"replies_s": [39.9], "offered_rps": [40.0]},
@@ -436,6 +442,42 @@ def test_saturation_needs_one_side_served_below_offered() -> None:
     assert not no.met and "A served 99.8 % of offered" in no.measured
     assert check(req, [], HostFacts(), busy)[0].met
     assert not check(req, [], HostFacts(), [{}, {}])[0].met
+    # A neighbour's rates do not enter the old form: one side below offered is enough.
+    keeps_up = {**busy[1], "nb0.load.replies_per_s": [40.0], "nb0.load.offered_rps": [40.0]}
+    assert check(req, [], HostFacts(), [idle[0], keeps_up])[0].met
+
+
+#: About seed 004's vm.3@pair and vm.1 (run 20261127-171457-6d3b): the guest and its
+#: web neighbour both offered 2000 req/s in one cell, a guest alone in the other.
+_PAIR = {"replies_s": [560.0, 540.0], "offered_rps": [2000.0, 2000.0],
+         "nb0.load.replies_per_s": [733.0], "nb0.load.offered_rps": [2000.0]}
+_ALONE = {"replies_s": [1500.0], "offered_rps": [2000.0]}
+
+
+def test_saturated_all_needs_every_web_guest_of_both_sides_below_offered() -> None:
+    req, _ = parse_requirements({"saturated": "all"})
+    assert req is not None and req.saturated == "all"
+    met = check(req, [], HostFacts(), [_PAIR, _ALONE])[0]
+    assert met.met and met.name == "every guest saturated"
+    assert met.measured == ("served of offered: A guest 27.5 %, A nb0 36.6 %, B guest "
+                            "75.0 % (each guest must serve below 95 % of what it is offered)")
+    # The neighbour keeps up: the pair is not both flat out, whatever the target did.
+    keeps_up = {**_PAIR, "nb0.load.replies_per_s": [1990.0]}
+    no = check(req, [], HostFacts(), [keeps_up, _ALONE])[0]
+    assert not no.met
+    assert no.measured.startswith("A nb0 served 99.5 % of offered (each guest must")
+    assert "A guest 27.5 %" in no.measured
+    # The old form is met by the target's side alone.
+    assert check(Requirements(saturated="one"), [], HostFacts(), [keeps_up, _ALONE])[0].met
+    idle_alone = check(req, [], HostFacts(), [_PAIR, {**_ALONE, "replies_s": [1999.0]}])[0]
+    assert not idle_alone.met and idle_alone.measured.startswith("B guest served 100.0 %")
+    lost = {k: v for k, v in _PAIR.items() if k != "nb0.load.replies_per_s"}
+    gone = check(req, [], HostFacts(), [lost, _ALONE])[0]
+    assert not gone.met and gone.measured.startswith("A nb0: no served or offered rate")
+    assert not check(req, [], HostFacts(), [_PAIR, {}])[0].met
+    # A fixed side B (the paper's number) has no guest: side A alone decides.
+    assert check(req, [], HostFacts(), [_PAIR])[0].met
+    assert parse_requirements({"saturated": "both"})[1].startswith("saturated: expected true")
 
 
 def test_missing_side_is_not_measured_and_shown_only_when_asked() -> None:
@@ -946,6 +988,34 @@ def test_side_b_may_read_a_neighbours_metric_from_the_same_cells() -> None:
     shown = findings_json([result])[0]
     assert (shown["metric"], shown["b"]["metric"]) == ("replies_s", "nb0.load.replies_per_s")
     assert "replies_s vs nb0.load.replies_per_s (1kB)" in findings_markdown([finding])
+
+
+def test_both_flat_out_findings_read_the_neighbours_saturation() -> None:
+    """Seed 004 Figs. 12-14: the 1-vCPU guest against its 3-vCPU web neighbour in the
+    same windows; "flat out" is both guests served below what they were offered."""
+    finding = _shipped("004-fig13-14-more-vcpus-serve-more-side-by-side")
+    assert finding.requires.saturated == "all"
+    nb = {"role": "net", "load": "web", "vcpus": 3, "file_kb": 1, "rate": 2000}
+    pair = {"vcpus": 1, "scenario": {"name": "pair", "neighbours": [nb]}}
+    cells = [_web("pair", "pair", pair, {"mode": "fixed", "file_kb": [1], "rate": 2000},
+                  "flatout")]
+    rows = _phase_rows({("pair", "1kB"): [390.0, 400.0, 395.0]}, "replies_s")
+    rows += _phase_rows({("pair", "1kB"): [1150.0, 1160.0, 1165.0]}, "nb0.load.replies_per_s")
+    for metric in ("offered_rps", "nb0.load.offered_rps"):
+        rows += _phase_rows({("pair", "1kB"): [2000.0] * 3}, metric)
+    host = HostFacts(cpus=4, lab_rates={"client": 100.0})
+    flat = evaluate([finding], cells, rows, accelerator="kvm", host=host)[0]
+    assert flat.verdict != "precondition not met", flat.reason
+    assert all(c.met for c in flat.checks), flat.checks
+    # The neighbour offered only what it serves: not flat out, and the value is named.
+    light = [r if r.metric != "nb0.load.offered_rps" else dataclasses.replace(r, value=1170.0)
+             for r in rows]
+    held = evaluate([finding], cells, light, accelerator="kvm", host=host)[0]
+    assert held.verdict == "precondition not met"
+    assert held.reason.startswith("every guest saturated: A nb0 served 99.0 % of offered"), \
+        held.reason
+    # Side B reads the neighbour of the same cell: its share is read once per side.
+    assert "B nb0 served 99.0 %" in held.reason
 
 
 def test_a_numbered_star_metric_shows_its_unit() -> None:

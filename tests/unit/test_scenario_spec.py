@@ -1,15 +1,28 @@
 """Scenarios, lifecycle and propagation workloads in study files: expansion and errors;
-the time-series statistics of start-on-demand."""
+a web neighbour's httperf chain measured as the target's; the time-series statistics of
+start-on-demand."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 
 from hvbench.analysis.stats import dip_metrics, one_second_buckets, series_cov_pct, steady_buckets
 from hvbench.errors import SpecError
 from hvbench.kinds.qemu.spec import QemuPlatformSpec
+from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.model.scenario import NeighbourSpec, ScenarioSpec
 from hvbench.model.study import parse_study
+from hvbench.platforms.base import ExecResult, Platform
+from hvbench.run.scenario import LOAD_CHUNK_S, ScenarioRun, _web_chunk
+from hvbench.workloads import web
+from hvbench.workloads.endpoints import Endpoint
+
+NET = Path(__file__).resolve().parents[1] / "fixtures" / "net"
 
 HOST_RAM = 24 << 30
 
@@ -87,6 +100,12 @@ def test_platform_name_and_json_carry_the_scenario() -> None:
      'weights = { io = 3 }\n', "scenario[1]: name: 'x' is the name of scenario[0] too"),
     ('[[scenario]]\nname = "x"\nneighbours = [{ role = "idle", rate = 5, rw = "read" }]\n',
      "rate, rw do not apply to role = \"idle\""),
+    ('[[scenario]]\nname = "x"\nneighbours = [{ role = "net", reply_timeout_s = 1 }]\n',
+     "reply_timeout_s applies to load = \"web\" only"),
+    ('[[scenario]]\nname = "x"\nneighbours = [{ role = "cpu", reply_timeout_s = 1 }]\n',
+     "reply_timeout_s does not apply to role = \"cpu\""),
+    ('[[scenario]]\nname = "x"\nneighbours = [{ role = "net", load = "web", '
+     'reply_timeout_s = 0 }]\n', "neighbours[0].reply_timeout_s"),
 ])
 def test_scenario_errors_name_file_field_and_expectation(extra: str, message: str) -> None:
     with pytest.raises(SpecError) as err:
@@ -101,6 +120,76 @@ def test_neighbour_vm_has_what_its_role_needs() -> None:
     assert (idle.vcpus, idle.memory_mib, idle.nics, idle.disks) == (2, 384, (), ())
     spec = ScenarioSpec(neighbours=(NeighbourSpec(count=2), NeighbourSpec(role="net")))
     assert spec.guest_count() == 3 and spec.lab_clients() == {"client"}
+
+
+def test_a_web_neighbours_reply_timeout_is_the_web_workloads_field() -> None:
+    """Same default and range as ``kind = "web"``'s, so both sides can wait alike."""
+    mine, theirs = (NeighbourSpec.model_fields["reply_timeout_s"],
+                    WebWorkloadSpec.model_fields["reply_timeout_s"])
+    assert (mine.default, mine.metadata) == (theirs.default, theirs.metadata)
+    assert NeighbourSpec(role="net", load="web", reply_timeout_s=1).reply_timeout_s == 1.0
+
+
+#: BASE's web workload, fixed at 2000 req/s with a 1 s reply timeout, copied once.
+IDENTICAL = BASE.replace("file_kb = [1, 70]",
+                         "file_kb = [1]\nrate = 2000\nreply_timeout_s = 1") + """
+[[scenario]]
+name = "pair"
+workloads = ["web"]
+identical = 2
+"""
+
+
+def _copy(text: str) -> NeighbourSpec:
+    """The neighbour spec the scenario's identical copy of the target runs with."""
+    study = parse_study(text, "id.toml", HOST_RAM)
+    cell = next(c for c in study.cells if c.scenario is not None)
+    assert cell.scenario is not None
+    run = ScenarioRun(cell.scenario.spec, "pair", cast(Platform, SimpleNamespace(name="vm")),
+                      session=None, key="vm@pair", cell=cell)
+    ((spec, vm),) = run._identical()
+    assert vm.nics[0].backend == "tap"
+    return spec
+
+
+def test_an_identical_copy_waits_as_long_as_the_target() -> None:
+    copy = _copy(IDENTICAL)
+    assert (copy.load, copy.file_kb, copy.rate, copy.reply_timeout_s) == ("web", 1, 2000, 1)
+    default = _copy(IDENTICAL.replace("reply_timeout_s = 1\n", ""))
+    assert default.reply_timeout_s == WebWorkloadSpec().reply_timeout_s
+
+
+class _Replay:
+    """An executor answering with captured httperf output; notes the argv and timeout."""
+
+    def __init__(self, stdout: str) -> None:
+        self.stdout = stdout.encode()
+        self.calls: list[tuple[list[str], float]] = []
+
+    def exec(self, argv: Sequence[str], *, timeout: float, stdin: bytes | None = None,
+             env: Mapping[str, str] | None = None) -> ExecResult:
+        self.calls.append((list(argv), timeout))
+        return ExecResult(tuple(argv), 0, self.stdout, b"", 1.0)
+
+
+def test_a_web_neighbours_chunk_waits_its_timeout_and_counts_as_the_target() -> None:
+    text = (NET / "httperf-guest-10k-rate640-queueing.txt").read_text()
+    replay = _Replay(text)
+    client = Endpoint("client", "netns", replay, "10.9.0.10", "10.9.0.10",
+                      netns="hvb-x-client")
+    server = Endpoint("nb0", "guest", replay, "10.9.0.101", "10.9.0.101")
+    site = web.StaticSite(file_kb=(10,), port=8180)
+    once = _web_chunk(site, 640.0, 1.5, client, server)
+    value = once()
+    ((argv, timeout),) = replay.calls
+    assert "--timeout=1.5" in argv and "--rate=640" in argv
+    assert f"--num-conns={round(640 * LOAD_CHUNK_S)}" in argv
+    assert timeout >= LOAD_CHUNK_S + 1.5
+    # The target's replies_s formula (HttperfResult.achieved_rps: the shortest
+    # connection taken off httperf's duration), not 2xx replies / duration as before.
+    result = web.parse_httperf(text)
+    assert value == pytest.approx(result.achieved_rps())
+    assert value > result.ok_replies / result.duration_s
 
 
 def test_lifecycle_cells_are_qemu_only_and_alone_only() -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -511,11 +512,19 @@ class _Context:
     floors: Mapping[tuple[str, str, str], NoiseFloor]
 
 
-def _values_of(metric: str, phase: str, cells: Sequence[str], rows: Sequence[Row]
-               ) -> list[float]:
+#: What the saturation checks read: the measured guest's served and offered rates and
+#: each web neighbour's.
+_RATE_METRIC = re.compile(r"^(replies_s|offered_rps|nb\d+\.load\.(replies_per_s|offered_rps))$")
+
+
+def _rates_of(phase: str, cells: Sequence[str], rows: Sequence[Row]) -> dict[str, list[float]]:
     wanted = set(cells)
-    return [float(r.value) for r in rows
-            if r.cell in wanted and r.metric == metric and fnmatch.fnmatchcase(r.phase, phase)]
+    out: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        if r.cell in wanted and _RATE_METRIC.match(r.metric) \
+                and fnmatch.fnmatchcase(r.phase, phase):
+            out[r.metric].append(float(r.value))
+    return dict(out)
 
 
 def _checks(finding: Finding, a_cells: Sequence[str], b_cells: Sequence[str],
@@ -523,8 +532,9 @@ def _checks(finding: Finding, a_cells: Sequence[str], b_cells: Sequence[str],
     if not finding.requires.any():
         return ()
     facts = [ctx.facts[c] for c in (*a_cells, *b_cells)]
-    rates = [{m: _values_of(m, finding.phase, side, ctx.rows)
-              for m in ("replies_s", "offered_rps")} for side in (a_cells, b_cells)]
+    # A fixed side B (the paper's reference, no cells) has no guest to be saturated.
+    sides = (a_cells,) if finding.b.fixed else (a_cells, b_cells)
+    rates = [_rates_of(finding.phase, side, ctx.rows) for side in sides]
     return tuple(check(finding.requires, facts, ctx.host, rates))
 
 

@@ -9,6 +9,14 @@ environment and the lab of its study) and reported with the value measured, so t
     something is saturated: on at least one side the served rate (``replies_s``) is
     below :data:`SATURATED_SHARE` of the offered rate (``offered_rps``). A scheduler's
     weights or a neighbour can only cost throughput when demand exceeds what is served.
+``saturated = "all"``
+    every guest serving web load in the compared cells is saturated, on both sides:
+    the measured guest (``replies_s`` against ``offered_rps``) and each web neighbour
+    (``nb<i>.load.replies_per_s`` against ``nb<i>.load.offered_rps``). "Both flat out"
+    (seed 004 Figs. 12-14) holds only when neither guest could serve all it was
+    offered; a neighbour that keeps up takes less from the other than one that cannot,
+    and a side read from a neighbour's metric says nothing of the paper's effect
+    unless that neighbour was flat out.
 ``shaped_link = true`` or ``shaped_link = <Mbit/s>``
     every cell talks to a lab host (the workload's ``peer`` or ``client``) whose link
     has a ``rate``: "below the wire" needs a wire; with a number, that rate and no
@@ -29,6 +37,7 @@ environment and the lab of its study) and reported with the value measured, so t
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -38,6 +47,7 @@ __all__ = [
     "Check",
     "HostFacts",
     "Requirements",
+    "Saturation",
     "check",
     "parse_requirements",
 ]
@@ -47,13 +57,16 @@ __all__ = [
 #: the window's edges), so 5 % below it is a server that could not keep up.
 SATURATED_SHARE = 0.95
 Io = Literal["buffered", "direct"]
+#: ``saturated = true`` (at least one side) or ``"all"`` (every web guest of every side).
+Saturation = Literal["one", "all"]
+_NB_OFFERED = re.compile(r"^(nb(\d+))\.load\.offered_rps$")
 
 
 @dataclass(frozen=True)
 class Requirements:
     """A finding's preconditions (none by default)."""
 
-    saturated: bool = False
+    saturated: Saturation | None = None
     shaped_link: bool = False
     #: The rate (Mbit/s) ``shaped_link`` must have, when given as a number.
     link_mbit: float | None = None
@@ -63,7 +76,7 @@ class Requirements:
 
     def any(self) -> bool:
         """True when at least one requirement is set."""
-        return (self.saturated or self.shaped_link or self.host_cores is not None
+        return (self.saturated is not None or self.shaped_link or self.host_cores is not None
                 or self.io is not None or self.file_over_ram is not None)
 
 
@@ -86,8 +99,15 @@ class Check:
     measured: str
 
 
-def _flag(value: Any) -> str:
-    return "" if value is True else "expected true (leave it out otherwise)"
+def _saturation_value(value: Any) -> str:
+    ok = value is True or value == "all"
+    return "" if ok else 'expected true or "all" (leave it out otherwise)'
+
+
+def _saturation(value: Any) -> Saturation | None:
+    if value is None:
+        return None
+    return "all" if value == "all" else "one"
 
 
 def _link_value(value: Any) -> str:
@@ -110,8 +130,8 @@ def _factor_value(value: Any) -> str:
     return "" if ok else "expected a number > 0"
 
 
-_VALIDATORS = {"saturated": _flag, "shaped_link": _link_value, "host_cores": _cores_value,
-               "io": _io_value, "file_over_ram": _factor_value}
+_VALIDATORS = {"saturated": _saturation_value, "shaped_link": _link_value,
+               "host_cores": _cores_value, "io": _io_value, "file_over_ram": _factor_value}
 
 
 def parse_requirements(raw: Any) -> tuple[Requirements | None, str]:
@@ -128,7 +148,7 @@ def parse_requirements(raw: Any) -> tuple[Requirements | None, str]:
         if problem:
             return None, f"{key}: {problem}"
     factor, link = raw.get("file_over_ram"), raw.get("shaped_link")
-    return Requirements(saturated=bool(raw.get("saturated")),
+    return Requirements(saturated=_saturation(raw.get("saturated")),
                         shaped_link=link is not None,
                         link_mbit=None if link is None or link is True else float(link),
                         host_cores=raw.get("host_cores"), io=raw.get("io"),
@@ -192,29 +212,65 @@ def _file_over_ram(factor: float, facts: Sequence[Mapping[str, Any]], host: Host
     return Check(name, worst[0] >= factor, worst[1])
 
 
-def _share(side: Mapping[str, Sequence[float]]) -> float | None:
-    served, offered = side.get("replies_s", ()), side.get("offered_rps", ())
+def _ratio(served: Sequence[float], offered: Sequence[float]) -> float | None:
     if not served or not offered or math.fsum(offered) <= 0:
         return None
     return (math.fsum(served) / len(served)) / (math.fsum(offered) / len(offered))
+
+
+def _share(side: Mapping[str, Sequence[float]]) -> float | None:
+    return _ratio(side.get("replies_s", ()), side.get("offered_rps", ()))
 
 
 def _saturated(sides: Sequence[Mapping[str, Sequence[float]]]) -> Check:
     shares = [_share(s) for s in sides]
     known = [s for s in shares if s is not None]
     text = ", ".join(f"{label} served {s * 100:.1f} % of offered"
-                     for label, s in zip("AB", shares, strict=True) if s is not None)
+                     for label, s in zip("AB", shares, strict=False) if s is not None)
     if not known:
         return Check("saturated", False, "no offered rate stored (not a fixed-rate run)")
     return Check("saturated", min(known) < SATURATED_SHARE,
                  f"{text} (saturated: below {SATURATED_SHARE * 100:.0f} %)")
 
 
+def _guest_shares(side: Mapping[str, Sequence[float]]) -> dict[str, float | None]:
+    """Served / offered of each web guest of one side: ``guest`` (the measured one)
+    and ``nb<i>`` for every neighbour whose offered rate is stored."""
+    found = sorted((int(m.group(2)), m.group(1))
+                   for m in map(_NB_OFFERED.match, side) if m is not None)
+    out = {"guest": _share(side)}
+    for _, label in found:
+        out[label] = _ratio(side.get(f"{label}.load.replies_per_s", ()),
+                            side[f"{label}.load.offered_rps"])
+    return out
+
+
+def _all_saturated(sides: Sequence[Mapping[str, Sequence[float]]]) -> Check:
+    name = "every guest saturated"
+    shares = {f"{side} {guest}": share
+              for side, rates in zip("AB", sides, strict=False)
+              for guest, share in _guest_shares(rates).items()}
+    missing = [who for who, share in shares.items() if share is None]
+    if missing:
+        return Check(name, False, f"{', '.join(missing)}: no served or offered rate "
+                                  "stored (not a fixed-rate run)")
+    rule = f"each guest must serve below {SATURATED_SHARE * 100:.0f} % of what it is offered"
+    idle = [f"{who} served {s * 100:.1f} % of offered" for who, s in shares.items()
+            if s is not None and s >= SATURATED_SHARE]
+    text = ", ".join(f"{who} {s * 100:.1f} %" for who, s in shares.items() if s is not None)
+    if idle:
+        return Check(name, False, f"{'; '.join(idle)} ({rule}; {text})")
+    return Check(name, True, f"served of offered: {text} ({rule})")
+
+
 def check(req: Requirements, facts: Sequence[Mapping[str, Any]], host: HostFacts,
           rates: Sequence[Mapping[str, Sequence[float]]] = ()) -> list[Check]:
     """Every requirement of ``req`` checked: ``facts`` are the cell facts of both sides
-    (:func:`hvbench.analysis.findings.cell_facts`), ``rates`` one mapping per side of
-    ``replies_s`` and ``offered_rps`` values (the saturation check)."""
+    (:func:`hvbench.analysis.findings.cell_facts`), ``rates`` one mapping per measured
+    side (A, then B unless it is a fixed reference) of ``replies_s`` and
+    ``offered_rps`` values and, for ``saturated = "all"``, each web neighbour's
+    ``nb<i>.load.replies_per_s`` and ``nb<i>.load.offered_rps`` (the saturation
+    check)."""
     out = []
     if req.host_cores is not None:
         out.append(_cores(req.host_cores, host))
@@ -224,6 +280,8 @@ def check(req: Requirements, facts: Sequence[Mapping[str, Any]], host: HostFacts
         out.append(_io(req.io, facts))
     if req.file_over_ram is not None:
         out.append(_file_over_ram(req.file_over_ram, facts, host))
-    if req.saturated:
+    if req.saturated == "one":
         out.append(_saturated(rates))
+    elif req.saturated == "all":
+        out.append(_all_saturated(rates))
     return out

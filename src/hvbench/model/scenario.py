@@ -34,6 +34,7 @@ from pydantic import (
 
 from hvbench.model.rates import Rate, check_rate, is_relative
 from hvbench.model.spec import ByteSize, DiskSpec, NicSpec, VmSpec
+from hvbench.model.workload import DEFAULT_REPLY_TIMEOUT_S
 
 NeighbourRole = Literal["idle", "cpu", "net", "disk"]
 #: The name of the implicit scenario every qemu cell is also measured in.
@@ -77,6 +78,10 @@ class NeighbourSpec(_Strict):
     rate: Annotated[Rate, BeforeValidator(check_rate)] = 100.0
     #: net, web, relative rate: the max-rate web workload whose maximum it takes.
     rate_of: str | None = Field(default=None, min_length=1)
+    #: net, web: how long each httperf run waits for a reply, as a web workload's
+    #: ``reply_timeout_s`` (same range and default): a neighbour compared with the
+    #: target is only measured alike when both wait as long (seed 004 Figs. 12-14).
+    reply_timeout_s: float = Field(default=DEFAULT_REPLY_TIMEOUT_S, gt=0, le=600)
     #: disk: fio's pattern, block size and queue depth on the neighbour's own disk.
     rw: Literal["randrw", "randread", "randwrite", "read", "write"] = "randrw"
     block_size: ByteSize = 4096
@@ -93,6 +98,8 @@ class NeighbourSpec(_Strict):
             raise ValueError(f"{', '.join(extra)} {verb} not apply to role = \"{self.role}\"")
         if self.bitrate is not None and self.load != "iperf3":
             raise ValueError("bitrate applies to load = \"iperf3\" only")
+        if "reply_timeout_s" in given and self.load != "web":
+            raise ValueError("reply_timeout_s applies to load = \"web\" only")
         if self.rate_of is not None and not is_relative(self.rate):
             raise ValueError("rate_of applies to a relative rate such as \"90%\"")
         return self
@@ -108,7 +115,7 @@ _ROLE_FIELDS: dict[str, set[str]] = {
     "idle": set(),
     "cpu": {"cpu_load_pct", "start_after_s"},
     "net": {"load", "client", "direction", "bitrate", "file_kb", "rate", "rate_of",
-            "start_after_s"},
+            "reply_timeout_s", "start_after_s"},
     "disk": {"rw", "block_size", "iodepth", "disk"},
 }
 

@@ -33,6 +33,10 @@ if TYPE_CHECKING:
 
 #: The kind of a ``[[workload]]`` entry (and of a stored definition) that names none.
 DEFAULT_WORKLOAD_KIND = "disk"
+#: How long httperf waits for a reply (``reply_timeout_s``) unless told: a web
+#: workload's and a web neighbour's default, so both sides of a comparison between them
+#: are measured alike.
+DEFAULT_REPLY_TIMEOUT_S = 5.0
 
 
 class WorkloadSpec(BaseModel):
@@ -100,12 +104,14 @@ class WorkloadSpec(BaseModel):
 @dataclass(frozen=True)
 class ServedLoad:
     """One file served to lab host ``client`` at ``rate`` (a share of the maximum
-    workload ``rate_of`` measured, when relative): a web neighbour's load."""
+    workload ``rate_of`` measured, when relative), httperf waiting ``reply_timeout_s``
+    for each reply: a web neighbour's load."""
 
     client: str
     file_kb: int
     rate: Rate
     rate_of: str | None = None
+    reply_timeout_s: float = DEFAULT_REPLY_TIMEOUT_S
 
 
 @dataclass(frozen=True)

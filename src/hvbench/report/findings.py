@@ -136,8 +136,8 @@ def run_findings(report: RunReport, findings: list[Finding] | None = None
 
 def _requires_text(req: Requirements) -> str:
     parts = []
-    if req.saturated:
-        parts.append("saturated")
+    if req.saturated is not None:
+        parts.append("saturated" if req.saturated == "one" else "every guest saturated")
     if req.shaped_link:
         parts.append("shaped link" if req.link_mbit is None
                      else f"link shaped to {req.link_mbit:g} Mbit/s")

@@ -182,7 +182,8 @@ class ScenarioRun(StartStop):
 
     def _identical(self) -> list[tuple[NeighbourSpec, VmSpec]]:
         """``identical - 1`` copies of the target: its platform's vCPUs, memory, machine
-        and NIC model, serving the target's web workload (file size, rate, client)."""
+        and NIC model, serving the target's web workload (file size, rate, client and
+        reply timeout)."""
         count = self.spec.identical
         if count is None:
             return []
@@ -203,7 +204,8 @@ class ScenarioRun(StartStop):
                       nics=(NicSpec(model=model, backend="tap"),))
         spec = NeighbourSpec(role="net", load="web", client=site.client,
                              file_kb=site.file_kb, rate=site.rate, rate_of=site.rate_of,
-                             vcpus=vm.vcpus, memory_mib=vm.memory_mib)
+                             reply_timeout_s=site.reply_timeout_s, vcpus=vm.vcpus,
+                             memory_mib=vm.memory_mib)
         return [(spec, copy)] * (count - 1)
 
     def _boot_neighbour(self, spec: NeighbourSpec, index: int,
@@ -240,7 +242,7 @@ class ScenarioRun(StartStop):
             nb.offered = rate
             site = web.StaticSite(file_kb=(nb.spec.file_kb,), port=NEIGHBOUR_WEB_PORT)
             nb.servers.enter_context(web.serve_web(site, server))
-            chunk = _web_chunk(site, rate, client, server)
+            chunk = _web_chunk(site, rate, nb.spec.reply_timeout_s, client, server)
         else:
             argv = iperf3.server_argv(server.bind_address, NEIGHBOUR_PORT)
             handle: ServerHandle = start_server(server, argv, name=f"iperf3-{nb.label}",
@@ -380,17 +382,26 @@ def _background(guest: QemuPlatform, argv: list[str]) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _web_chunk(site: web.StaticSite, rate: float, client: Endpoint, server: Endpoint
-               ) -> Callable[[], float]:
+def _web_chunk_argv(site: web.StaticSite, rate: float, reply_timeout_s: float,
+                    server: Endpoint) -> list[str]:
+    """One httperf run of a web neighbour's chain: ``LOAD_CHUNK_S`` seconds of requests
+    at ``rate``, each reply waited for ``reply_timeout_s`` (the neighbour's, as the
+    target's httperf waits its workload's)."""
     address, port = server.reach(site.port)
-    kb = site.file_kb[0]
+    return web.httperf_argv(server=address, port=port, uri=web.file_uri(site.file_kb[0]),
+                            rate=rate, num_conns=max(1, round(rate * LOAD_CHUNK_S)),
+                            timeout_s=reply_timeout_s)
+
+
+def _web_chunk(site: web.StaticSite, rate: float, reply_timeout_s: float,
+               client: Endpoint, server: Endpoint) -> Callable[[], float]:
+    argv = _web_chunk_argv(site, rate, reply_timeout_s, server)
 
     def once() -> float:
-        argv = web.httperf_argv(server=address, port=port, uri=web.file_uri(kb),
-                                rate=rate, num_conns=max(1, round(rate * LOAD_CHUNK_S)))
-        done = client.executor.exec(argv, timeout=LOAD_CHUNK_S + 30)
-        result = web.parse_httperf(done.text())
-        return result.ok_replies / result.duration_s if result.duration_s > 0 else 0.0
+        done = client.executor.exec(argv, timeout=LOAD_CHUNK_S + reply_timeout_s + 30)
+        # Counted as the target's replies_s is (HttperfResult.achieved_rps), so the
+        # two sides of a comparison differ by what they served, not by the formula.
+        return web.parse_httperf(done.text()).achieved_rps()
     return once
 
 

@@ -20,7 +20,12 @@ from hvbench.model.study import (
     rate_reference,
     require_nic,
 )
-from hvbench.model.workload import ServedLoad, StudyChecks, WorkloadSpec
+from hvbench.model.workload import (
+    DEFAULT_REPLY_TIMEOUT_S,
+    ServedLoad,
+    StudyChecks,
+    WorkloadSpec,
+)
 
 
 def _latency_switch(value: object) -> object:
@@ -77,7 +82,7 @@ class WebWorkloadSpec(WorkloadSpec):
     rate_of: str | None = Field(default=None, min_length=1)
     duration_s: float = Field(default=10.0, gt=0, le=3600)
     calls_per_conn: int = Field(default=1, ge=1, le=1000)
-    reply_timeout_s: float = Field(default=5.0, gt=0, le=600)
+    reply_timeout_s: float = Field(default=DEFAULT_REPLY_TIMEOUT_S, gt=0, le=600)
     start_rate: float = Field(default=10.0, gt=0)
     rate_factor: float = Field(default=1.5, gt=1.0, le=10.0)
     max_rate: float = Field(default=20000.0, gt=0)
@@ -120,8 +125,9 @@ class WebWorkloadSpec(WorkloadSpec):
         return self.mode == "max-rate"
 
     def served_load(self) -> ServedLoad:
-        """Its first file size at its rate, to its client."""
-        return ServedLoad(self.client, self.file_kb[0], self.rate, self.rate_of)
+        """Its first file size at its rate, to its client, with its reply timeout."""
+        return ServedLoad(self.client, self.file_kb[0], self.rate, self.rate_of,
+                          self.reply_timeout_s)
 
 
 def default_name(entry: Mapping[str, Any]) -> str:
