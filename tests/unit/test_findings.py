@@ -736,11 +736,11 @@ def test_seed_runs_list_wall_time_verdicts_and_what_no_run_measured() -> None:
     text = seed_runs_markdown(runs, [("r2", done), ("r1", unmeasured)], [_finding(), other])
     lines = text.splitlines()
     assert lines[0] == ("2 runs of 2 seed studies, 2026-11-27T16:00 to 2026-11-27T17:00 UTC, "
-                        "on: AMD EPYC, 2 cores, 24 GiB, kernel 6.1, QEMU 7.2.22 (Debian 7.2),"
-                        " hvbench 0123456789.")
+                        "on: AMD EPYC, 2 cores, 24 GiB, kernel 6.1, QEMU 7.2.22 (Debian 7.2).")
     # Sorted by study; an unfinished run says so; failures are counted.
-    assert "| seed-a | r1 | 5 | not finished | 9 / 1 | no finding measured |" in lines
-    assert "| seed-b | r2 | 3 | 12 min 34 s | 6 / 0 | reproduced 1 |" in lines
+    assert ("| seed-a | r1 | 0123456789 | 5 | not finished | 9 / 1 | no finding measured |"
+            in lines)
+    assert "| seed-b | r2 | 0123456789 | 3 | 12 min 34 s | 6 / 0 | reproduced 1 |" in lines
     assert "| reproduced | 1 |" in lines
     assert lines[-1] == "Not measured by these runs: 000-y."
     assert seed_runs_markdown([], [], []) == "No run given.\n"

@@ -200,12 +200,15 @@ def _wall_text(seconds: float | None) -> str:
 
 
 def _env_text(env: Mapping[str, Any]) -> str:
-    commit = env.get("git_commit")
     return (f"{env.get('cpu_model', '?')}, {env.get('cpus', '?')} cores, "
             f"{round(int(env.get('memory_bytes') or 0) / 2**30)} GiB, kernel "
             f"{env.get('kernel', '?')}, QEMU {env.get('qemu_version', '?')} "
-            f"({env.get('qemu_package', '?')}), hvbench "
-            f"{commit[:10] if isinstance(commit, str) else 'outside git'}")
+            f"({env.get('qemu_package', '?')})")
+
+
+def _commit_text(env: Mapping[str, Any]) -> str:
+    commit = env.get("git_commit")
+    return commit[:10] if isinstance(commit, str) else "outside git"
 
 
 def seed_runs_markdown(runs: Sequence[SeedRun],
@@ -220,13 +223,14 @@ def seed_runs_markdown(runs: Sequence[SeedRun],
     lines = [f"{len(runs)} runs of {len({r.study for r in runs})} seed studies, "
              f"{min(r.created_at for r in runs)[:16]} to {max(r.created_at for r in runs)[:16]}"
              f" UTC, on: {'; '.join(hosts)}.", "",
-             "| study | run | repetitions | wall time | repetitions ok / failed | verdicts |",
-             "|---|---|---|---|---|---|"]
+             "| study | run | hvbench | repetitions | wall time | repetitions ok / failed "
+             "| verdicts |", "|---|---|---|---|---|---|---|"]
     for run in sorted(runs, key=lambda r: r.study):
         counts = verdict_counts([res for rid, res in results if rid == run.run_id])
         verdicts = ", ".join(f"{v} {n}" for v, n in counts.items()) or "no finding measured"
         lines.append("| " + " | ".join(_cell(c) for c in (
-            run.study, run.run_id, str(run.repetitions), _wall_text(run.wall_s),
+            run.study, run.run_id, _commit_text(run.env), str(run.repetitions),
+            _wall_text(run.wall_s),
             f"{run.ok} / {run.failed}", verdicts)) + " |")
     measured = [(rid, r) for rid, r in results if r.measured]
     lines += ["", verdicts_markdown(measured).rstrip("\n"), "",
