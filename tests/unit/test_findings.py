@@ -1001,12 +1001,16 @@ def test_both_flat_out_findings_read_the_neighbours_saturation() -> None:
                   "flatout")]
     rows = _phase_rows({("pair", "1kB"): [390.0, 400.0, 395.0]}, "replies_s")
     rows += _phase_rows({("pair", "1kB"): [1150.0, 1160.0, 1165.0]}, "nb0.load.replies_per_s")
+    # The finding compares what each guest sends (its tap), sampled alike for both.
+    rows += _phase_rows({("pair", "1kB"): [3.2, 3.3, 3.25]}, "net.guest-tap0.rx_mbit_s")
+    rows += _phase_rows({("pair", "1kB"): [9.4, 9.5, 9.6]}, "net.nb0-tap0.rx_mbit_s")
     for metric in ("offered_rps", "nb0.load.offered_rps"):
         rows += _phase_rows({("pair", "1kB"): [2000.0] * 3}, metric)
     host = HostFacts(cpus=4, lab_rates={"client": 100.0})
     flat = evaluate([finding], cells, rows, accelerator="kvm", host=host)[0]
     assert flat.verdict != "precondition not met", flat.reason
     assert all(c.met for c in flat.checks), flat.checks
+    assert flat.b is not None and flat.b.mean == pytest.approx(9.5)
     # The neighbour offered only what it serves: not flat out, and the value is named.
     light = [r if r.metric != "nb0.load.offered_rps" else dataclasses.replace(r, value=1170.0)
              for r in rows]
