@@ -574,7 +574,8 @@ def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
         n for n, f in facts.items() if matches(f, finding.b.platform, finding.b.workload))
     if finding.same_workload:
         a_cells, b_cells = _common_workloads(a_cells, b_cells, facts)
-    values = _values_by_cell(finding, finding.metric_of(finding.a), ctx.rows)
+    a_metric, b_metric = finding.metric_of(finding.a), finding.metric_of(finding.b)
+    values = _values_by_cell(finding, a_metric, ctx.rows)
     a_values = _side_values(a_cells, values)
     a_rounds = _rounds(a_cells, values)
     if finding.b.fixed:
@@ -583,8 +584,8 @@ def _evaluate_one(finding: Finding, ctx: _Context) -> FindingResult:
         b_values = [finding.b.value] * len(a_values)
         b_rounds = dict.fromkeys(a_rounds, finding.b.value)
     else:
-        if finding.b.metric is not None or finding.a.metric is not None:
-            values = _values_by_cell(finding, finding.metric_of(finding.b), ctx.rows)
+        if b_metric != a_metric:
+            values = _values_by_cell(finding, b_metric, ctx.rows)
         b_values, b_rounds = _side_values(b_cells, values), _rounds(b_cells, values)
     if not a_values or not b_values:
         return FindingResult(finding, a_cells, b_cells, None, None, "not measured")
