@@ -22,10 +22,10 @@ from rich.console import Console
 
 from hvbench.cli.common import add_db_option, add_format_option, add_output_option, db_of
 from hvbench.errors import SpecError
-from hvbench.store.database import Store
 
 if TYPE_CHECKING:
     from hvbench.analysis.calibration import PlantedCell
+    from hvbench.store.database import Store
     from hvbench.store.records import CalibrationRow
 
 #: The planted matrix of a checkout (examples/diagnosis beside src/).
@@ -137,6 +137,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench calibrate``: exit 0, 2 on bad input, 1 when a planted run failed."""
     from hvbench.report.calibration import calibration_json, calibration_table
     from hvbench.report.tables import rich_table
+    from hvbench.store.database import Store
 
     host = platform.node()
     if args.rounds < 1:

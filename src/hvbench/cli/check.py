@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from hvbench.cli.common import add_db_option, add_run_argument, db_of, run_id_of, short_number
 from hvbench.errors import SpecError
-from hvbench.store.database import Store
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
 
 
 def register(sub: Any) -> None:
@@ -32,6 +34,7 @@ def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench check [RUN] --bounds FILE``: exit 1 when a bound fails, else 0."""
     from hvbench.analysis.bounds import evaluate, failed, parse_bounds
     from hvbench.report.model import natives_of
+    from hvbench.store.database import Store
 
     path = Path(args.bounds)
     try:

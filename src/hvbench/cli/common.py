@@ -19,10 +19,11 @@ from rich.console import Console
 from hvbench.errors import SpecError
 from hvbench.report.model import load_run_report, resolve_run_id
 from hvbench.report.text import warning_lines
-from hvbench.store.database import DB_ENV, Store
+from hvbench.store.location import DB_ENV
 
 if TYPE_CHECKING:
     from hvbench.report.render import TerminalOptions
+    from hvbench.store.database import Store
 
 #: Every command's handler: parsed arguments, stdout and stderr consoles -> exit code.
 Handler = Callable[[argparse.Namespace, Console, Console], int]

@@ -16,7 +16,7 @@ import fnmatch
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich import box
 from rich.console import Console
@@ -34,7 +34,9 @@ from hvbench.cli.common import (
     write_document,
 )
 from hvbench.errors import SpecError
-from hvbench.store.database import Store
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
 
 
 def register(sub: Any) -> None:
@@ -241,6 +243,7 @@ def _host_sides(store: Store, fleet_id: str, host: str) -> tuple[Any, Any]:
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench compare A B``: exit 0 whatever the verdicts (2 on bad input or refusal)."""
     from hvbench.analysis.compare import compare_sides
+    from hvbench.store.database import Store
 
     store = Store(db_of(args), create=False)
     floors: dict[Any, Any] = {}

@@ -15,14 +15,17 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from hvbench.cli.common import add_cell_filters, add_db_option, db_of, short_number
 from hvbench.errors import SpecError
-from hvbench.store.database import Store
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
+
 
 #: A/A pairs per cell by default: 9 degrees of freedom for the floor's t quantile.
 DEFAULT_PAIRS = 10
@@ -56,6 +59,8 @@ def register(sub: Any) -> None:
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """``hvbench noise``: exit 0, 2 on bad input, the run's code when cells failed."""
     import platform
+
+    from hvbench.store.database import Store
 
     host = platform.node()
     if args.show:

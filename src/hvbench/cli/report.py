@@ -9,7 +9,7 @@ import contextlib
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -24,7 +24,10 @@ from hvbench.cli.common import (
     run_id_of,
 )
 from hvbench.errors import SpecError
-from hvbench.store.database import Store
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
+
 
 #: Formats that export measurements or a document rather than print tables.
 EXPORT_FORMATS = ("csv", "json-rows", "parquet", "html")
@@ -68,6 +71,8 @@ def register(sub: Any) -> None:
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     """The tables (phase summaries, then propagation fits and scenario tables when the
     run has them) on stdout, warnings and failures on stderr; or a document."""
+    from hvbench.store.database import Store
+
     if args.format == "parquet" and not args.output and sys.stdout.isatty():
         raise SpecError("--format parquet writes binary data: give -o FILE or redirect "
                         "stdout")

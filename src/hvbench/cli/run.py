@@ -8,7 +8,7 @@ import shlex
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.progress import (
@@ -30,7 +30,10 @@ from hvbench.model.study import Study, select_cells, with_repetitions
 from hvbench.report.model import resolve_fleet_id, resolve_run_id
 from hvbench.run.eta import RunEta, clock_text, item_estimates
 from hvbench.run.plan import StudyPlan
-from hvbench.store.database import Store, is_url
+from hvbench.store.location import is_url
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
 
 QUICK_STUDY = "quick.toml"
 
@@ -98,6 +101,7 @@ def register(sub: Any) -> None:
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.run.plan import done_in, plan_study
     from hvbench.run.runner import resume_study
+    from hvbench.store.database import Store
 
     if args.resume and (args.only or args.exclude or args.repetitions is not None
                         or args.overrides):
@@ -137,6 +141,7 @@ def _run_here(args: argparse.Namespace, new_study: Study | None, out: Console,
     """The study (``new_study``, or the run ``--resume`` names) on this host, then its
     report and the commands to see it again; returns the run's exit code."""
     from hvbench.run.runner import resume_study
+    from hvbench.store.database import Store
 
     with Store(db_of(args)) as store:
         args.resume = _resolve_resume(store, args.resume)
@@ -286,6 +291,7 @@ def _run_fleet(client: Any, args: argparse.Namespace, new_study: Study | None,
     overall one with ETA. ``new_study``: the study to start (None: ``--resume``)."""
     from hvbench.run import fleet
     from hvbench.run.runner import resume_study
+    from hvbench.store.database import Store
 
     with Store(db_of(args)) as store:
         if new_study is None:

@@ -23,7 +23,7 @@ from hvbench.cli.common import (
     write_document,
 )
 from hvbench.errors import SpecError
-from hvbench.store.database import DB_ENV, Store
+from hvbench.store.location import DB_ENV
 from hvbench.store.records import RUN_STATUSES, RunSummary
 
 #: ``--sort`` keys and what each sorts by (ties: creation time, then id).
@@ -68,6 +68,8 @@ def register(sub: Any) -> None:
 
 
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from hvbench.store.database import Store
+
     if args.limit is not None and args.limit < 1:
         raise SpecError(f"--limit: expected a positive number of runs, got {args.limit}")
     with Store(db_of(args), create=False) as store:
@@ -110,6 +112,7 @@ def handle_rm(args: argparse.Namespace, out: Console, err: Console) -> int:
     ``--yes`` (exit 2 without it). Raises :class:`SpecError` for an unknown or
     ambiguous run before anything is removed."""
     from hvbench.report.model import resolve_run_id
+    from hvbench.store.database import Store
 
     with Store(db_of(args), create=False) as store:
         ids = list(dict.fromkeys(resolve_run_id(store, r, store.location)

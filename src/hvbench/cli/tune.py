@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
@@ -19,7 +19,9 @@ from hvbench.cli.common import (
 )
 from hvbench.cli.run import failure_lines, run_exit_code
 from hvbench.errors import SpecError
-from hvbench.store.database import Store
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
 
 
 def register(sub: Any) -> None:
@@ -42,6 +44,7 @@ def register(sub: Any) -> None:
 
 def handle(args: argparse.Namespace, out: Console, err: Console) -> int:
     from hvbench.run.tune import load_tune, resume_tune
+    from hvbench.store.database import Store
 
     if bool(args.tune_file) == bool(args.resume):
         raise SpecError("give a tune file or --resume RUN (not both)")

@@ -7,16 +7,28 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
 from hvbench.errors import SpecError
-from hvbench.run.fleet import HostWorker
+
+if TYPE_CHECKING:
+    from hvbench.run.fleet import HostWorker
 
 #: Dask's dask_spec starts an SSH host's worker by this module's name
 #: (hvbench.run.fleet.WORKER_CLASS), so importing it registers the kinds first.
 __all__ = ["HostWorker", "handle", "register"]
+
+
+def __getattr__(name: str) -> Any:
+    # HostWorker is a Dask Worker: resolved on first use (dask_spec's getattr) so that
+    # importing the CLI does not import Dask distributed for every other command.
+    if name == "HostWorker":
+        from hvbench.run.fleet import HostWorker
+
+        return HostWorker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def register(sub: Any) -> None:

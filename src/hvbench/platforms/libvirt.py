@@ -31,10 +31,7 @@ import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
-
-import libvirt
-import libvirt_qemu
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hvbench.errors import AgentError, GuestBootError, GuestError, HostError, SpecError
 from hvbench.host.commands import run
@@ -63,6 +60,11 @@ from hvbench.platforms.qemu import (
 )
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 
+# libvirt's bindings are imported where a function talks to libvirt: every command
+# imports this module through the libvirt platform kind, few connect to libvirtd.
+if TYPE_CHECKING:
+    import libvirt
+
 DEFAULT_URI = "qemu:///system"
 #: Where libvirt's QEMU user may read images (Debian's libvirt images directory).
 IMAGES_DIR = Path("/var/lib/libvirt/images")
@@ -89,9 +91,6 @@ def _quiet(_ctx: object, _err: object) -> None:
     """libvirt prints every error to stderr by default; hvbench raises them instead."""
 
 
-libvirt.registerErrorHandler(_quiet, None)
-
-
 def is_local(uri: str) -> bool:
     """Whether ``uri`` names the libvirtd on this host (no transport, no host name)."""
     return re.match(r"^[a-z0-9]+:///", uri) is not None or "+unix://" in uri
@@ -100,6 +99,11 @@ def is_local(uri: str) -> bool:
 def connect(uri: str) -> libvirt.virConnect:
     """A connection to libvirt at ``uri``. Raises :class:`HostError` with libvirt's own
     words and the fix when libvirtd does not answer (libvirt's own connect timeout)."""
+    import libvirt  # noqa: PLC0415 - deferred
+
+    # Every libvirt object hvbench uses comes from this connection: the first one
+    # silences libvirt's own error printing (setting it again changes nothing).
+    libvirt.registerErrorHandler(_quiet, None)
     try:
         return libvirt.open(uri)
     except libvirt.libvirtError as exc:
@@ -139,6 +143,9 @@ class LibvirtAgent(GuestAgent):
         """One agent command through libvirt; its ``return`` value. Raises
         :class:`AgentError` with libvirt's text when libvirt or the agent refuse it or
         no reply comes within ``timeout`` seconds."""
+        import libvirt  # noqa: PLC0415 - deferred
+        import libvirt_qemu  # noqa: PLC0415 - deferred
+
         message: dict[str, Any] = {"execute": command}
         if arguments:
             message["arguments"] = dict(arguments)
@@ -283,6 +290,8 @@ class LibvirtPlatform(StartStop):
         :func:`libvirt_start_facts`) and to start it are timed apart
         (``timings["define_s"]``, ``["start_s"]``). Raises :class:`GuestBootError`
         with libvirt's words."""
+        import libvirt  # noqa: PLC0415 - deferred
+
         conn = self._require_conn()
         try:
             t0 = time.monotonic()
@@ -347,6 +356,8 @@ class LibvirtPlatform(StartStop):
         return str(path)
 
     def _attach_existing(self) -> None:
+        import libvirt  # noqa: PLC0415 - deferred
+
         conn = self._require_conn()
         name = self.spec.domain or ""
         try:
@@ -464,6 +475,8 @@ class LibvirtPlatform(StartStop):
     def is_running(self) -> bool:
         if self._domain is None:
             return False
+        import libvirt  # noqa: PLC0415 - deferred
+
         try:
             return bool(self._domain.isActive())
         except libvirt.libvirtError:
@@ -605,6 +618,8 @@ class LibvirtPlatform(StartStop):
         """A defined domain: agent power-off, up to 10 s, then ``destroy`` (the transient
         domain vanishes), and the staged files removed. An existing domain is only let
         go. Safe twice; never raises for a domain already gone."""
+        import libvirt  # noqa: PLC0415 - deferred
+
         try:
             if self._domain is not None and self.spec.vm is not None:
                 self._power_off(self._domain)
@@ -622,6 +637,8 @@ class LibvirtPlatform(StartStop):
                 self._conn = None
 
     def _power_off(self, domain: libvirt.virDomain) -> None:
+        import libvirt  # noqa: PLC0415 - deferred
+
         if self._agent is not None and self.is_running():
             self._agent.shutdown()
             deadline = time.monotonic() + _SHUTDOWN_WAIT
@@ -673,6 +690,8 @@ def _give_to_qemu(path: Path) -> None:
 
 def _domain_names(conn: libvirt.virConnect) -> str:
     """The names of the domains at ``conn``, for an error message."""
+    import libvirt  # noqa: PLC0415 - deferred
+
     try:
         return ", ".join(sorted(d.name() for d in conn.listAllDomains(0))) or "none"
     except libvirt.libvirtError:
@@ -700,6 +719,8 @@ def cleanup_orphaned_domains(uri: str = DEFAULT_URI, *, dry_run: bool = False) -
 
 
 def _destroy_orphans(conn: libvirt.virConnect, *, dry_run: bool) -> list[str]:
+    import libvirt  # noqa: PLC0415 - deferred
+
     removed = []
     for domain in conn.listAllDomains(0):
         with contextlib.suppress(libvirt.libvirtError):
@@ -732,6 +753,8 @@ def libvirt_facts(uri: str = DEFAULT_URI) -> dict[str, Any]:
 
 
 def _uri_facts(uri: str) -> dict[str, Any]:
+    import libvirt  # noqa: PLC0415 - deferred
+
     try:
         conn = connect(uri)
     except HostError as exc:

@@ -26,15 +26,18 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import libvirt
+from typing import TYPE_CHECKING, Any
 
 from hvbench.errors import HostError
 from hvbench.host import facts
 from hvbench.host.paths import cache_dir
 from hvbench.model.libvirt_xml import DOMAIN_PREFIX, caps_have_kvm, tiny_domain_xml
 from hvbench.platforms.libvirt import QEMU_USER, connect
+
+# libvirt's bindings are imported where a function talks to libvirt, as in
+# hvbench.platforms.libvirt (which says why).
+if TYPE_CHECKING:
+    import libvirt
 
 #: A define of the tiny domain slower than this ran at least one QEMU capability probe:
 #: with valid cached capabilities a define starts no process and returns in
@@ -65,6 +68,8 @@ def time_tiny_start(conn: libvirt.virConnect, *, transient: bool) -> dict[str, f
     ``create``). The domain is named ``hvbench-<pid>-doctor`` with hvbench's owner
     element, so ``hvbench cleanup`` removes it after a ``kill -9``. Bounded by libvirt's
     own timeouts. Raises :class:`HostError` with libvirt's words."""
+    import libvirt  # noqa: PLC0415 - deferred
+
     xml = tiny_domain_xml(f"{DOMAIN_PREFIX}{os.getpid()}-doctor", os.getpid())
     paused = libvirt.VIR_DOMAIN_START_PAUSED
     domain = None
@@ -140,6 +145,8 @@ def slow_cause(define_s: float, caps_kvm: bool, user_kvm: bool | None,
 def measure(uri: str) -> StartVerdict:
     """Time the tiny domain's define and start at ``uri`` and name a slow probe.
     Raises :class:`HostError` when libvirt does not answer or refuses the domain."""
+    import libvirt  # noqa: PLC0415 - deferred
+
     conn = connect(uri)
     try:
         times = time_tiny_start(conn, transient=False)

@@ -21,10 +21,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from qemu.qmp import QMPError
-from qemu.qmp.legacy import QEMUMonitorProtocol
+from typing import TYPE_CHECKING, Any
 
 from hvbench.errors import (
     AgentError,
@@ -72,6 +69,11 @@ from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 from hvbench.platforms.socket_daemon import SocketDaemon
 from hvbench.platforms.storage_daemon import StorageDaemon
 from hvbench.platforms.virtiofsd import Virtiofsd
+
+# qemu.qmp (with asyncio and ssl, ~40 ms) is imported where a guest's QMP socket is
+# used: every command imports this module when the kinds register, few boot a guest.
+if TYPE_CHECKING:
+    from qemu.qmp.legacy import QEMUMonitorProtocol
 
 QEMU_BINARY = "qemu-system-x86_64"
 #: The guest's NBD client (Debian's nbd-client in the bundled image), and how long
@@ -387,6 +389,8 @@ class QemuPlatform(StartStop):
         self._registry.add(self)
 
     def _wait_ready(self, deadline: float) -> None:
+        from qemu.qmp import QMPError  # noqa: PLC0415 - deferred
+
         plan = self._plan
         if plan is None:
             raise GuestError("internal: no launch plan")
@@ -690,6 +694,8 @@ class QemuPlatform(StartStop):
         clock), so it does not depend on when this loop read the event. Never raises:
         without the event the caller still waits for QEMU's exit.
         """
+        from qemu.qmp import QMPError  # noqa: PLC0415 - deferred
+
         qmp = self._qmp
         if qmp is None:
             return
@@ -850,6 +856,9 @@ def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol
     Raises :class:`TimeoutError` at the deadline, :class:`OSError` when QEMU exits first,
     and the last :class:`QMPError` when connecting fails for another reason.
     """
+    from qemu.qmp import QMPError  # noqa: PLC0415 - deferred
+    from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: PLC0415 - deferred
+
     while True:
         if path.exists():
             qmp = QEMUMonitorProtocol(str(path))

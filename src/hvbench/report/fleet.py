@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hvbench.analysis.fleet import (
     MIN_HOSTS_FOR_OUTLIERS,
@@ -28,7 +28,10 @@ from hvbench.analysis.summaries import fmt_value
 from hvbench.errors import SpecError
 from hvbench.model.platform import is_host_kind
 from hvbench.report.text import TextTable
-from hvbench.store.database import Store
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
+
 
 __all__ = ["FleetHost", "FleetReport", "fleet_json", "fleet_tables", "load_fleet_report"]
 

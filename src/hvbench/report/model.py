@@ -48,7 +48,6 @@ from hvbench.model.qemu_argv import GUEST_CLOCKSOURCE_KIND
 from hvbench.model.registry import register_once
 from hvbench.model.study import parse_study, repetition_rule
 from hvbench.report.precision import precision_line
-from hvbench.store.database import Store
 from hvbench.store.records import (
     CalibrationRow,
     CellRow,
@@ -63,6 +62,8 @@ from hvbench.workloads.wrk import RAW_KIND as WRK_RAW_KIND
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from hvbench.store.database import Store
 
 __all__ = [
     "KindPart",

@@ -22,16 +22,18 @@ import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
-
-from matplotlib import rc_context
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from hvbench.analysis.latency import tail_points
 from hvbench.analysis.trends import ReferenceLine, fits_for
 from hvbench.errors import SpecError
 from hvbench.report.fits import fit_equation, fit_polynomial
+
+# matplotlib (~0.3 s with numpy, fontTools, PIL) is imported by the functions that draw:
+# every command imports this module through the kinds' report parts, few draw.
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = [
     "NATIVE_COLOR",
@@ -144,8 +146,17 @@ class TrendSeries:
 
 @contextmanager
 def _style() -> Iterator[None]:
+    from matplotlib import rc_context  # noqa: PLC0415 - deferred
+
     with rc_context(_RC):
         yield
+
+
+def _figure(width: float, height: float) -> Figure:
+    """A new figure of that size in inches, drawn on matplotlib's SVG canvas."""
+    from matplotlib.figure import Figure  # noqa: PLC0415 - deferred
+
+    return Figure(figsize=(width, height))
 
 
 def _svg(fig: Figure, *, tight: bool = True) -> str:
@@ -158,7 +169,7 @@ def _svg(fig: Figure, *, tight: bool = True) -> str:
 def _colors(count: int) -> list[str]:
     """Distinct colours as #rrggbb: tab10 up to 10, tab20 beyond (cycled if still
     more)."""
-    from matplotlib import colormaps  # noqa: PLC0415 - keeps import of this module cheap
+    from matplotlib import colormaps  # noqa: PLC0415 - deferred
     from matplotlib.colors import to_hex  # noqa: PLC0415 - as colormaps
 
     cmap = colormaps["tab10" if count <= 10 else "tab20"]
@@ -222,7 +233,7 @@ def grouped_bars(chart: BarChart) -> str:
     with _style():
         axes_in = _bar_axes_in(len(chart.groups), len(chart.series))
         width = _LEFT_IN + axes_in + _RIGHT_IN
-        fig = Figure(figsize=(width, 3.6))
+        fig = _figure(width, 3.6)
         fig.subplots_adjust(left=_LEFT_IN / width, right=(_LEFT_IN + axes_in) / width)
         ax = fig.add_subplot()
         log = _use_log([v.value for v in chart.values.values()])
@@ -294,7 +305,7 @@ def time_series_grid(title: str, ylabel: str, panels: Sequence[Panel],
     panel_w, panel_h = panel_size
     width, height = panel_w * cols + 0.9, panel_h * rows + 0.9
     with _style():
-        fig = Figure(figsize=(width, height))
+        fig = _figure(width, height)
         # Fixed margins instead of a layout engine: a grid of 30 panels would cost
         # seconds of text measuring otherwise.
         fig.subplots_adjust(left=0.7 / width, right=0.98, bottom=0.45 / height,
@@ -353,7 +364,7 @@ def stacked_bars(title: str, ylabel: str, bars: Sequence[str], segments: Sequenc
     if not bars or not segments:
         raise PlotError(f"{title}: nothing to stack")
     with _style():
-        fig = Figure(figsize=(min(max(5.0, 1.2 + 0.55 * len(bars)), _MAX_WIDTH_IN), 3.6))
+        fig = _figure(min(max(5.0, 1.2 + 0.55 * len(bars)), _MAX_WIDTH_IN), 3.6)
         ax = fig.add_subplot()
         bottoms = [0.0] * len(bars)
         for segment, color in zip(segments, _colors(len(segments)), strict=True):
@@ -379,7 +390,7 @@ def trend_lines(title: str, xlabel: str, ylabel: str, series: Sequence[TrendSeri
     if not any(s.points for s in series):
         raise PlotError(f"{title}: no points")
     with _style():
-        fig = Figure(figsize=(8.5, 4.2))
+        fig = _figure(8.5, 4.2)
         ax = fig.add_subplot()
         for item, color in zip(series, _colors(len(series)), strict=True):
             _draw_trend(ax, item, color)
@@ -436,7 +447,7 @@ def latency_cdf(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os")
 def latency_figure(title: str, curves: Sequence[LatencyCurve], items: str = "I/Os"
                    ) -> Figure:
     """:func:`latency_cdf`'s figure, not yet drawn (its panels share the latency axis)."""
-    fig = Figure(figsize=(10.0, 3.6))
+    fig = _figure(10.0, 3.6)
     # One latency axis for both panels: a latency reads at the same place in each.
     body, tail = fig.subplots(1, 2, sharex=True)
     given = {c.label: c.color for c in curves if c.color}
@@ -480,7 +491,7 @@ def objective_timeline(title: str, points: Sequence[tuple[int, str, float]],
     if not points:
         raise PlotError(f"{title}: nothing to draw")
     with _style():
-        fig = Figure(figsize=(7.5, 3.4))
+        fig = _figure(7.5, 3.4)
         ax = fig.add_subplot()
         others = [(x, y) for x, name, y in points if name != winner]
         best = [(x, y) for x, name, y in points if name == winner]

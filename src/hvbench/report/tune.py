@@ -11,7 +11,7 @@ import html
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hvbench.analysis.compare import Comparison
 from hvbench.analysis.diagnosis import Verdict
@@ -41,8 +41,11 @@ from hvbench.model.tune import (
 from hvbench.report.diagnosis import explain_lines, verdict_json
 from hvbench.report.model import load_run_report
 from hvbench.report.text import TextTable
-from hvbench.store.database import Store
 from hvbench.store.records import CellRow, MeasurementRow, RunRecord
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
+
 
 TCG_NOTE = ("emulation ranking: guests ran under TCG, so this ranks configurations of an "
             "emulated machine; under KVM the order may differ (the device, cache and "

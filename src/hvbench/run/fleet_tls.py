@@ -31,15 +31,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-from distributed.security import Security
+from typing import TYPE_CHECKING
 
 from hvbench.errors import SpecError
 from hvbench.host.paths import is_claimed
+
+# cryptography and Dask (~0.4 s) are imported by the functions that make certificates or
+# Dask's security: every `hvbench run` imports this module to clean up unclaimed bundles.
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from distributed.security import Security
 
 #: The files of a member's bundle and of the fleet's CA.
 CA_FILE, CERT_FILE, KEY_FILE, CA_KEY_FILE = "ca.pem", "cert.pem", "key.pem", "ca-key.pem"
@@ -71,21 +73,30 @@ class Bundle:
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - deferred
+
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption()).decode()
 
 
 def _pem_cert(cert: x509.Certificate) -> str:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 - deferred
+
     return cert.public_bytes(serialization.Encoding.PEM).decode()
 
 
 def _name(common_name: str) -> x509.Name:
+    from cryptography import x509  # noqa: PLC0415 - deferred
+    from cryptography.x509.oid import NameOID  # noqa: PLC0415 - deferred
+
     return x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "hvbench fleet"),
                       x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
 def _builder(subject: x509.Name, issuer: x509.Name, public: ec.EllipticCurvePublicKey
              ) -> x509.CertificateBuilder:
+    from cryptography import x509  # noqa: PLC0415 - deferred
+
     now = datetime.datetime.now(datetime.UTC)
     return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
             .public_key(public).serial_number(x509.random_serial_number())
@@ -96,6 +107,10 @@ def _builder(subject: x509.Name, issuer: x509.Name, public: ec.EllipticCurvePubl
 
 def new_ca(common_name: str = "hvbench fleet CA") -> tuple[str, str]:
     """A new certificate authority: (certificate PEM, private key PEM)."""
+    from cryptography import x509  # noqa: PLC0415 - deferred
+    from cryptography.hazmat.primitives import hashes  # noqa: PLC0415 - deferred
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 - deferred
+
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (_builder(_name(common_name), _name(common_name), key.public_key())
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
@@ -114,6 +129,11 @@ def issue(ca_cert: str, ca_key: str, member: str) -> Bundle:
     Raises:
         SpecError: the CA's certificate or key is not PEM of an EC key.
     """
+    from cryptography import x509  # noqa: PLC0415 - deferred
+    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415 - deferred
+    from cryptography.hazmat.primitives.asymmetric import ec  # noqa: PLC0415 - deferred
+    from cryptography.x509.oid import ExtendedKeyUsageOID  # noqa: PLC0415 - deferred
+
     try:
         authority = x509.load_pem_x509_certificate(ca_cert.encode())
         signer = serialization.load_pem_private_key(ca_key.encode(), password=None)
@@ -177,6 +197,8 @@ def security(directory: Path) -> Security:
     Raises:
         SpecError: a file of the bundle is missing.
     """
+    from distributed.security import Security  # noqa: PLC0415 - deferred
+
     ca, cert, key = (str(p) for p in bundle_files(directory))
     return Security(require_encryption=True, tls_ca_file=ca,
                     tls_client_cert=cert, tls_client_key=key,

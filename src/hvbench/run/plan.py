@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hvbench.model.study import (
     Cell,
@@ -24,8 +25,11 @@ from hvbench.model.study import (
 )
 from hvbench.platforms.kinds import platform_kind
 from hvbench.run.cells.registry import cell_kind
-from hvbench.store.database import Store
 from hvbench.store.records import cell_record
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
+
 
 #: Rough seconds one guest takes to boot under TCG (to the agent's first answer).
 BOOT_ESTIMATE_S = 10.0

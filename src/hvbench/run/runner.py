@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from hvbench import __version__
 from hvbench.analysis.precision import CellPrecision, cell_precision
@@ -56,6 +56,7 @@ from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.kvm_probe import kvm_status
 from hvbench.platforms.libvirt import cleanup_orphaned_domains
 from hvbench.platforms.socket_daemon import kill_orphaned_daemons
+from hvbench.run import fleet_tls
 from hvbench.run.cells.base import CellContext, CellResult, run_cell, scenario_monitors
 from hvbench.run.cells.registry import (
     cell_kind,
@@ -74,8 +75,10 @@ from hvbench.run.plan import (
     run_items,
 )
 from hvbench.run.scenario import ScenarioRun
-from hvbench.store.database import MeasurementRecord, RawRecord, Store
-from hvbench.store.records import MeasurementRow, cell_record
+from hvbench.store.records import MeasurementRecord, MeasurementRow, RawRecord, cell_record
+
+if TYPE_CHECKING:
+    from hvbench.store.database import Store
 
 __all__ = ["CellResult", "PlannedItem", "RunLock", "RunOutcome", "StudyRunner", "load_study",
            "make_platform", "remove_orphans", "resume_study", "run_study"]
@@ -730,10 +733,7 @@ def remove_orphans(*, dry_run: bool = False) -> list[str]:
         others += kill_orphaned_daemons(orphaned_dirs(Path(tempfile.gettempdir())))
     for parent in (work_dir(), Path(tempfile.gettempdir())):
         others += [str(path) for path in remove_orphaned_dirs(parent, dry_run=dry_run)]
-    # a fleet worker's TLS bundle installed over SSH whose worker never started (the
-    # module imports Dask: only cleanup needs it here)
-    from hvbench.run import fleet_tls  # noqa: PLC0415
-
+    # a fleet worker's TLS bundle installed over SSH whose worker never started
     others += [f"fleet TLS bundle {path}" for path in
                fleet_tls.remove_unclaimed_bundles(work_dir(), dry_run=dry_run)]
     lock = RunLock(work_dir())

@@ -50,9 +50,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
-
-import optuna
+from typing import TYPE_CHECKING, Any
 
 from hvbench.analysis.compare import min_p_value
 from hvbench.analysis.diagnosis import RULES, diagnose_all
@@ -79,7 +77,14 @@ from hvbench.run.cells.registry import kind_of
 from hvbench.run.lab_session import LabSession
 from hvbench.run.plan import PlannedItem
 from hvbench.run.runner import RunLock, StudyRunner, remove_orphans
-from hvbench.store.database import Store
+
+# Optuna (~0.3 s with NumPy) is imported by the methods that sample: `run --resume` and
+# HTML reports import this module to tell a tuning run apart, only `hvbench tune` searches.
+if TYPE_CHECKING:
+    import optuna
+
+    from hvbench.store.database import Store
+
 
 #: How many proposals the sampler may make in a row that are invalid or already
 #: measured before a not yet measured configuration is drawn at random instead.
@@ -214,6 +219,8 @@ class Search:
 
     # -- optuna ---------------------------------------------------------------------------
     def _new_study(self) -> optuna.Study:
+        import optuna  # noqa: PLC0415 - deferred
+
         optuna.logging.set_verbosity(logging.WARNING)
         with warnings.catch_warnings():
             # multivariate TPE is marked experimental; it models the axes jointly,
@@ -225,6 +232,8 @@ class Search:
 
     @property
     def distributions(self) -> dict[str, optuna.distributions.BaseDistribution]:
+        import optuna  # noqa: PLC0415 - deferred
+
         return {axis: optuna.distributions.CategoricalDistribution(list(values))
                 for axis, values in self.spec.axes.items()}
 
@@ -233,6 +242,8 @@ class Search:
         return math.fsum(first) / len(first) if first else None
 
     def _told(self, config: Config) -> optuna.trial.FrozenTrial:
+        import optuna  # noqa: PLC0415 - deferred
+
         value = self._rung0_value(config)
         state = (optuna.trial.TrialState.COMPLETE if value is not None
                  else optuna.trial.TrialState.FAIL)
@@ -356,6 +367,8 @@ class Search:
         """The sampler's next new, valid configuration (see the module docstring); in
         the last part of the exploration a one-axis neighbour of the best so far,
         enqueued into the sampler so that its history stays whole."""
+        import optuna  # noqa: PLC0415 - deferred
+
         axes = tuple(self.spec.axes)
         neighbour = self._neighbour()
         if neighbour is not None:
@@ -474,6 +487,8 @@ class Search:
             self._enqueue_seeds()
 
     def _do(self, action: Action) -> None:
+        import optuna  # noqa: PLC0415 - deferred
+
         variant = self.valid[action.params]
         config = self.configs.get(variant.name)
         if config is None:

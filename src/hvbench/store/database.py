@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import secrets
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -58,6 +57,7 @@ from sqlalchemy.pool import NullPool
 from hvbench.errors import HvbenchError
 from hvbench.host.started import StopOnExit
 from hvbench.store import schema as db
+from hvbench.store.location import DB_ENV, is_url
 from hvbench.store.migrations import MIGRATIONS
 from hvbench.store.records import (
     REPETITION_STATUSES,
@@ -85,7 +85,8 @@ from hvbench.store.records import (
 )
 from hvbench.store.schema import SCHEMA_VERSION
 
-# The record types are re-exported so callers can take everything from this module.
+# The record types and the location helpers are re-exported so callers can take
+# everything from this module.
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "DB_ENV",
@@ -114,8 +115,6 @@ __all__ = [
 
 #: How long a connection waits for a lock held by another process before giving up.
 BUSY_TIMEOUT_MS = 10_000
-#: The environment variable that names the results database when ``--db`` is not given.
-DB_ENV = "HVBENCH_DB"
 #: PostgreSQL advisory lock key that serialises concurrent migrations.
 _MIGRATION_LOCK = zlib.crc32(b"hvbench-schema")
 #: How many generated run ids a writer draws before it gives up (each collision needs
@@ -151,17 +150,6 @@ def utc_now() -> str:
 def new_run_id() -> str:
     """A run id that sorts by creation time, e.g. ``20261123-011502-3fa2`` (UTC)."""
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-
-
-#: The URL schemes of a PostgreSQL database; libpq takes ``postgres://`` as a synonym.
-POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
-
-
-def is_url(target: str | os.PathLike[str]) -> bool:
-    """Whether ``target`` names a PostgreSQL database rather than an SQLite file
-    (``postgresql://``, its libpq synonym ``postgres://``, or SQLAlchemy's
-    ``postgresql+psycopg://``)."""
-    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
 
 def _dumps(value: Any, what: str) -> str:

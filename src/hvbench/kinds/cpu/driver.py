@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from hvbench.errors import CommandError, HvbenchError
 from hvbench.kinds.cpu.spec import PHASE, CpuWorkloadSpec
 from hvbench.platforms.base import Platform
@@ -48,6 +46,10 @@ def parse_report(text: str) -> dict[str, tuple[float, str]]:
     """The metrics of stress-ng's YAML report (its ``metrics`` entry for the ``cpu``
     stressor). Raises :class:`HvbenchError` naming what is missing when the report is
     not YAML or holds no such entry."""
+    # Imported here, where a report is read: every command imports this module when the
+    # kinds register, and PyYAML is the cpu kind's alone.
+    import yaml  # noqa: PLC0415 - deferred
+
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
