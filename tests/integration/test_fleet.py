@@ -18,7 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.model.study import parse_study
 from hvbench.run.fleet import NOT_RUN
+from hvbench.run.plan import repetition_order
 from hvbench.store.database import Store
 
 pytestmark = pytest.mark.integration
@@ -165,10 +167,21 @@ def _by_host(db: str) -> dict[str, str]:
         return {str(store.get_run(r).host): r for r in store.run_ids()}
 
 
+def _native_then_guest(study: Path) -> None:
+    """The reduced study with one repetition of each cell into ``study``, checked to run
+    native dd first (the seed's order): a kill after the first repetition comes while
+    the host boots its guest or runs dd in it, seconds later, and leaves a guest
+    repetition for the resume."""
+    text = STUDY.replace(f"repetitions = {REPETITIONS}", "repetitions = 1")
+    study.write_text(text)
+    order = repetition_order(parse_study(text, str(study), 24 << 30), 0)
+    assert [c.name for c in order] == ["native/dd", "vm/dd"]
+
+
 def test_kill_one_worker_then_resume(fleet: Fleet, tmp_path: Path, postgres_url: str) -> None:
     study = tmp_path / "fleet.toml"
-    study.write_text(STUDY)
-    total = CELLS * REPETITIONS
+    _native_then_guest(study)
+    total = CELLS
     coordinator = _run(fleet, postgres_url, str(study))
     # kill h2 once it has delivered at least one repetition, before it finished
     deadline = time.monotonic() + 300
