@@ -269,9 +269,11 @@ def test_kill_9_then_cleanup_leaves_no_daemon_socket_or_memfd() -> None:
 
 def test_the_io_paths_example_runs_and_is_explained(image: GuestImage,
                                                      tmp_path: Path) -> None:
-    """examples/io-paths.toml reduced (1 repetition, native and vhost-user-blk) through
-    the runner: every planned cell stored, the storage daemon's threads sampled as their
-    own class, and `hvbench explain` gives every guest cell a verdict."""
+    """examples/io-paths.toml reduced (1 repetition, native and vhost-user-blk, 3 s per
+    fio job instead of 5: still the three whole seconds of series explain reads a
+    limiter's flatness from) through the runner: every planned cell stored, the storage
+    daemon's threads sampled as their own class, and `hvbench explain` gives every guest
+    cell a verdict."""
     import json
     import sqlite3
 
@@ -279,7 +281,8 @@ def test_the_io_paths_example_runs_and_is_explained(image: GuestImage,
     db = tmp_path / "r.db"
     done = subprocess.run(
         [*HVBENCH, "run", str(example), "--set", "study.repetitions=1",
-         "--only", "native/*", "--only", "vhost-user-blk/*", "--db", str(db)],
+         "--set", "workload.io-paths.runtime=3", "--only", "native/*",
+         "--only", "vhost-user-blk/*", "--db", str(db)],
         capture_output=True, text=True, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     with sqlite3.connect(db) as con:
