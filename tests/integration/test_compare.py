@@ -9,9 +9,12 @@ the run took more than 3 minutes). So the baseline guest is capped at 40 MB (41.
 a third of what a TCG guest reads even on a loaded host, and the slowed-down one at
 32 MB (80 % of it): the difference is exactly the injected 20 %. Two platforms of one
 run are compared by a paired t-test of their back-to-back repetitions (at least 3 pairs);
-4 repetitions (3 degrees of freedom: p < 0.01 needs |t| > 5.84) decide a difference as
-steady as a throttle's, and each repetition fewer saves two guest boots. fio's
-``ramp_time`` leaves out the throttle's initial burst. The A/A pair is two identical
+3 repetitions (2 degrees of freedom: p < 0.01 needs |t| > 9.92) decide a difference as
+steady as a throttle's: in a run of this test the capped guest read 41.92-41.93 MB/s
+and the slowed one 33.53-33.55 MB/s in each of 4 repetitions, so the pairs' differences
+(8.37-8.40 MB/s) give |t| in the hundreds with any 3 of them. Each repetition fewer
+saves two guest boots (about 15 s). fio's ``ramp_time`` leaves out the throttle's
+initial burst. The A/A pair is two identical
 native platforms, whose values are noisy (page-cache reads of a sparse file): the test
 that noise is not called significant.
 """
@@ -48,7 +51,7 @@ runtime=1500ms
 rw=read
 """
 
-REPETITIONS = 4
+REPETITIONS = 3
 STUDY = f"""
 [study]
 name = "compare-throttle"
@@ -120,6 +123,7 @@ def test_injected_slowdown_is_significant_and_a_a_is_not(
 
     same = _read_row(_compare(db, ":host-a", ":host-b", "--format", "json"))
     assert same["n_a"] == same["n_b"] == REPETITIONS
+    assert same["verdict"] != "too few repetitions", same  # decided, not skipped
     assert same["verdict"] != "significant", same
 
     # As a person reads it: the table names the verdict and the run's platforms.

@@ -122,10 +122,14 @@ def _ok_count(db: Path) -> int:
         return 0
 
 
-RESUME = """
+#: The resume study's repetitions: 2 give 4 repetitions in all (one native and one guest
+#: per round), of which the kill below comes after 2 are stored, so there is work left
+#: both to lose and to resume; each repetition more costs a guest boot.
+RESUME_REPETITIONS = 2
+RESUME = f"""
 [study]
 name = "resume"
-repetitions = 3
+repetitions = {RESUME_REPETITIONS}
 seed = 5
 
 [[platform]]
@@ -135,7 +139,7 @@ kind = "native"
 kind = "qemu"
 name = "vm"
 memory_mib = 256
-disk = { bus = "virtio-blk", cache = "none", size = "64M" }
+disk = {{ bus = "virtio-blk", cache = "none", size = "64M" }}
 
 [[workload]]
 profile = "dd"
@@ -171,7 +175,7 @@ def test_resume_after_kill_9(image: GuestImage, tmp_path: Path, no_leaks: Path) 
                             "WHERE status = 'ok' GROUP BY cell_id, repetition").fetchall()
         status = conn.execute("SELECT status FROM runs").fetchone()[0]
     assert after[: len(before)] == before, "a committed measurement changed or vanished"
-    assert len(reps) == 2 * 3 and all(count == 1 for _, _, count in reps)
+    assert len(reps) == 2 * RESUME_REPETITIONS and all(count == 1 for _, _, count in reps)
     assert status == "complete"
 
 
@@ -194,8 +198,7 @@ def test_second_study_is_refused(tmp_path: Path, no_leaks: Path) -> None:
 def test_guest_crash_marks_cell_failed_and_study_goes_on(
     image: GuestImage, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    text = RESUME.replace("repetitions = 3", "repetitions = 2")
-    study = parse_study(text, "crash.toml", HOST_RAM)
+    study = parse_study(RESUME, "crash.toml", HOST_RAM)
     real = disk.run_phase
     crashed: list[int] = []
 
@@ -215,14 +218,14 @@ def test_guest_crash_marks_cell_failed_and_study_goes_on(
         store.close()
     assert outcome.failures == 1 and len(failures) == 1
     assert failures[0].console_log and "hvbench-init" in failures[0].console_log
-    assert len(ok) == 2 * 2 - 1
+    assert len(ok) == 2 * RESUME_REPETITIONS - 1
 
 
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
         (("seed = 5", "seed = 5\nspeed = 1"), "study: speed: unknown field (did you mean 'seed'?)"),
-        (("repetitions = 3", "repetitions = []"), "study: repetitions: Input should be"),
+        (("repetitions = 2", "repetitions = []"), "study: repetitions: Input should be"),
         (('cache = "none"', 'cache = "writeback", aio = "native"'), "aio=native needs cache=none"),
         (('profile = "dd"', 'profile = "fio-job"\njob_file = "missing.fio"'),
          "workload job_file: "),
