@@ -110,6 +110,9 @@ $(STAMP)/venv: pyproject.toml $(STAMP)/apt
 	$(BIN)/pip install -q -e '.[dev]'
 	@touch $@
 
+# The virtualenv with the dev extra (what `make deps` also makes).
+venv: $(STAMP)/venv
+
 deps: $(STAMP)/apt $(STAMP)/venv
 
 # What the tests use beyond the demo (libvirt, PostgreSQL, Chromium, sshd, test tools,
