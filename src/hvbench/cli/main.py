@@ -113,9 +113,9 @@ def with_suggestion(message: str, options: Sequence[str] = ()) -> str:
 
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     # Only the first signal raises: a second one (an impatient Ctrl-C) must not break
-    # the stop that the first one started.
-    if interrupt.request(signum):
-        raise InterruptedRun(signum)
+    # the stop that the first one started. Inside interrupt.deferred() it raises when
+    # that block ends.
+    interrupt.deliver(signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,9 +9,15 @@ wrapped or swallowed the exception.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from hvbench.errors import InterruptedRun
 
 _received: list[int] = []
+#: How many :func:`deferred` blocks are open, and the stop request one of them holds.
+_depth: list[int] = [0]
+_held: list[int] = []
 
 
 def request(signum: int) -> bool:
@@ -19,6 +25,38 @@ def request(signum: int) -> bool:
     (the caller then lets the stop already under way finish)."""
     _received.append(signum)
     return len(_received) == 1
+
+
+def deliver(signum: int) -> None:
+    """What the CLI's signal handler does: record ``signum`` and, for the first signal,
+    raise :class:`InterruptedRun`, or hold it until the :func:`deferred` block that is
+    running ends. A later signal only records (the stop under way goes on)."""
+    if not request(signum):
+        return
+    if _depth[0]:
+        _held.append(signum)
+        return
+    raise InterruptedRun(signum)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold a stop request while the block runs and raise it when the block ends. For
+    short steps that an exception raised from a signal handler would leave half done:
+    a library's import (asyncio, half-initialised, breaks the next import of it) or its
+    event loop mid-handshake (the abandoned task prints its traceback at exit). When the
+    block raises, its exception goes on and the held request is dropped: it is still in
+    :func:`received` for :func:`check`."""
+    _depth[0] += 1
+    try:
+        yield
+    finally:
+        _depth[0] -= 1
+        held = _held[0] if _held and not _depth[0] else None
+        if not _depth[0]:
+            _held.clear()
+    if held is not None:
+        raise InterruptedRun(held)
 
 
 def received() -> int | None:
@@ -39,3 +77,4 @@ def check(cause: BaseException | None = None) -> None:
 def reset() -> None:
     """Forget received signals (a new command in the same process, tests)."""
     _received.clear()
+    _held.clear()

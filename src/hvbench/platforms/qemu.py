@@ -33,7 +33,7 @@ from hvbench.errors import (
     stderr_tail,
     tail,
 )
-from hvbench.host import facts
+from hvbench.host import facts, interrupt
 from hvbench.host.blockdev import require_free_device
 from hvbench.host.cgroups import HostLimitsCgroup, device_of
 from hvbench.host.commands import require_tool, run
@@ -195,6 +195,7 @@ class QemuPlatform(StartStop):
         """
         if self._proc is not None:
             raise GuestError(f"guest {self.name} is already running")
+        _load_qmp()  # before the clock starts: boot_s never counted this import
         started = time.monotonic()
         try:
             self._prepare()
@@ -558,7 +559,8 @@ class QemuPlatform(StartStop):
         """Run a QMP command. Raises :class:`GuestError` when QEMU is not running."""
         if self._qmp is None:
             raise GuestError(f"guest {self.name} has no QMP connection")
-        return self._qmp.cmd(command, **arguments)
+        with interrupt.deferred():  # a command is short; its event loop is not left half-run
+            return self._qmp.cmd(command, **arguments)
 
     def vcpu_threads(self) -> dict[int, int]:
         """vCPU index -> host thread id, from QMP ``query-cpus-fast``."""
@@ -704,7 +706,8 @@ class QemuPlatform(StartStop):
             running = proc.poll() is None
             try:
                 # A float waits that long; False only drains what already arrived.
-                event = qmp.pull_event(wait=_EVENT_SLICE_S if running else False)
+                with interrupt.deferred():  # one slice at most
+                    event = qmp.pull_event(wait=_EVENT_SLICE_S if running else False)
             except (TimeoutError, QMPError, OSError, EOFError):
                 event = None
             if event is not None and event.get("event") == "SHUTDOWN":
@@ -848,6 +851,14 @@ def _event_offset(event: Mapping[str, Any], wall_minus_mono: float, started: flo
     return min(max(at, started), received) - started
 
 
+def _load_qmp() -> None:
+    """Import qemu.qmp (deferred: with asyncio and ssl it costs every command that boots
+    no guest about 40 ms) with stop requests held: a signal that interrupted the import
+    would leave asyncio half-initialised, and the next import of it fails."""
+    with interrupt.deferred():
+        import qemu.qmp.legacy  # noqa: F401, PLC0415 - deferred
+
+
 def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol:
     """Connect to QEMU's QMP socket once QEMU listens on it.
 
@@ -864,7 +875,11 @@ def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol
             qmp = QEMUMonitorProtocol(str(path))
             qmp.settimeout(max(deadline - time.monotonic(), 1.0))
             try:
-                qmp.connect()
+                # A signal mid-handshake would leave qemu.qmp's task half-run, and its
+                # traceback printed at exit: the stop waits for the handshake (QEMU
+                # greets at once once it listens).
+                with interrupt.deferred():
+                    qmp.connect()
             except QMPError as exc:
                 if not _refused(exc) or time.monotonic() >= deadline:
                     raise
