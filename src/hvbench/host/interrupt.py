@@ -52,9 +52,8 @@ def deferred() -> Iterator[None]:
         yield
     finally:
         _depth[0] -= 1
-        held = _held[0] if _held and not _depth[0] else None
-        if not _depth[0]:
-            _held.clear()
+        # deliver() holds at most one request (only the first signal raises).
+        held = _held.pop() if _held and not _depth[0] else None
     if held is not None:
         raise InterruptedRun(held)
 
