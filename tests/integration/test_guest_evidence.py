@@ -115,6 +115,15 @@ def test_guest_metrics_stored_and_consistent_with_the_workload(
           and m.startswith("guest.net.")]
     assert tx and tx[0] * 8 / 1e6 >= values[("iperf3", "mbit_s")] * 2 * 0.9
     assert samples, "no guest CPU series stored"
+    # One vCPU: the sampler's per-CPU line (cpu0) is the aggregate's CPU, so the
+    # busiest CPU is the whole guest's busy share (steal excluded), and on the host the
+    # busiest vCPU thread is the only one.
+    assert "\nC cpu0 " in raw[("write", RAW_KIND)]
+    assert values[("deep", "guest.cpu.max_busy_pct")] == pytest.approx(
+        values[("deep", "guest.cpu.busy_pct")] - values[("deep", "guest.cpu.steal_pct")],
+        abs=0.5)
+    assert values[("deep", "qemu.vcpu.max_cpu_pct")] == pytest.approx(
+        values[("deep", "qemu.vcpu.cpu_pct")])
     # The latency split: every layer measured; the guest device's await (fio's clat
     # minus the layer in the guest) is part of what fio waited, the device's positive.
     (layers,) = [r for r in report["latency_layers"] if r["workload"] == "deep"]

@@ -197,6 +197,47 @@ def test_vcpu_saturated_and_tcg_artefacts() -> None:
     assert not rules["vcpu-saturated"].carries_to_kvm
 
 
+def test_one_saturated_vcpu_among_idle_ones_is_saturated() -> None:
+    """A single-threaded workload in a 2-vCPU guest keeps one vCPU thread busy and the
+    other idle: the mean per vCPU (49 %) is below every line, the busiest (98 %) is
+    what bounds the workload. A run stored before the busiest thread was sampled falls
+    back to the mean."""
+    two = {**DISK, "qemu.vcpu.cpu_pct": 98.0, "qemu.vcpu.threads": 2.0}
+    cell = model({**two, "qemu.vcpu.max_cpu_pct": 98.0})
+    assert cell.get("res.vcpu.util_pct") == 49.0
+    assert cell.get("res.vcpu.max_util_pct") == 98.0
+    assert dominant(cell) == "vcpu-saturated"
+    found = diagnose(cell).dominant
+    assert found is not None and any(
+        "the busiest of 2 vCPUs 98 % busy (mean 49 %)" in e for e in found.evidence)
+    old = model(two)
+    assert old.get("res.vcpu.max_util_pct") == 49.0
+    assert "vcpu-saturated" not in fired(old)
+    # Under TCG the saturated vCPU is still named (an emulation artefact, scored as
+    # such); whether emulation took the guest's CPU is the mean's question (49 %).
+    tcg = diagnose(model({**two, "qemu.vcpu.max_cpu_pct": 98.0}, accel="tcg"))
+    named = {f.rule: f for f in [tcg.dominant, *tcg.contributing] if f}
+    assert "tcg-emulation" not in named and not named["vcpu-saturated"].carries_to_kvm
+    # One vCPU of two saturated, the other idle: more vCPUs would idle too.
+    assert found.changes == () and "more vCPUs would stay idle" in found.fix
+    # Two vCPUs sharing the load evenly at 49 % each: neither saturated.
+    even = model({**two, "qemu.vcpu.max_cpu_pct": 50.0})
+    assert "vcpu-saturated" not in fired(even)
+
+
+def test_one_starved_vcpu_is_contention() -> None:
+    """Run-queue wait is read on the vCPU that waited most: one of two starved for a
+    core (40 %) while the other idles is contention; two vCPUs waiting a little each
+    (20 % and 15 %) are not, whatever their sum."""
+    two = {**DISK, "qemu.vcpu.threads": 2.0, "qemu.vcpu.wait_pct": 40.0}
+    starved = model({**two, "qemu.vcpu.max_wait_pct": 40.0})
+    assert dominant(starved) == "host-cpu-contention"
+    found = diagnose(starved).dominant
+    assert found is not None and any("the vCPU that waited most" in e for e in found.evidence)
+    spread = model({**two, "qemu.vcpu.wait_pct": 35.0, "qemu.vcpu.max_wait_pct": 20.0})
+    assert "host-cpu-contention" not in fired(spread)
+
+
 def test_vcpu_saturated_from_the_guests_own_cpu_accounting() -> None:
     """A network guest (no benchmark disk) whose vCPU thread is below the saturation
     line on the host but which had no idle CPU by its own count is CPU-bound; a guest

@@ -53,6 +53,46 @@ def test_the_guest_block_layer_places_the_loss() -> None:
                              "guest.cpu.busy_pct": 97.0}, native=NATIVE_DEEP, workload=DEEP))
     assert submit.dominant is not None and submit.dominant.rule == "guest-submit-bound"
     assert "depth-not-delivered" not in findings(submit)
+    assert submit.dominant.changes == (("vcpus", 2),)
+
+
+def test_a_guest_with_cpu_to_spare_is_not_told_to_add_vcpus() -> None:
+    """guest-submit-bound's own fix (one more vCPU) holds only when the guest's CPU
+    was busy; with CPU to spare a buffered workload is told to bypass the guest's page
+    cache (an asynchronous engine submits synchronously through it), a direct one is
+    told where to look, with no change to try."""
+    held = {**IDLE, "guest.disk.vda.avgqu_sz": 1.1, "guest.cpu.busy_pct": 35.0}
+    direct = diagnose(model(held, native=NATIVE_DEEP, workload=DEEP)).dominant
+    assert direct is not None and direct.rule == "guest-submit-bound"
+    assert direct.changes == () and "more vCPUs would not" in direct.fix
+    assert "nr_requests" in direct.fix
+    buffered = diagnose(model(held, native=NATIVE_DEEP,
+                              workload={**DEEP, "direct": False})).dominant
+    assert buffered is not None and buffered.rule == "guest-submit-bound"
+    assert buffered.changes == (("workload.direct", True),)
+    assert "O_DIRECT" in buffered.fix
+    # The busiest of two vCPU threads saturated, the guest's CPU as a whole at half:
+    # one submitting thread, which a third vCPU would not help.
+    two = {"kind": "qemu", "vm": {**VM["vm"], "vcpus": 2}}
+    one_busy = {**held, "guest.cpu.busy_pct": 50.0, "qemu.vcpu.cpu_pct": 99.0,
+                "qemu.vcpu.threads": 2.0, "qemu.vcpu.max_cpu_pct": 97.0}
+    one = diagnose(model(one_busy, native=NATIVE_DEEP, workload=DEEP, platform=two)).dominant
+    assert one is not None and one.rule == "guest-submit-bound"
+    assert one.changes == () and "numjobs" in one.fix and "stay idle" in one.fix
+    # The submitting thread moving between the vCPUs: each vCPU thread under half busy,
+    # the guest's CPU under half, fio's own job thread all but saturated (the shape of
+    # examples/diagnosis/guest-submit-2vcpu.toml's cell under TCG).
+    moving = {**held, "guest.cpu.busy_pct": 46.0, "qemu.vcpu.cpu_pct": 79.0,
+              "qemu.vcpu.threads": 2.0, "qemu.vcpu.max_cpu_pct": 45.0, "cpu_pct": 97.0}
+    spread = diagnose(model(moving, native=NATIVE_DEEP, workload=DEEP, platform=two,
+                            accel="tcg")).dominant
+    assert spread is not None and spread.rule == "guest-submit-bound"
+    assert spread.changes == () and "numjobs" in spread.fix
+    assert any("the workload's own thread 97 % of a CPU" in e for e in spread.evidence)
+    # Both vCPUs busy: the guest as a whole had no CPU to spare.
+    both = diagnose(model({**one_busy, "guest.cpu.busy_pct": 96.0, "qemu.vcpu.cpu_pct": 190.0},
+                          native=NATIVE_DEEP, workload=DEEP, platform=two)).dominant
+    assert both is not None and both.changes == (("vcpus", 3),)
 
 
 def test_few_in_flight_only_when_the_workload_asked_for_few() -> None:

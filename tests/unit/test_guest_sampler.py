@@ -102,6 +102,31 @@ def test_a_sample_cut_short_is_dropped_and_garbage_is_an_error() -> None:
         parse_sampler_output("T 1.0\nX what\n", "vdb")
 
 
+def test_per_cpu_lines_give_the_busiest_cpu() -> None:
+    """Two CPUs, one doing all the work: the aggregate is half busy, the busiest CPU
+    all (its stolen ticks excluded); a sampler of an earlier version (the aggregate line
+    only) gives no per-CPU figure, and a line that is no cpu line is an error."""
+    def sample(t: float, cpu0: tuple[int, ...], cpu1: tuple[int, ...]) -> str:
+        total = tuple(a + b for a, b in zip(cpu0, cpu1, strict=True))
+        lines = [f"C {name} {' '.join(map(str, v))}"
+                 for name, v in (("cpu", total), ("cpu0", cpu0), ("cpu1", cpu1))]
+        return "\n".join([f"T {t}", *lines]) + "\n"
+    text = (sample(1.0, (0,) * 8, (0,) * 8)
+            + sample(2.0, (90, 0, 0, 0, 0, 0, 0, 10), (0, 0, 0, 100, 0, 0, 0, 0)))
+    samples = parse_sampler_output(text, None)
+    assert [sorted(s.cpus) for s in samples] == [["cpu0", "cpu1"]] * 2
+    cpu = guest_reports(samples, None, offset=0.0, t0=1.0, t1=2.0)["guest.cpu"].summary
+    assert cpu["busy_pct"] == pytest.approx(50.0)
+    assert cpu["max_busy_pct"] == pytest.approx(90.0)
+    aggregate_only = "".join(line + "\n" for line in text.splitlines()
+                             if not line.startswith("C cpu0") and not line.startswith("C cpu1"))
+    old = guest_reports(parse_sampler_output(aggregate_only, None), None, offset=0.0,
+                        t0=1.0, t1=2.0)["guest.cpu"].summary
+    assert "max_busy_pct" not in old and old["busy_pct"] == pytest.approx(50.0)
+    with pytest.raises(ValueError):
+        parse_sampler_output("T 1.0\nC cpux 1 2 3\n", None)
+
+
 def test_window_errors_are_reported_not_raised() -> None:
     assert GuestWindow("garbage", "vdb", 0.0).reports(0, 1)["guest"].error
     result = MonitorResult(t0=50.0, seconds=1.0)

@@ -112,6 +112,12 @@ def test_class_metrics_with_a_thread_born_and_one_gone() -> None:
     vcpu_run, vcpu_wait = (841575682 + 219133) / 1e9, (64803841 + 3285972) / 1e9
     assert m["vcpu.threads"] == 2
     assert m["vcpu.cpu_pct"] == pytest.approx(0.85 / T * 100)
+    # One vCPU did all of it, the other none: the busiest thread keeps what the sum
+    # over two threads halves when read per vCPU.
+    assert m["vcpu.max_cpu_pct"] == pytest.approx(0.85 / T * 100)
+    assert m["total.max_cpu_pct"] == pytest.approx(0.85 / T * 100)
+    assert m["main.max_cpu_pct"] == pytest.approx(0.01 / T * 100)
+    assert m["vcpu.max_wait_pct"] == pytest.approx(64803841 / 1e9 / T * 100)
     assert m["vcpu.run_pct"] == pytest.approx(vcpu_run / T * 100)
     assert m["vcpu.wait_pct"] == pytest.approx(vcpu_wait / T * 100)
     assert m["vcpu.blocked_pct"] == pytest.approx(100 - (vcpu_run + vcpu_wait) / (2 * T) * 100)

@@ -503,7 +503,63 @@ def _device_is_mine(cell: CellModel) -> bool:
     return share is None or share >= CELL_SHARE_MINE
 
 
+def _busiest_vcpu(cell: CellModel) -> float | None:
+    """The busiest vCPU thread's utilisation (the mean over vCPUs where a stored run
+    has no per-thread figure): a workload that keeps one vCPU of several busy is as
+    bound by it as a one-vCPU guest's."""
+    busiest = cell.get("res.vcpu.max_util_pct")
+    return busiest if busiest is not None else cell.get("res.vcpu.util_pct")
+
+
+def _one_of_several(cell: CellModel) -> tuple[float, float, float] | None:
+    """(busiest, whole guest, vCPUs) when one vCPU of several was saturated and the
+    guest's CPU as a whole was not: the busiest vCPU thread or the guest's busiest CPU
+    at :data:`SATURATED_PCT`, the guest's aggregate CPU (else the mean over vCPU
+    threads) below it. The workload then runs on one thread: a vCPU more would idle
+    like the ones the guest has."""
+    threads = cell.get("qemu.vcpu.threads") or 1.0
+    if threads <= 1.0:
+        return None
+    levels = [v for v in (_busiest_vcpu(cell), cell.get("res.guest.cpu_max_busy_pct"),
+                          _workload_thread(cell)) if v is not None]
+    whole = cell.get("res.guest.cpu_busy_pct")
+    whole = whole if whole is not None else cell.get("res.vcpu.util_pct")
+    if not levels or max(levels) < SATURATED_PCT or whole is None or whole >= SATURATED_PCT:
+        return None
+    return max(levels), whole, threads
+
+
+def _workload_thread(cell: CellModel) -> float | None:
+    """The workload's own thread's CPU in a guest (fio's job: usr+sys), which a thread
+    moving between vCPUs spreads over them: each vCPU half busy, the job at 97 %."""
+    return None if cell.is_native else cell.get("res.workload.cpu_pct")
+
+
+def _one_thread_fix(found: tuple[float, float, float], spread: str) -> str:
+    busiest, whole, threads = found
+    return (f"one thread was saturated ({_n(busiest)} % of a CPU) while the guest's "
+            f"{_n(threads)} vCPUs were {_n(whole)} % busy as a whole: the workload runs on "
+            f"one thread and more vCPUs would stay idle; {spread}")
+
+
+def _vcpu_text(cell: CellModel, *, mean: bool = False) -> str | None:
+    """The vCPU threads' load as evidence: the busiest thread, and the mean when the
+    guest has several vCPUs and they differ (``mean``: the mean first)."""
+    busiest, avg = _busiest_vcpu(cell), cell.get("res.vcpu.util_pct")
+    if busiest is None:
+        return None
+    threads = cell.get("qemu.vcpu.threads") or 1.0
+    if threads <= 1.0 or avg is None or abs(busiest - avg) < 1.0:
+        return f"vCPUs {_n(busiest)} % busy"
+    if mean:
+        return f"vCPUs {_n(avg)} % busy (the busiest of {_n(threads)}: {_n(busiest)} %)"
+    return f"the busiest of {_n(threads)} vCPUs {_n(busiest)} % busy (mean {_n(avg)} %)"
+
+
 def _vcpu_emulating(cell: CellModel) -> bool:
+    """Under TCG, the vCPUs busy emulating: the mean over vCPU threads (what the
+    guest's CPU as a whole spent), not the busiest: a symptom is ranked below
+    emulation only when emulation took the guest's CPU, not one vCPU's."""
     util = cell.get("res.vcpu.util_pct")
     return cell.accelerator == "tcg" and util is not None and util >= TCG_VCPU_PCT
 
@@ -614,15 +670,46 @@ def _guest_submit(cell: CellModel) -> Hit | None:
     found, guest = _undelivered(cell), cell.get("res.guest.queue")
     if found is None or guest is None or guest >= DELIVERED_SHARE * found[0]:
         return None
-    busy = cell.get("res.guest.cpu_busy_pct")
-    vcpu = cell.get("res.vcpu.util_pct")
+    busy, vcpu, job = cell.get("res.guest.cpu_busy_pct"), _busiest_vcpu(cell), \
+        _workload_thread(cell)
     cpu = ", ".join(text for text in (
         None if busy is None else f"guest CPU {_n(busy)} % busy",
-        None if vcpu is None else f"vCPU threads {_n(vcpu)} % of a core") if text)
-    return Hit(SCORE_SPECIFIC + 0.3,
-               (_asked(cell), f"the guest block layer held {_n(guest)}: the guest could "
+        _vcpu_text(cell),
+        None if job is None else f"the workload's own thread {_n(job)} % of a CPU") if text)
+    evidence = (_asked(cell), f"the guest block layer held {_n(guest)}: the guest could "
                 "not submit them" + (f" ({cpu})" if cpu else ""),
-                _vs(cell, "res.disk.queue", "host avgqu-sz")))
+                _vs(cell, "res.disk.queue", "host avgqu-sz"))
+    one = _one_of_several(cell)
+    if one is not None:
+        # The submitting thread is the limit: another vCPU would idle like the others.
+        return Hit(SCORE_SPECIFIC + 0.3, evidence, changes=(), fix=_one_thread_fix(
+            one, "submit from more threads (fio numjobs, a job per vCPU) or make each "
+            "submission cheaper"))
+    guest_max = cell.get("res.guest.cpu_max_busy_pct")
+    if any(v is not None and v >= SATURATED_PCT for v in (busy, vcpu, guest_max)):
+        return Hit(SCORE_SPECIFIC + 0.3, evidence)  # the rule's own fix: more vCPUs
+    fix, changes = _submit_fix(cell)
+    return Hit(SCORE_SPECIFIC + 0.3, evidence, fix=fix, changes=changes)
+
+
+def _submit_fix(cell: CellModel) -> tuple[str, tuple[Change, ...]]:
+    """guest-submit-bound's fix when the guest's CPU had time to spare: more vCPUs
+    would not submit faster. A buffered workload's asynchronous engine submits through
+    the guest's page cache, which completes most requests inside the submit call (one
+    in flight at a time): bypassing the cache is the change to try. Otherwise what held
+    the requests back in the guest is not measured, and the fix says where to look
+    instead of naming a change."""
+    spare = ("the guest's CPU had time to spare, so more vCPUs would not submit "
+             "faster")
+    uncached = workload_intent(cell.workload_def).uncached
+    changes = _fit(cell, list(uncached)) if uncached else ()
+    if changes:
+        return (f"{spare}; the workload goes through the guest's page cache, where an "
+                "asynchronous engine submits synchronously: open its files with O_DIRECT "
+                "(fio direct=1)", changes)
+    return (f"{spare}; what held the requests back in the guest is not measured: read "
+            "the guest's queue limits (/sys/block/<dev>/queue/nr_requests, the virtio "
+            "queue size) and the workload's engine", ())
 
 
 def _device_contended(cell: CellModel) -> bool:
@@ -914,19 +1001,28 @@ def _vcpu_saturated(cell: CellModel) -> Hit | None:
     own CPU accounting (sampled inside it) busy; either at :data:`SATURATED_PCT`. The
     guest's view decides where the host threads' share understates it (a TCG vCPU
     thread also halts and wakes between the guest's busy spells)."""
-    util, guest = cell.get("res.vcpu.util_pct"), cell.get("res.guest.cpu_busy_pct")
-    levels = [v for v in (util, guest) if v is not None and v >= SATURATED_PCT]
+    util, guest = _busiest_vcpu(cell), cell.get("res.guest.cpu_busy_pct")
+    guest_max = cell.get("res.guest.cpu_max_busy_pct")
+    levels = [v for v in (util, guest, guest_max) if v is not None and v >= SATURATED_PCT]
     if util is None or not levels:
         return None
     tcg = cell.accelerator == "tcg"
     # Under TCG a busy vCPU is emulating: that is the TCG rule's finding.
     score = SCORE_TCG if tcg else SCORE_SPECIFIC
-    evidence = [f"vCPU threads {_n(util)} % of a core each"
+    evidence = [f"{_vcpu_text(cell)}"
                 + (f", {_n(cell.get('res.cpu_ms_per_req'))} CPU ms per request"
                    if cell.get("res.cpu_ms_per_req") is not None else "")]
     if guest is not None:
-        evidence.append(f"the guest's own CPU {_n(guest)} % busy (its /proc/stat)")
-    return Hit(score + (max(levels) - SATURATED_PCT) / 100.0, tuple(evidence))
+        evidence.append(f"the guest's own CPU {_n(guest)} % busy (its /proc/stat)"
+                        + (f", its busiest CPU {_n(guest_max)} %"
+                           if guest_max is not None and guest_max - guest >= 1.0 else ""))
+    hit_score = score + (max(levels) - SATURATED_PCT) / 100.0
+    one = _one_of_several(cell)
+    if one is None:
+        return Hit(hit_score, tuple(evidence))
+    return Hit(hit_score, tuple(evidence), changes=(), fix=_one_thread_fix(
+        one, "spread the work over more threads (fio numjobs, iperf3 parallel streams, "
+        "more server workers) or do less work per I/O in the guest"))
 
 
 def _main_loop(cell: CellModel) -> Hit | None:
@@ -999,7 +1095,9 @@ def _host_contention(cell: CellModel) -> Hit | None:
     wait, limit = cell.get("res.vcpu.wait_pct"), _limit(cell, "WAIT_PCT", WAIT_PCT)
     if wait is None or wait < limit:
         return None
-    evidence = [f"vCPU run-queue wait {_n(wait)} % (runnable, not running)",
+    evidence = [f"vCPU run-queue wait {_n(wait)} % (runnable, not running"
+                + (", the vCPU that waited most)" if (cell.get("qemu.vcpu.threads") or 1.0) > 1.0
+                   else ")"),
                 f"host CPU busy {_n(cell.get('res.host.cpu_busy_pct'))} %"]
     others = cell.get("res.host.others_cpu_pct")
     if others is not None:
@@ -1012,7 +1110,8 @@ def _host_contention(cell: CellModel) -> Hit | None:
     score = SCORE_SPECIFIC + min((wait - limit) / 40.0, 1.0)
     scenario = cell.setting("scenario")
     alone = _only_differs(cell, "scenario", (None,)) if scenario else None
-    alone_wait = None if alone is None else alone[1].get("qemu.vcpu.wait_pct")
+    alone_wait = None if alone is None else alone[1].get(
+        "qemu.vcpu.max_wait_pct", alone[1].get("qemu.vcpu.wait_pct"))
     if alone is not None and alone_wait is not None:
         evidence.append(f"scenario {scenario}: wait {_n(wait)} % vs {_n(alone_wait)} % on "
                         f"{alone[0]} alone")
@@ -1127,7 +1226,7 @@ def _held(cell: CellModel, *, waiting: bool = True) -> bool:
     """io-limit's evidence but flatness: slow, nobody on the path busy, requests held
     (``waiting``: and the time added per I/O is not QEMU's CPU work per I/O)."""
     pct = _pct_of_native(cell)
-    util, vcpu = cell.get("res.disk.util_pct"), cell.get("res.vcpu.util_pct")
+    util, vcpu = cell.get("res.disk.util_pct"), _busiest_vcpu(cell)
     if cell.kind != "disk" or pct is None or util is None or vcpu is None:
         return False
     wait = cell.get("res.vcpu.wait_pct") or 0.0
@@ -1161,7 +1260,7 @@ def _matching_limit(cell: CellModel) -> tuple[str, str, float | None, bool] | No
 
 
 def _io_limit(cell: CellModel) -> Hit | None:
-    pct, vcpu = _pct_of_native(cell), cell.get("res.vcpu.util_pct")
+    pct = _pct_of_native(cell)
     flat_cov = cell.get("res.series_cov_pct")
     added, cost = cell.get("res.disk.added_latency_ms"), cell.get("res.cpu_ms_per_io")
     found = _matching_limit(cell)
@@ -1182,7 +1281,7 @@ def _io_limit(cell: CellModel) -> Hit | None:
              "device's throughput)" if flat else "no series long enough to show flatness")
     evidence = [f"{_n(pct)} % of native, {shape}",
                 _vs(cell, "res.disk.util_pct", "host %util", "%"),
-                f"vCPUs {_n(vcpu)} % busy, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %; "
+                f"{_vcpu_text(cell)}, blocked {_n(cell.get('qemu.vcpu.blocked_pct'))} %; "
                 f"{_n(added)} ms added per I/O above the device against {_n(cost)} ms of QEMU "
                 "CPU per I/O" + (": requests wait between guest and device"
                                  if waiting else "")]
@@ -1256,10 +1355,10 @@ def _cpu_quota(cell: CellModel) -> Hit | None:
 def _tcg(cell: CellModel) -> Hit | None:
     if cell.accelerator != "tcg":
         return None
-    util = cell.get("res.vcpu.util_pct")
-    if util is None or util < TCG_VCPU_PCT:
+    if not _vcpu_emulating(cell):
         return None
-    return Hit(SCORE_TCG, (f"accelerator tcg: vCPUs {_n(util)} % busy emulating the guest",))
+    return Hit(SCORE_TCG, (f"accelerator tcg: {_vcpu_text(cell, mean=True)} emulating "
+                           "the guest",))
 
 
 # Workload classes (:data:`~hvbench.analysis.resources.WorkloadClass`), not kinds.

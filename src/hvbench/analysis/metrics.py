@@ -137,8 +137,10 @@ def _m(
 
 _THREAD_CLASS_METRICS = (
     ("cpu_pct", "%", "CPU % (of one core)"),
+    ("max_cpu_pct", "%", "busiest thread's CPU % (of one core)"),
     ("run_pct", "%", "on-CPU %"),
     ("wait_pct", "%", "run-queue wait %"),
+    ("max_wait_pct", "%", "longest-waiting thread's run-queue wait %"),
     ("blocked_pct", "%", "blocked %"),
     ("exec_per_s", "1/s", "executions/s"),
     ("cpu_ms_per_exec", "ms", "CPU ms per execution"),
@@ -337,6 +339,8 @@ def _guest_monitor_metrics() -> list[MetricSpec]:
         _m(f"guest.cpu.{key}_pct", "%", f"guest CPU {key} %", "neutral", "guest")
         for key in _HOST_CPU_METRICS
     ]
+    out.append(_m("guest.cpu.max_busy_pct", "%", "guest's busiest CPU busy % (steal excluded)",
+                  "neutral", "guest"))
     return out + [
         _m(f"guest.net.<if>.{key}", unit, f"guest {label}", "neutral", "guest")
         for key, unit, label in _NET_METRICS
@@ -423,10 +427,11 @@ _RESOURCE_METRICS = (
     ("res.disk.writes_per_io", "ratio", "host writes per workload I/O"),
     ("res.disk.device_share", "ratio", "host device bytes per workload byte"),
     ("res.vcpu.util_pct", "%", "vCPU utilisation % (per vCPU)"),
-    ("res.vcpu.wait_pct", "%", "vCPU run-queue wait %"),
+    ("res.vcpu.max_util_pct", "%", "busiest vCPU thread's utilisation %"),
+    ("res.vcpu.wait_pct", "%", "vCPU run-queue wait % (the vCPU that waited most)"),
     ("res.main.util_pct", "%", "QEMU main loop utilisation %"),
-    ("res.iothread.util_pct", "%", "iothread utilisation %"),
-    ("res.worker.util_pct", "%", "QEMU worker utilisation % (per thread)"),
+    ("res.iothread.util_pct", "%", "iothread utilisation % (busiest)"),
+    ("res.worker.util_pct", "%", "QEMU worker utilisation % (busiest)"),
     ("res.daemon.util_pct", "%", "storage daemon iothread utilisation % (busiest)"),
     ("res.daemon.cpu_pct", "%", "storage daemons' CPU % (of one core, all threads)"),
     ("res.host.cpu_busy_pct", "%", "host CPU busy %"),
@@ -449,7 +454,9 @@ _RESOURCE_METRICS = (
     ("res.guest.await_ms", "ms", "guest device await ms"),
     ("res.guest.write_share", "", "guest writes per request (share of requests)"),
     ("res.guest.cpu_busy_pct", "%", "guest CPU busy %"),
+    ("res.guest.cpu_max_busy_pct", "%", "guest's busiest CPU busy %"),
     ("res.workload.depth", "", "requests in flight the workload asked for"),
+    ("res.workload.cpu_pct", "%", "the workload's own thread CPU % (fio's job: usr+sys)"),
     ("res.workload.block_sectors", "sectors", "request size the workload asked for"),
     ("res.series_cov_pct", "%", "CoV % of throughput within a repetition (1 s bins)"),
     ("res.lat.guest_ms", "ms", "latency in the guest (fio clat - guest device await)"),

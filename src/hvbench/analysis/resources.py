@@ -215,14 +215,24 @@ def _thread_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
     vcpu, threads = values.get("qemu.vcpu.cpu_pct"), values.get("qemu.vcpu.threads")
     if vcpu is not None:
         out["res.vcpu.util_pct"] = vcpu / max(threads or 1.0, 1.0)
+        # The mean hides one saturated vCPU among idle ones (a single-threaded
+        # workload in a 2-vCPU guest is at 50 %); runs stored before the busiest
+        # thread was sampled fall back to the mean.
+        out["res.vcpu.max_util_pct"] = values.get("qemu.vcpu.max_cpu_pct",
+                                                  out["res.vcpu.util_pct"])
     for cls in ("main", "iothread", "worker"):
         cpu = values.get(f"qemu.{cls}.cpu_pct")
         if cpu is not None:
             count = values.get(f"qemu.{cls}.threads") or 1.0
-            # The main loop is one thread; iothreads and workers: the busiest share.
-            out[f"res.{cls}.util_pct"] = cpu if cls == "main" else cpu / max(count, 1.0)
+            # The main loop is one thread; iothreads and workers: the busiest thread
+            # (the mean where it was not sampled).
+            out[f"res.{cls}.util_pct"] = cpu if cls == "main" else values.get(
+                f"qemu.{cls}.max_cpu_pct", cpu / max(count, 1.0))
     _daemon_derived(values, out)
-    wait = values.get("qemu.vcpu.wait_pct")
+    # The vCPU that waited most for a core: one starved vCPU of several is contention
+    # for what runs on it. Runs stored before it was sampled: all vCPUs' wait summed
+    # (the same for one vCPU).
+    wait = values.get("qemu.vcpu.max_wait_pct", values.get("qemu.vcpu.wait_pct"))
     if wait is not None:
         out["res.vcpu.wait_pct"] = wait
     busy = values.get("host.cpu.busy_pct")
@@ -304,6 +314,9 @@ def _guest_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
         # Steal is time the guest wanted but its host did not give (counted busy by
         # the guest's /proc/stat): the guest's own work is the rest.
         out["res.guest.cpu_busy_pct"] = max(0.0, busy - values.get("guest.cpu.steal_pct", 0.0))
+    busiest = values.get("guest.cpu.max_busy_pct")
+    if busiest is not None:
+        out["res.guest.cpu_max_busy_pct"] = busiest
     devices = {m.split(".")[2] for m in values
                if m.startswith("guest.disk.") and m.count(".") == 3}
     if not devices:
@@ -353,6 +366,10 @@ def derive(values: Mapping[str, float], *, native: bool,
     _net_derived(values, link_mbit, out)
     _guest_derived(values, out)
     _share_derived(values, out)
+    job = values.get("cpu_pct")
+    if job is not None:
+        # fio's job (its first): one thread's usr+sys, % of one CPU of wherever it ran.
+        out["res.workload.cpu_pct"] = job
     if not native:
         out |= latency_layers(values, out.get("res.disk.await_ms"))
     return out

@@ -75,7 +75,8 @@ from hvbench.host.cgroups import is_vcpu_name
 #: Clock ticks per second of the utime/stime/starttime fields (USER_HZ, 100 on Linux).
 CLK_TCK: int = os.sysconf("SC_CLK_TCK")
 CLASSES = ("vcpu", "iothread", "worker", "vhost", "main", "other")
-GROUP_METRICS = ("cpu_pct", "run_pct", "wait_pct", "blocked_pct", "exec_per_s",
+GROUP_METRICS = ("cpu_pct", "max_cpu_pct", "run_pct", "wait_pct", "max_wait_pct",
+                 "blocked_pct", "exec_per_s",
                  "cpu_ms_per_exec", "vol_cs_per_s", "invol_cs_per_s", "cs_per_s",
                  "wakeups_per_s", "threads")
 HOST_CPU_METRICS = ("busy_pct", "user_pct", "system_pct", "irq_pct", "iowait_pct",
@@ -269,7 +270,10 @@ def snapshot_ends(snap: TaskSnapshot) -> list[tuple[TaskSample, float]]:
 
 def group_metrics(deltas: Iterable[ThreadDelta], seconds: float) -> dict[str, float]:
     """The metrics of a group of threads over ``seconds`` (zeros if ``seconds`` <= 0);
-    ``wakeups_per_s`` only when every thread of the group has its wake-ups."""
+    ``wakeups_per_s`` only when every thread of the group has its wake-ups.
+    ``max_cpu_pct`` and ``max_wait_pct`` are the busiest and the longest-waiting
+    thread's: a group's sum or mean hides one saturated or starved vCPU among idle
+    ones."""
     group = list(deltas)
     cpu = sum(d.cpu_s for d in group)
     run = sum(d.run_s for d in group)
@@ -282,8 +286,10 @@ def group_metrics(deltas: Iterable[ThreadDelta], seconds: float) -> dict[str, fl
     blocked = max(0.0, 100.0 - (run + wait) / alive * 100.0) if alive > 0 else 0.0
     out = {
         "cpu_pct": cpu * per_s * 100.0,
+        "max_cpu_pct": max((d.cpu_s for d in group), default=0.0) * per_s * 100.0,
         "run_pct": run * per_s * 100.0,
         "wait_pct": wait * per_s * 100.0,
+        "max_wait_pct": max((d.wait_s for d in group), default=0.0) * per_s * 100.0,
         "blocked_pct": blocked,
         "exec_per_s": slices * per_s,
         "cpu_ms_per_exec": run * 1000.0 / slices if slices else 0.0,

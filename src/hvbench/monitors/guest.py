@@ -7,7 +7,7 @@ stop command's output and is removed. Per sample the loop writes::
 
     T <guest /proc/uptime seconds>
     D <the benchmark disk's /sys/block/<dev>/stat line>     (disk cells)
-    C <the aggregate cpu line of /proc/stat>
+    C <a cpu line of /proc/stat: the aggregate, then one per CPU>
     N <a /proc/net/dev line>                                 (network cells; not lo)
 
 and ``E`` once it has stopped. No process is forked per sample: the shell loop only
@@ -21,7 +21,11 @@ virtio-serial exchange the guest's qemu-ga and vCPU must serve), see
 The lines are parsed with the host monitors' parsers (:mod:`~hvbench.monitors.diskstats`,
 :mod:`~hvbench.monitors.cpu`, :mod:`~hvbench.monitors.netdev`), into monitors named
 ``guest.disk.<dev>``, ``guest.cpu`` and ``guest.net`` with the host monitors' metric
-names, plus ``await_ms`` (all requests' time / requests, iostat's classic ``await``).
+names, plus ``await_ms`` (all requests' time / requests, iostat's classic ``await``) and
+``guest.cpu``'s ``max_busy_pct``: the busiest CPU's share (its stolen time excluded),
+which the aggregate halves
+when one of two vCPUs does all the work (samplers of earlier versions wrote the
+aggregate line only; their samples have no per-CPU figure).
 Guest times are mapped onto the host's monotonic clock with the offset measured when
 the sampler started (the guest's uptime echoed back by the start command); the
 summaries cover the host window they are merged into (the guest samples nearest to
@@ -83,7 +87,8 @@ function sample(   up, l) {
   split(line("/proc/uptime"), up, " ")
   printf "T %s\n", up[1] > out
   if (disk != "") printf "D %s\n", line("/sys/block/" disk "/stat") > out
-  printf "C %s\n", line("/proc/stat") > out
+  while ((getline l < "/proc/stat") > 0 && l ~ /^cpu/) printf "C %s\n", l > out
+  close("/proc/stat")
   if (net != "") {
     while ((getline l < "/proc/net/dev") > 0) {
       sub(/^ +/, "", l)
@@ -137,6 +142,8 @@ class GuestSample:
     disk: DiskCounters | None = None
     cpu: tuple[int, ...] | None = None
     net: dict[str, NetDevCounters] = field(default_factory=dict)
+    #: Each CPU's line (``cpu0``, ``cpu1``...; empty from an earlier sampler).
+    cpus: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def parse_sampler_output(text: str, disk: str | None) -> list[GuestSample]:
@@ -149,7 +156,7 @@ def parse_sampler_output(text: str, disk: str | None) -> list[GuestSample]:
         tag, _, rest = line.partition(" ")
         if tag == "T":
             _close(samples, current, disk)
-            current = {"t": float(rest), "net": {}}
+            current = {"t": float(rest), "net": {}, "cpus": {}}
         elif tag == "E":
             break
         elif current is None:
@@ -162,7 +169,7 @@ def parse_sampler_output(text: str, disk: str | None) -> list[GuestSample]:
                 raise ValueError(f"not a block stat line: {rest[:80]!r}")
             current["disk"] = parsed[1]
         elif tag == "C":
-            current["cpu"] = parse_proc_stat(rest)["cpu"]
+            _cpu_line(current, rest)
         elif tag == "N":
             net = current["net"]
             if isinstance(net, dict):
@@ -173,16 +180,32 @@ def parse_sampler_output(text: str, disk: str | None) -> list[GuestSample]:
     return samples
 
 
+def _cpu_line(current: dict[str, object], text: str) -> None:
+    """Store one ``C`` line: the aggregate as ``cpu``, a CPU's under ``cpus``. Raises
+    ValueError when it is not a cpu line of /proc/stat."""
+    name = text.split(" ", 1)[0]
+    if name == "cpu":
+        current["cpu"] = parse_proc_stat(text)["cpu"]
+        return
+    if not name.startswith("cpu") or not name[3:].isdigit():
+        raise ValueError(f"not a cpu line of /proc/stat: {text[:80]!r}")
+    cpus = current["cpus"]
+    if isinstance(cpus, dict):
+        # parse_proc_stat wants the aggregate line: read this one's fields as its.
+        cpus[name] = parse_proc_stat("cpu" + text[len(name):])["cpu"]
+
+
 def _close(samples: list[GuestSample], current: dict[str, object] | None,
            disk: str | None) -> None:
     """Append ``current`` if it is complete (its disk and CPU lines were written)."""
     if current is None or "cpu" not in current or (disk is not None and "disk" not in current):
         return
-    t, cpu, net = current["t"], current["cpu"], current["net"]
+    t, cpu, net, cpus = current["t"], current["cpu"], current["net"], current.get("cpus")
     dc = current.get("disk")
     if isinstance(t, float) and isinstance(cpu, tuple) and isinstance(net, dict):
         samples.append(GuestSample(t, dc if isinstance(dc, DiskCounters) else None,
-                                   cpu, dict(net)))
+                                   cpu, dict(net),
+                                   dict(cpus) if isinstance(cpus, dict) else {}))
 
 
 def disk_metrics(a: DiskCounters, b: DiskCounters, seconds: float) -> dict[str, float]:
@@ -204,6 +227,12 @@ def _pair_metrics(a: GuestSample, b: GuestSample, disk: str | None,
         out[f"guest.disk.{disk}"] = disk_metrics(a.disk, b.disk, seconds)
     if a.cpu is not None and b.cpu is not None:
         out["guest.cpu"] = cpu_time_metrics(a.cpu, b.cpu)
+        # Each CPU's own work: busy but stolen time (the aggregate keeps its steal).
+        per_cpu = [cpu_time_metrics(a.cpus[n], b.cpus[n])
+                   for n in sorted(a.cpus.keys() & b.cpus.keys())]
+        if per_cpu:
+            out["guest.cpu"]["max_busy_pct"] = max(
+                max(0.0, m["busy_pct"] - m["steal_pct"]) for m in per_cpu)
     if interfaces:
         out["guest.net"] = window_metrics([(a.t, a.net), (b.t, b.net)], interfaces)
     return out
