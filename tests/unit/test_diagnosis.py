@@ -225,6 +225,30 @@ def test_one_saturated_vcpu_among_idle_ones_is_saturated() -> None:
     assert "vcpu-saturated" not in fired(even)
 
 
+def test_a_saturated_thread_moving_between_vcpus_is_saturated() -> None:
+    """One iperf3 stream (one thread) from a 2-vCPU TCG guest: the guest moves it
+    between the vCPUs, so each vCPU thread and guest CPU is 55-65 % busy, the guest
+    half, while iperf3's own process used 97 % of a CPU. vcpu-saturated, fixed by more
+    threads; a process above one CPU is not one thread's evidence."""
+    net = {"mbit_s": 2400.0, "qemu.vcpu.cpu_pct": 101.0, "qemu.vcpu.threads": 2.0,
+           "qemu.vcpu.max_cpu_pct": 64.0, "guest.cpu.busy_pct": 52.0,
+           "guest.cpu.max_busy_pct": 62.0, "cpu_platform_pct": 97.0}
+    native = {"mbit_s": 13000.0}
+    cell = model(net, native=native, main="mbit_s", accel="tcg")
+    verdict = diagnose(cell)
+    assert verdict.dominant is not None and verdict.dominant.rule == "vcpu-saturated"
+    assert "more threads" in verdict.dominant.fix and verdict.dominant.changes == ()
+    assert any("the workload's own thread 97 % of a CPU" in e
+               for e in verdict.dominant.evidence)
+    two_threads = model({**net, "cpu_platform_pct": 150.0}, native=native, main="mbit_s",
+                        accel="tcg")
+    assert "vcpu-saturated" not in fired(two_threads)
+    # One vCPU: the thread's CPU is the vCPU's, read there (not twice).
+    one = model({**net, "qemu.vcpu.threads": 1.0, "qemu.vcpu.cpu_pct": 64.0,
+                 "guest.cpu.busy_pct": 62.0}, native=native, main="mbit_s", accel="tcg")
+    assert "vcpu-saturated" not in fired(one)
+
+
 def test_one_starved_vcpu_is_contention() -> None:
     """Run-queue wait is read on the vCPU that waited most: one of two starved for a
     core (40 %) while the other idles is contention; two vCPUs waiting a little each

@@ -58,19 +58,13 @@ def test_the_guest_block_layer_places_the_loss() -> None:
 
 def test_a_guest_with_cpu_to_spare_is_not_told_to_add_vcpus() -> None:
     """guest-submit-bound's own fix (one more vCPU) holds only when the guest's CPU
-    was busy; with CPU to spare a buffered workload is told to bypass the guest's page
-    cache (an asynchronous engine submits synchronously through it), a direct one is
-    told where to look, with no change to try."""
+    was busy; with CPU to spare the fix says where to look (the guest's queue limits
+    and scheduler, not sampled), with no change to try."""
     held = {**IDLE, "guest.disk.vda.avgqu_sz": 1.1, "guest.cpu.busy_pct": 35.0}
-    direct = diagnose(model(held, native=NATIVE_DEEP, workload=DEEP)).dominant
-    assert direct is not None and direct.rule == "guest-submit-bound"
-    assert direct.changes == () and "more vCPUs would not" in direct.fix
-    assert "nr_requests" in direct.fix
-    buffered = diagnose(model(held, native=NATIVE_DEEP,
-                              workload={**DEEP, "direct": False})).dominant
-    assert buffered is not None and buffered.rule == "guest-submit-bound"
-    assert buffered.changes == (("workload.direct", True),)
-    assert "O_DIRECT" in buffered.fix
+    spare = diagnose(model(held, native=NATIVE_DEEP, workload=DEEP)).dominant
+    assert spare is not None and spare.rule == "guest-submit-bound"
+    assert spare.changes == () and "more vCPUs would not" in spare.fix
+    assert "nr_requests" in spare.fix
     # The busiest of two vCPU threads saturated, the guest's CPU as a whole at half:
     # one submitting thread, which a third vCPU would not help.
     two = {"kind": "qemu", "vm": {**VM["vm"], "vcpus": 2}}

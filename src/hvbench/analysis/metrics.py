@@ -456,7 +456,8 @@ _RESOURCE_METRICS = (
     ("res.guest.cpu_busy_pct", "%", "guest CPU busy %"),
     ("res.guest.cpu_max_busy_pct", "%", "guest's busiest CPU busy %"),
     ("res.workload.depth", "", "requests in flight the workload asked for"),
-    ("res.workload.cpu_pct", "%", "the workload's own thread CPU % (fio's job: usr+sys)"),
+    ("res.workload.cpu_pct", "%", "the workload's own CPU % on the platform (fio's job, "
+     "iperf3's process)"),
     ("res.workload.block_sectors", "sectors", "request size the workload asked for"),
     ("res.series_cov_pct", "%", "CoV % of throughput within a repetition (1 s bins)"),
     ("res.lat.guest_ms", "ms", "latency in the guest (fio clat - guest device await)"),

@@ -366,9 +366,10 @@ def derive(values: Mapping[str, float], *, native: bool,
     _net_derived(values, link_mbit, out)
     _guest_derived(values, out)
     _share_derived(values, out)
-    job = values.get("cpu_pct")
+    job = values.get("cpu_pct", values.get("cpu_platform_pct"))
     if job is not None:
-        # fio's job (its first): one thread's usr+sys, % of one CPU of wherever it ran.
+        # The workload's own CPU where the platform runs it, % of one CPU: fio's (first)
+        # job, one thread; iperf3's process, one thread up to iperf3 3.15.
         out["res.workload.cpu_pct"] = job
     if not native:
         out |= latency_layers(values, out.get("res.disk.await_ms"))
