@@ -4,6 +4,7 @@ to every bus, NIC model and backend through the study parser."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any, get_args
 
@@ -169,6 +170,20 @@ def test_a_limit_the_throughput_sits_at_needs_no_waiting_requests() -> None:
     assert not any("requests wait" in e for e in verdict.dominant.evidence)
     assert any("requests wait" in e for e in diagnose(
         model(THROTTLED, host_config=CGROUP)).dominant.evidence)  # type: ignore[union-attr]
+
+
+def test_a_limit_is_matched_on_the_median_repetition() -> None:
+    """A limit caps every repetition: one slowed further (0.51 MB/s beside two at 4.18
+    on a 4.19 MB/s cgroup limit, the planted read limit's first repetition) moves the
+    mean (2.96) off the cap, not the median; without flatness only the match names the
+    limiter."""
+    slow_first = {**THROTTLED, "mb_s": 2.96}
+    mean_only = model(slow_first, series_cov=None, host_config=CGROUP)
+    assert "io-limit" not in findings(diagnose(mean_only))
+    verdict = diagnose(dataclasses.replace(mean_only, main_median=4.18))
+    assert verdict.dominant is not None and verdict.dominant.rule == "io-limit"
+    assert any("= the throughput 4.18 MB/s (median of the repetitions)" in e
+               for e in verdict.dominant.evidence)
 
 
 # -- 4. flat from one sample ------------------------------------------------------------

@@ -516,11 +516,12 @@ def _busiest_vcpu(cell: CellModel) -> float | None:
 
 
 def _one_of_several(cell: CellModel) -> tuple[float, float, float] | None:
-    """(busiest, whole guest, vCPUs) when one vCPU of several was saturated and the
-    guest's CPU as a whole was not: the busiest vCPU thread or the guest's busiest CPU
-    at :data:`SATURATED_PCT`, the guest's aggregate CPU (else the mean over vCPU
-    threads) below it. The workload then runs on one thread: a vCPU more would idle
-    like the ones the guest has."""
+    """(busiest, whole guest, vCPUs) when one thread was saturated on a guest with
+    several vCPUs and the guest's CPU as a whole was not: the busiest vCPU thread, the
+    guest's busiest CPU or the workload's own thread (:func:`_workload_thread`) at
+    :data:`SATURATED_PCT`, the guest's aggregate CPU (else the mean over vCPU threads)
+    below it. The workload then runs on one thread: a vCPU more would idle like the
+    ones the guest has."""
     threads = cell.get("qemu.vcpu.threads") or 1.0
     if threads <= 1.0:
         return None
@@ -696,21 +697,18 @@ def _guest_submit(cell: CellModel) -> Hit | None:
     guest_max = cell.get("res.guest.cpu_max_busy_pct")
     if any(v is not None and v >= SATURATED_PCT for v in (busy, vcpu, guest_max)):
         return Hit(SCORE_SPECIFIC + 0.3, evidence)  # the rule's own fix: more vCPUs
-    fix, changes = _submit_fix(cell)
-    return Hit(SCORE_SPECIFIC + 0.3, evidence, fix=fix, changes=changes)
+    return Hit(SCORE_SPECIFIC + 0.3, evidence, fix=_SPARE_CPU_FIX, changes=())
 
 
-def _submit_fix(cell: CellModel) -> tuple[str, tuple[Change, ...]]:
-    """guest-submit-bound's fix when the guest's CPU had time to spare: more vCPUs
-    would not submit faster, and what held the requests in the guest (its queue
-    limits, its I/O scheduler) is not sampled, so the fix says where to look and
-    names no change (native ran the same workload definition and delivered its depth,
-    so the definition itself is not the cause)."""
-    del cell
-    return ("the guest's CPU had time to spare, so more vCPUs would not submit faster; "
-            "what held the requests back in the guest is not measured: read its queue "
-            "limits (/sys/block/<dev>/queue/nr_requests, the virtio queue size) and its "
-            "I/O scheduler (/sys/block/<dev>/queue/scheduler)", ())
+#: guest-submit-bound's fix when the guest's CPU had time to spare: more vCPUs would
+#: not submit faster, and what held the requests in the guest (its queue limits, its
+#: I/O scheduler) is not sampled, so the fix says where to look and names no change
+#: (native ran the same workload definition and delivered its depth, so the
+#: definition itself is not the cause).
+_SPARE_CPU_FIX = ("the guest's CPU had time to spare, so more vCPUs would not submit faster; "
+                  "what held the requests back in the guest is not measured: read its "
+                  "queue limits (/sys/block/<dev>/queue/nr_requests, the virtio queue "
+                  "size) and its I/O scheduler (/sys/block/<dev>/queue/scheduler)")
 
 
 def _device_contended(cell: CellModel) -> bool:
@@ -1208,10 +1206,19 @@ def _limit_bytes(cell: CellModel, limit: Mapping[str, Any]) -> float | None:
     return float(value) * mb_s * 1e6 / rate if rate and mb_s else None
 
 
+def _limited_mb_s(cell: CellModel) -> float | None:
+    """The throughput a limit is compared with: the median of the repetitions (a limit
+    caps each repetition; one slowed further by something else must not move the
+    figure off the cap, as it moves the mean), else the mean."""
+    if cell.main == "mb_s" and cell.main_median is not None:
+        return cell.main_median
+    return cell.values.get("mb_s")
+
+
 def _named_limit(cell: CellModel) -> tuple[str, str, float | None] | None:
     """(evidence, fix, bytes/s) of the limit actually found, closest to the measured
     throughput: QEMU's own ``bps_limit`` or a cgroup limit of the QEMU process."""
-    measured = cell.values.get("mb_s")
+    measured = _limited_mb_s(cell)
     found: list[tuple[str, str, float | None]] = []
     limit = cell.setting("disk.bps_limit")
     if isinstance(limit, int | float) and limit > 0:
@@ -1264,7 +1271,7 @@ def _matching_limit(cell: CellModel) -> tuple[str, str, float | None, bool] | No
     named = _named_limit(cell)
     if named is None:
         return None
-    measured = cell.values.get("mb_s")
+    measured = _limited_mb_s(cell)
     value = named[2]
     matched = value is not None and bool(measured) and \
         abs((measured or 0.0) * 1e6 - value) <= LIMIT_MATCH * value
@@ -1310,7 +1317,9 @@ def _io_limit(cell: CellModel) -> Hit | None:
     evidence.append(f"limit found: {text}")
     share, score = None, SCORE_SPECIFIC + 1.0
     if matched and value is not None:
-        evidence[-1] += f" = the throughput {_n(cell.values.get('mb_s'))} MB/s"
+        median = cell.main == "mb_s" and cell.main_median is not None
+        evidence[-1] += (f" = the throughput {_n(_limited_mb_s(cell))} MB/s"
+                         + (" (median of the repetitions)" if median else ""))
         share, score = _gap_share(cell, value / 1e6), SCORE_SPECIFIC + 1.5
     changes = _fit(cell, [("disk.bps_limit", None)]) if text.startswith("the configured") \
         else ()

@@ -136,6 +136,9 @@ class CellModel:
     #: Diagnosis thresholds calibrated on the run's host (``hvbench calibrate``): name ->
     #: value; a threshold not here keeps its default.
     thresholds: Mapping[str, float] = field(default_factory=dict)
+    #: The headline's median over the repetitions (None: not known, e.g. a model
+    #: built from means only).
+    main_median: float | None = None
 
     @property
     def is_native(self) -> bool:
@@ -441,8 +444,8 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
     native_values = dict(means.get(native, {})) if native and native != platform else {}
     link = _link_rate(workload_def, link_rates or {})
     main = stats.throughput_metric()
-    cov = stats.metrics[main][platform].cov_pct if main and platform in stats.metrics[main] \
-        else None
+    summary = stats.metrics[main].get(platform) if main and main in stats.metrics else None
+    cov = summary.cov_pct if summary is not None else None
     native_def = definitions.get((native, stats.workload), ({}, {}))[0] if native else {}
     derived = derive(values, native=is_host_kind(settings.get(platform_def, "kind")),
                      link_mbit=link)
@@ -466,7 +469,8 @@ def cell_model(stats: PhaseStats, platform: str, native: str | None,
                               link_mbit=link) if native_values else {},
         siblings=siblings,
         series_cov_pct=series_cov,
-        host_config=(host_configs or {}).get(platform, {}))
+        host_config=(host_configs or {}).get(platform, {}),
+        main_median=summary.median if summary is not None else None)
 
 
 def with_flatness(model: CellModel, flat: Mapping[tuple[str, str, str], float]) -> CellModel:
