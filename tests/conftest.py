@@ -6,6 +6,7 @@ that exceeds it by more than its tolerance fails, listing the slowest tests."""
 from __future__ import annotations
 
 import itertools
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -36,3 +37,7 @@ def postgres_url(postgres_server: PostgresServer) -> str:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(BudgetGuard(), "hvbench-budget-guard")
+    # Tests run studies in this process: a SIGTERM (a CI job cancelled, a session
+    # ended) must unwind them as Ctrl-C does, so their labs, guests and cgroups are
+    # stopped; Python's default for SIGTERM ends the process with no cleanup at all.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)

@@ -22,6 +22,7 @@ from rich.console import Console
 import hvbench.cli.main as cli_main
 from hvbench.cli.main import main as hvbench_main
 from hvbench.host import proctree
+from hvbench.host.paths import RECORDS_DIR
 from hvbench.image.builder import GuestImage, build_image
 from hvbench.netlab.lab import OWNER_ALIAS_PREFIX, used_networks
 from hvbench.netlab.names import BRIDGE_PREFIX, TAG_LEN, VETH_PREFIX, bridge_name, overlaps
@@ -266,6 +267,8 @@ def no_leaks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         assert list(tmp.iterdir()) == [], f"left in TMPDIR: {list(tmp.iterdir())}"
         leaked = new_network_objects(links_before, netns_before)
         assert leaked == [], f"network devices or namespaces outlived their test: {leaked}"
+        records = list(RECORDS_DIR.glob(f"*.hvb{os.getpid()}"))
+        assert records == [], f"owner records outlived their test: {records}"
 
 
 def hvbench(*args: str, columns: int | None = None) -> subprocess.CompletedProcess[str]:

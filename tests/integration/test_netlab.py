@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from hvbench.errors import CommandError, GuestTimeoutError, HostError
-from hvbench.host.paths import remove_orphaned_dirs
+from hvbench.host.paths import RECORDS_DIR, remove_orphaned_dirs
 from hvbench.model.lab import LabHostSpec, LabSpec
 from hvbench.monitors import MonitorSet, NetDevSampler
 from hvbench.netlab import NetLab, cleanup_orphaned_labs, names, tc
@@ -99,9 +99,10 @@ def test_two_hosts_talk_to_each_other_and_to_the_root_namespace(no_leaks: Path) 
         assert (a.address, b.address) == (lab.subnet[:-4] + "10", lab.subnet[:-4] + "11")
         assert lab.interfaces() == [lab.bridge, a.veth, b.veth]
         assert lab in REGISTRY.live()
-        # The owner record lists every device, under the work directory.
+        # The owner record lists every device, in the machine's records directory
+        # (found by any later hvbench, whatever its work directory).
         record = lab.record_dir
-        assert record is not None and record.parent == no_leaks
+        assert record is not None and record.parent == RECORDS_DIR
         data = json.loads((record / "lab.json").read_text())
         assert data["pid"] == os.getpid() and data["netns"] == [a.netns, b.netns]
         assert data["links"] == [lab.bridge, a.veth, b.veth]
@@ -307,7 +308,8 @@ def decoys() -> Iterator[tuple[str, str]]:
         subprocess.run(["ip", "netns", "del", netns], check=False)
 
 
-def test_cleanup_after_kill_9(no_leaks: Path, decoys: tuple[str, str]) -> None:
+def test_cleanup_after_kill_9(no_leaks: Path, decoys: tuple[str, str], tmp_path: Path,
+                              monkeypatch: pytest.MonkeyPatch) -> None:
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(CHILD)],
                              stdout=subprocess.PIPE, text=True)
     try:
@@ -317,7 +319,7 @@ def test_cleanup_after_kill_9(no_leaks: Path, decoys: tuple[str, str]) -> None:
         child.send_signal(signal.SIGKILL)
         child.wait()
     record = json.loads((Path(record_dir) / "lab.json").read_text())
-    assert Path(record_dir).parent == no_leaks
+    assert Path(record_dir).parent == RECORDS_DIR
     # The lab outlived its owner; its iperf3 died with it (PR_SET_PDEATHSIG).
     assert all(netns_exists(n) for n in record["netns"])
     assert all(link_exists(n) for n in record["links"])
@@ -325,6 +327,10 @@ def test_cleanup_after_kill_9(no_leaks: Path, decoys: tuple[str, str]) -> None:
     while Path(f"/proc/{server_pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.02)
 
+    # The cleanup is another hvbench's, with a work directory of its own (the owner's
+    # was a test's private one): the record is found all the same.
+    owner_work = os.environ["HVBENCH_WORKDIR"]
+    monkeypatch.setenv("HVBENCH_WORKDIR", str(tmp_path / "another"))
     # `cleanup --dry-run` names the same devices and changes nothing.
     would = cleanup_orphaned_labs(dry_run=True)
     assert f"would remove network namespace {record['netns'][0]}" in would
@@ -344,6 +350,8 @@ def test_cleanup_after_kill_9(no_leaks: Path, decoys: tuple[str, str]) -> None:
     netns, link = decoys
     assert netns_exists(netns) and link_exists(link), "cleanup removed unrecorded devices"
     assert cleanup_orphaned_labs() == []
+    assert list(Path(owner_work).iterdir()) == [], "the lab's scratch outlived it"
+    monkeypatch.setenv("HVBENCH_WORKDIR", owner_work)
     # The iperf3 server's log directory in TMPDIR is an ordinary orphaned dir.
     remove_orphaned_dirs(Path(tempfile.gettempdir()))
 

@@ -20,6 +20,20 @@ def work_dir() -> Path:
     return path
 
 
+#: Where owner records of host-wide objects (a lab's namespaces and links) live: one
+#: directory for every hvbench on the machine, whatever its work directory, so that any
+#: later hvbench finds what a killed one left (a record under a private work directory,
+#: such as a test's, is found by nobody once that directory is forgotten). /run is
+#: cleared at boot, as the objects are.
+RECORDS_DIR = Path("/run/hvbench")
+
+
+def records_dir() -> Path:
+    """:data:`RECORDS_DIR`, created if missing (root: what it records needs root)."""
+    RECORDS_DIR.mkdir(parents=True, exist_ok=True)
+    return RECORDS_DIR
+
+
 def cache_dir() -> Path:
     """``$HVBENCH_CACHE_DIR``, else ``$XDG_CACHE_HOME/hvbench``, else ``~/.cache/hvbench``."""
     if "HVBENCH_CACHE_DIR" in os.environ:

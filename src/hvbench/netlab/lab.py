@@ -30,7 +30,7 @@ from typing import Any
 from hvbench.errors import CommandError, HostError, HvbenchError, RootRequiredError
 from hvbench.host import facts
 from hvbench.host.commands import require_tool, run
-from hvbench.host.paths import make_owned_dir, work_dir
+from hvbench.host.paths import RECORDS_DIR, make_owned_dir, records_dir, work_dir
 from hvbench.host.started import StartStop
 from hvbench.model.lab import DEFAULT_MTU, RESERVED_HOST_NAMES, LabHostSpec, LabSpec
 from hvbench.netlab import names
@@ -128,6 +128,16 @@ class LabRecord:
         self.data[kind] = [*self.data.get(kind, []), name]
         self.save()
 
+    @property
+    def scratch(self) -> Path | None:
+        """The lab hosts' scratch directory (in its owner's work directory)."""
+        scratch = self.data.get("scratch")
+        return Path(scratch) if isinstance(scratch, str) else None
+
+    def set_scratch(self, directory: Path) -> None:
+        self.data["scratch"] = str(directory)
+        self.save()
+
     def discard(self, kind: str, name: str) -> None:
         self.data[kind] = [n for n in self.data.get(kind, []) if n != name]
         self.save()
@@ -196,7 +206,8 @@ def teardown(netns: Sequence[str], links: Sequence[str]) -> tuple[list[str], lis
 
 def cleanup_orphaned_labs(parent: Path | None = None, *, dry_run: bool = False) -> list[str]:
     """Remove what labs of dead hvbench processes left: for each ``lab-*/lab.json``
-    under ``parent`` (default: the work directory) whose owner is gone, kill the
+    under ``parent`` (default: the machine's records directory, and the work directory,
+    where hvbench before 2026-11-28 kept them) whose owner is gone, kill the
     processes in its recorded namespaces, delete the recorded namespaces and links that
     still exist and then the record. Nothing unrecorded is touched. Returns lines
     saying what was removed (and what could not be, whose record then stays).
@@ -206,9 +217,10 @@ def cleanup_orphaned_labs(parent: Path | None = None, *, dry_run: bool = False) 
     Call it before :func:`hvbench.host.paths.remove_orphaned_dirs`, which would delete
     the records without their devices.
     """
-    base = parent or work_dir()
+    bases = [parent] if parent else [RECORDS_DIR, work_dir()]
     lines: list[str] = []
-    for path in sorted(base.glob(f"{LAB_DIR_PREFIX}*/{RECORD_FILE}")):
+    pattern = f"{LAB_DIR_PREFIX}*/{RECORD_FILE}"
+    for path in [p for base in bases for p in sorted(base.glob(pattern))]:
         record = LabRecord.load(path.parent)
         if record is None or record.owner_alive():
             continue
@@ -220,6 +232,9 @@ def cleanup_orphaned_labs(parent: Path | None = None, *, dry_run: bool = False) 
         if failures:
             lines += [f"could not remove {f}" for f in failures]
             continue
+        if record.scratch is not None and record.scratch.exists():
+            shutil.rmtree(record.scratch, ignore_errors=True)
+            lines.append(f"removed lab scratch {record.scratch}")
         shutil.rmtree(record.directory, ignore_errors=True)
         lines.append(f"removed lab record {record.directory}")
     return lines
@@ -233,6 +248,8 @@ def _would_tear_down(record: LabRecord) -> list[str]:
               if _link_exists(link)]
     lines += [f"would remove network namespace {ns}" for ns in record.netns
               if _netns_exists(ns)]
+    if record.scratch is not None and record.scratch.exists():
+        lines.append(f"would remove lab scratch {record.scratch}")
     return [*lines, f"would remove lab record {record.directory}"]
 
 
@@ -357,6 +374,9 @@ class NetLab(StartStop):
         self._tag = ""
         self._count = 0
         self._guests: list[str] = []
+        #: The lab hosts' scratch directories (in the work directory: a served file
+        #: set or an exported image does not belong on /run's tmpfs).
+        self._scratch: Path | None = None
 
     # -- properties ----------------------------------------------------------------------
     def _require_plan(self) -> names.AddressPlan:
@@ -443,7 +463,9 @@ class NetLab(StartStop):
         self._tag = names.random_tag()
         self.name = f"netlab {self._tag}"
         subnet = self._choose_subnet()
-        self._record = LabRecord.create(work_dir(), self._tag, subnet)
+        self._record = LabRecord.create(records_dir(), self._tag, subnet)
+        self._scratch = make_owned_dir(work_dir(), f"{LAB_DIR_PREFIX}{self._tag}-")
+        self._record.set_scratch(self._scratch)
         self._plan = names.AddressPlan(subnet)
         self._registry.add(self)
         bridge = names.bridge_name(self._tag)
@@ -531,8 +553,7 @@ class NetLab(StartStop):
         self._wire(netns, veth, plan.with_prefix(address))
         for argv in link_shaping_commands(spec, veth, netns, names.NETNS_IFNAME):
             run(argv, timeout=COMMAND_TIMEOUT_S, what=f"shaping the link of {spec.name}")
-        record = self._record
-        scratch = (record.directory if record else work_dir()) / "hosts" / spec.name
+        scratch = (self._scratch or work_dir()) / "hosts" / spec.name
         scratch.mkdir(parents=True, exist_ok=True)
         host = LabHost(spec, netns=netns, address=address, veth=veth, scratch=scratch,
                        registry=self._registry)
@@ -578,6 +599,9 @@ class NetLab(StartStop):
             self._plan = None
             self.hosts.clear()
             self._guests.clear()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
         if failures:
             raise HostError(f"could not remove all of network lab {self._tag} (its record "
                             f"stays in {record.directory}): " + "; ".join(failures))
