@@ -277,6 +277,12 @@ def _cpu_pct(values: Mapping[str, float], native: bool) -> float | None:
         # A vhost-user disk's blocks are moved by its storage daemon, not QEMU.
         daemons = sum(v for m, v in values.items() if _is_daemon(m, "total.cpu_pct"))
         return qemu + daemons if qemu is not None else None
+    return _workload_cpu(values)
+
+
+def _workload_cpu(values: Mapping[str, float]) -> float | None:
+    """The workload's own CPU where the platform runs it, % of one CPU: fio's (first)
+    job, one thread; iperf3's process, one thread up to iperf3 3.15."""
     return values.get("cpu_pct", values.get("cpu_platform_pct"))
 
 
@@ -369,10 +375,8 @@ def derive(values: Mapping[str, float], *, native: bool,
     _net_derived(values, link_mbit, out)
     _guest_derived(values, out)
     _share_derived(values, out)
-    job = values.get("cpu_pct", values.get("cpu_platform_pct"))
+    job = _workload_cpu(values)
     if job is not None:
-        # The workload's own CPU where the platform runs it, % of one CPU: fio's (first)
-        # job, one thread; iperf3's process, one thread up to iperf3 3.15.
         out["res.workload.cpu_pct"] = job
     if not native:
         out |= latency_layers(values, out.get("res.disk.await_ms"))
