@@ -89,8 +89,12 @@ def test_a_study_on_one_host_over_ssh(image: GuestImage, sshd: SshServer,
                         "--db", str(db))
     took = time.monotonic() - started
     assert done.returncode == 0, done.stderr
-    # no Dask log lines or tracebacks (the coordinator never waits in a queue get)
-    assert "Traceback" not in done.stderr and "TimeoutError" not in done.stderr
+    # no Dask log lines or tracebacks (the coordinator never waits in a queue get); what
+    # Dask's teardown may log (a background task timing out while the workers are
+    # retired, seen once in CI) is one warning line, never a traceback
+    assert "Traceback" not in done.stderr
+    assert all(line.startswith("warning: stopping the SSH workers")
+               for line in done.stderr.splitlines() if "TimeoutError" in line), done.stderr
     with Store(db) as store:
         (run_id,) = store.run_ids()
     [row] = [line for line in done.stdout.splitlines() if line.startswith(f"│ {HOST}")]

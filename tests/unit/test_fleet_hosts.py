@@ -4,6 +4,7 @@ client answers what the coordinator asks the scheduler)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -199,3 +200,22 @@ def test_ctrl_c_between_two_submissions_stops_the_hosts_already_started(
         assert submitted == ["tcp://h1:1"] and events and events[0].is_set
         assert _Inbox.closed
         assert {store.get_run(r.run_id).status for r in runs} == {"interrupted"}
+
+
+def test_teardown_logs_become_lines_not_tracebacks(capsys: pytest.CaptureFixture[str]
+                                                   ) -> None:
+    from hvbench.run.ssh_hosts import _teardown_logs, _TeardownLines
+
+    lines = _TeardownLines()
+    app = logging.getLogger("tornado.application")
+    before = (app.handlers[:], app.propagate)
+    with _teardown_logs(lines):
+        try:
+            raise TimeoutError("Timeout")
+        except TimeoutError:
+            app.error("Exception in callback <Task finished coro=<x()>>", exc_info=True)
+        logging.getLogger("distributed.deploy.spec").info("not kept: below WARNING")
+    assert lines.lines == ["tornado.application: Exception in callback <Task finished "
+                           "coro=<x()>> (TimeoutError: Timeout)"]
+    assert (app.handlers, app.propagate) == before
+    assert "Traceback" not in capsys.readouterr().err

@@ -264,11 +264,21 @@ def _run_on_hosts(args: argparse.Namespace, new_study: Study | None, out: Consol
 
     classes = parse_hosts(args.hosts)
     err.print(f"starting hvbench workers over SSH on {', '.join(classes)}", markup=False)
-    with SshWorkers(list(classes), remote_python=args.remote_python,
-                    ssh_config=args.ssh_config, host_workdir=args.host_workdir,
-                    classes=classes) as workers:
-        return _run_fleet(workers.client, args, new_study, out, err, hosts=list(classes),
-                          classes=classes, again=shlex.join(ssh_options(args)))
+    workers = SshWorkers(list(classes), remote_python=args.remote_python,
+                         ssh_config=args.ssh_config, host_workdir=args.host_workdir,
+                         classes=classes)
+    try:
+        with workers:
+            return _run_fleet(workers.client, args, new_study, out, err,
+                              hosts=list(classes), classes=classes,
+                              again=shlex.join(ssh_options(args)))
+    finally:
+        # Dask's teardown errors come after every result was committed: one line, not
+        # its tracebacks over the run's table.
+        if workers.teardown:
+            err.print(f"warning: stopping the SSH workers, Dask logged "
+                      f"{len(workers.teardown)} line(s); the last: {workers.teardown[-1]}",
+                      markup=False, soft_wrap=True)
 
 
 def ssh_options(args: argparse.Namespace) -> list[str]:

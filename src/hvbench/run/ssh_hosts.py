@@ -25,7 +25,7 @@ import logging
 import shlex
 import shutil
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -235,6 +235,44 @@ class _RemoteLines(logging.Handler):
 
 #: Dask's logger of what the SSH workers read from the hosts.
 SSH_LOGGER = "distributed.deploy.ssh"
+#: The loggers a cluster's teardown reports its background tasks' errors on (tornado
+#: logs the exception of a callback's task, e.g. the cluster's worker bookkeeping
+#: timing out while the workers are retired).
+TEARDOWN_LOGGERS = ("tornado.application", "asyncio", "distributed")
+
+
+class _TeardownLines(logging.Handler):
+    """What the libraries logged at WARNING or above while the workers were stopped,
+    one line each (message and, when there is one, the exception's type and words)
+    instead of tracebacks over the run's last table."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = _one_line(record.getMessage())[:300]
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            line += f" ({type(exc).__name__}: {_one_line(str(exc))})"
+        self.lines.append(f"{record.name}: {line}")
+
+
+@contextlib.contextmanager
+def _teardown_logs(into: _TeardownLines) -> Iterator[None]:
+    """Route :data:`TEARDOWN_LOGGERS` into ``into`` alone while the block runs."""
+    saved = []
+    for name in TEARDOWN_LOGGERS:
+        log = logging.getLogger(name)
+        saved.append((log, log.handlers[:], log.propagate))
+        log.handlers[:] = [into]
+        log.propagate = False
+    try:
+        yield
+    finally:
+        for log, handlers, propagate in saved:
+            log.handlers[:] = handlers
+            log.propagate = propagate
 
 
 class HostSshWorker(SshWorker):
@@ -287,6 +325,9 @@ class SshWorkers:
         self._log_level: int | None = None
         self._scratch: Path | None = None
         self._remote = _RemoteLines()
+        #: What Dask, tornado or asyncio logged while the workers were stopped (one
+        #: line each): teardown only, after every result was taken.
+        self.teardown: list[str] = []
 
     @property
     def client(self) -> Client:
@@ -383,14 +424,18 @@ class SshWorkers:
 
     def stop(self) -> None:
         """Close the client and the cluster (soft: retire the workers; then hard: kill
-        their SSH processes), waiting up to :data:`STOP_TIMEOUT_S`. Safe twice."""
+        their SSH processes), waiting up to :data:`STOP_TIMEOUT_S`. What the libraries
+        log meanwhile goes to :attr:`teardown`, one line each. Safe twice."""
         client, self._client = self._client, None
         cluster, self.cluster = self.cluster, None
-        if client is not None:
-            with contextlib.suppress(Exception):  # a lost scheduler: nothing to close
-                client.close(timeout=STOP_TIMEOUT_S)
-        if cluster is not None:
-            cluster.close(timeout=STOP_TIMEOUT_S)
+        lines = _TeardownLines()
+        with _teardown_logs(lines):
+            if client is not None:
+                with contextlib.suppress(Exception):  # a lost scheduler: nothing to close
+                    client.close(timeout=STOP_TIMEOUT_S)
+            if cluster is not None:
+                cluster.close(timeout=STOP_TIMEOUT_S)
+        self.teardown += lines.lines
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
