@@ -169,6 +169,11 @@ def test_web_fixed_rate_and_max_rate(image: GuestImage, tmp_path: Path, backend:
             assert values[(platform, "fixed", phase, "reply_ms")] > 0
         top = values[(platform, "max", "10kB", "max_rate_rps")]
         assert 20 <= top <= 160
+        # the max-rate phase's host evidence is its chosen probe's (one 1 s httperf run
+        # of the several the search made), the fixed one's its whole window
+        evidence = values[(platform, "max", "10kB", "evidence_window_s")]
+        assert 1.0 <= evidence < values[(platform, "max", "10kB", "phase_wall_s")] / 2
+        assert (platform, "fixed", "1kB", "evidence_window_s") not in values
     assert values[("native", "max", "10kB", "max_rate_rps")] == 160
 
 

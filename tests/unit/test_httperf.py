@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -275,3 +276,18 @@ def test_a_served_but_unsustained_minimum_is_a_zero_maximum() -> None:
     outcome = max_rate_search(lambda r: model_run(r, 0.001), start=10, factor=2,
                               limit=1000, max_error_pct=1.0, min_achieved_ratio=0.99)
     assert _max_rate_metrics(spec, 100, outcome)["max_rate_rps"] == (0.0, "req/s")
+
+
+def test_each_probe_is_timed_and_the_chosen_one_is_the_metrics_step() -> None:
+    outcome = max_rate_search(lambda r: model_run(r, 333.0), start=10, factor=2, limit=20000,
+                              max_error_pct=1.0, min_achieved_ratio=0.99)
+    assert all(s.started <= s.ended for s in outcome.steps)
+    assert all(a.ended <= b.started for a, b in itertools.pairwise(outcome.steps))
+    assert outcome.chosen is outcome.best
+    # nothing sustained: the last served step is the one the metrics are of
+    unsustained = max_rate_search(lambda r: model_run(r, 0.001), start=10, factor=2,
+                                  limit=1000, max_error_pct=1.0, min_achieved_ratio=0.99)
+    assert unsustained.chosen is unsustained.served[-1]
+    nothing = max_rate_search(overloading(1.0, 0.0), start=50, factor=2, limit=3200,
+                              max_error_pct=1.0, min_achieved_ratio=0.99)
+    assert nothing.chosen is None

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from hvbench.errors import HostError, HvbenchError, SpecError
-from hvbench.monitors.base import MonitorReport, Sample
+from hvbench.monitors.base import MonitorReport, Sample, ThreadReport
 from hvbench.monitors.readers import ThreadCpuSampler
-from hvbench.monitors.sampler import MonitorSet, vcpu_thread_ids
+from hvbench.monitors.sampler import MonitorSet, focused, vcpu_thread_ids
 
 
 class Counter:
@@ -124,6 +124,39 @@ def test_between_picks_the_nearest_samples() -> None:
     monitors.stop()
     samples = monitors.samples("c")
     assert monitors.between("c", samples[2][0] + 0.001, samples[7][0] - 0.001) == {"n": 5.0}
+
+
+class Stepped(Counter):
+    """A counter whose thread list names the samples its summary covered."""
+
+    def report(self, samples: Sequence[Sample], t0: float) -> MonitorReport:
+        out = super().report(samples, t0)
+        out.threads = [ThreadReport(1, "t", "vcpu", {"first": float(samples[0][1])})]
+        return out
+
+
+def test_a_focus_narrows_the_summary_and_threads_but_not_the_series() -> None:
+    monitors = MonitorSet([Stepped("c")], hz=100)
+    monitors.start()
+    time.sleep(0.3)
+    samples = list(monitors.samples("c"))
+    focus = (samples[5][0] + 0.001, samples[12][0] - 0.001)
+    result = monitors.stop(focus)
+    everything = monitors.samples("c")
+    assert result.summary == {"c.n": 7.0}  # samples 6..13 of the counter
+    assert result.threads["c"][0].metrics == {"first": 6.0}
+    assert len(result.series["c"]) == len(everything) - 1
+    assert result.focus_s == pytest.approx(focus[1] - focus[0])
+    assert MonitorSet([Counter("d")]).stop().focus_s is None
+
+
+def test_focused_keeps_two_samples_and_the_stretch_between() -> None:
+    samples: list[Sample] = [(float(t), t) for t in range(10)]
+    assert focused(samples, 2.2, 5.9) == samples[2:7]
+    # an interval inside one sampling period still gives an interval, not one sample
+    assert focused(samples, 4.4, 4.45) == samples[4:6]
+    assert focused(samples, 9.6, 9.7) == samples[8:10]
+    assert focused(samples[:1], 0, 1) == samples[:1]
 
 
 def test_a_process_that_does_not_exist_is_reported() -> None:

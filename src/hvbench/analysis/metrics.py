@@ -236,6 +236,9 @@ def _runner_metrics() -> list[MetricSpec]:
         _m("guest_boot_s", "s", "guest boot s (firmware and kernel to the agent)", "lower",
            "runner", short="guest boot s", detail=42),
         _m("phase_wall_s", "s", "phase wall-clock s", "lower", "runner"),
+        # A max-rate phase's host and guest evidence covers its chosen probe only.
+        _m("evidence_window_s", "s", "evidence window s (the probe the metrics are of)",
+           "neutral", "runner"),
         _m("vhost", "bool", "vhost-net in use", "neutral", "runner"),
         _m("cache_dropped.<which>", "bool", "page cache dropped", "neutral", "runner"),
     ]

@@ -88,6 +88,9 @@ class MonitorResult:
     t0: float = 0.0
     #: Raw text kept with the window, by raw-output kind (the guest sampler's lines).
     raw: dict[str, str] = field(default_factory=dict)
+    #: Length of the interval ``summary`` and ``threads`` cover when the window was
+    #: stopped with a focus (seconds; None: they cover the whole window).
+    focus_s: float | None = None
 
     def rows(self) -> Iterator[tuple[str, float, dict[str, float]]]:
         """Every series row as (monitor name, t, values)."""
@@ -187,10 +190,13 @@ class MonitorSet(StartStop):
         finally:
             self._thread_cpu_s = time.thread_time() - start_cpu
 
-    def stop(self) -> MonitorResult:
+    def stop(self, focus: tuple[float, float] | None = None) -> MonitorResult:
         """Stop the thread (waits up to :data:`JOIN_TIMEOUT_S`), take the last samples,
-        compute the result and close the monitors. Safe to call again: returns the same
-        result. Never raises for a monitor's failure (see ``result.errors``)."""
+        compute the result and close the monitors. With ``focus`` (monotonic start,
+        end), the summary and per-thread metrics cover the samples nearest to that
+        interval (:func:`focused`); the series still cover the whole window. Safe to
+        call again: returns the same result. Never raises for a monitor's failure (see
+        ``result.errors``)."""
         if self.result is not None:
             return self.result
         if self._thread is not None:
@@ -201,7 +207,7 @@ class MonitorSet(StartStop):
                                            f"{JOIN_TIMEOUT_S} s; last samples missing")
             else:
                 self._sample_all()
-        self.result = self._build_result()
+        self.result = self._build_result(focus)
         for monitor in self.monitors:
             monitor.close()
         self._active.clear()
@@ -218,7 +224,7 @@ class MonitorSet(StartStop):
         except Exception as exc:  # one bad monitor must not hide the rest
             return MonitorReport(error=f"{type(exc).__name__}: {exc}")
 
-    def _build_result(self) -> MonitorResult:
+    def _build_result(self, focus: tuple[float, float] | None = None) -> MonitorResult:
         result = MonitorResult(errors=dict(self._errors), sampler_cpu_s=self._thread_cpu_s,
                                t0=self.t0)
         last = self.t0
@@ -227,13 +233,17 @@ class MonitorSet(StartStop):
             report = self._report(monitor, samples)
             if report.error and monitor.name not in result.errors:
                 result.errors[monitor.name] = report.error
-            result.summary |= {f"{monitor.name}.{k}": v for k, v in report.summary.items()}
             result.series[monitor.name] = report.series
+            if focus is not None:
+                report = self._report(monitor, focused(samples, *focus))
+            result.summary |= {f"{monitor.name}.{k}": v for k, v in report.summary.items()}
             if report.threads:
                 result.threads[monitor.name] = report.threads
             result.samples = max(result.samples, len(samples))
             last = max([last] + [t for t, _ in samples[-1:]])
         result.seconds = last - self.t0
+        if focus is not None:
+            result.focus_s = max(0.0, focus[1] - focus[0])
         return result
 
     def samples(self, name: str) -> list[Sample]:
@@ -247,10 +257,21 @@ class MonitorSet(StartStop):
         samples = self.samples(name)
         if len(samples) < 2:
             raise HvbenchError(f"monitor {name!r} has fewer than two samples")
-        first = min(samples, key=lambda s: abs(s[0] - start))
-        last = min(samples, key=lambda s: abs(s[0] - end))
         monitor = next(m for m in self.monitors if m.name == name)
-        return monitor.report([first, last], self.t0).summary
+        return monitor.report(focused(samples, start, end), self.t0).summary
+
+
+def focused(samples: Sequence[Sample], start: float, end: float) -> list[Sample]:
+    """The samples from the one nearest to ``start`` to the one nearest to ``end``
+    (monotonic instants), at least two when there are two: the stretch of a window an
+    interval inside it covers, at the sampling rate's resolution (pure)."""
+    if len(samples) < 2:
+        return list(samples)
+    first = min(range(len(samples)), key=lambda i: abs(samples[i][0] - start))
+    last = min(range(len(samples)), key=lambda i: abs(samples[i][0] - end))
+    if last <= first:
+        first, last = (first, first + 1) if first + 1 < len(samples) else (first - 1, first)
+    return list(samples[first:last + 1])
 
 
 def vcpu_thread_ids(qmp_cpus: Sequence[dict[str, Any]]) -> set[int]:

@@ -84,16 +84,18 @@ class PhaseMonitors:
         self._set = MonitorSet(self._monitors, self.hz)
         self._set.start()
 
-    def stop(self) -> MonitorResult:
-        """The phase's result; an empty result if sampling never started."""
+    def stop(self, focus: tuple[float, float] | None = None) -> MonitorResult:
+        """The phase's result; an empty result if sampling never started. With
+        ``focus`` (monotonic start, end) the host and guest summaries cover that
+        interval of the window (see :meth:`MonitorSet.stop`)."""
         if self._set is None:
             self._stop_guest()
             return MonitorResult()
-        result = self._set.stop()
+        result = self._set.stop(focus)
         self._set = None
         sampler = self._stop_guest()
         if sampler is not None and sampler.window is not None:
-            merge_guest(result, sampler.window, result.t0, sampler.name)
+            merge_guest(result, sampler.window, result.t0, sampler.name, focus)
         return result
 
     def _stop_guest(self) -> GuestSampler | None:
@@ -112,13 +114,17 @@ class PhaseMonitors:
             self._stop_guest()
 
 
-def merge_guest(result: MonitorResult, window: GuestWindow, t0: float, name: str) -> None:
+def merge_guest(result: MonitorResult, window: GuestWindow, t0: float, name: str,
+                focus: tuple[float, float] | None = None) -> None:
     """Add the guest sampler's window to a host window's ``result`` (in place): each
-    guest monitor's summary (``guest.disk.vdb.avgqu_sz``), series and error, and the
-    raw lines under :data:`~hvbench.monitors.guest.RAW_KIND`."""
+    guest monitor's summary (``guest.disk.vdb.avgqu_sz``; with ``focus``, over that
+    monotonic interval), series and error, and the raw lines under
+    :data:`~hvbench.monitors.guest.RAW_KIND`."""
     reports = window.reports(t0, t0 + result.seconds)
-    for monitor, report in reports.items():
+    summaries = reports if focus is None else window.reports(*focus)
+    for monitor, report in summaries.items():
         result.summary |= {f"{monitor}.{k}": v for k, v in report.summary.items()}
+    for monitor, report in reports.items():
         if report.series:
             result.series[monitor] = report.series
         if report.error:

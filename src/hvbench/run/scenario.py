@@ -449,7 +449,7 @@ class ScenarioMonitors(PhaseMonitors):
             self._stages = StagedLoads(staged, origin)
             self._stages.start()
 
-    def stop(self) -> MonitorResult:
+    def stop(self, focus: tuple[float, float] | None = None) -> MonitorResult:
         t1 = time.monotonic()
         ondemand, self._ondemand = self._ondemand, None
         stages, self._stages = self._stages, None
@@ -460,7 +460,7 @@ class ScenarioMonitors(PhaseMonitors):
         try:
             # Inside the try: a sampler that fails to stop must not leave the window's
             # staged chains and on-demand guests running into the group's next windows.
-            result = super().stop()
+            result = super().stop(focus)
             self._add_loads(result, self._t0, t1)
             if ondemand is not None:
                 ondemand.add_to(result)

@@ -15,7 +15,9 @@ class PhaseOutcome:
     progress), ``(t, {key: value})``; ``caches_dropped`` says which caches were dropped
     before a disk phase (host, guest); ``attachments`` are further raw outputs to store
     next to ``raw``, ``(raw kind, content)``, e.g. a rewritten fio job file and the list
-    of what was rewritten.
+    of what was rewritten; ``focus``: the monotonic interval of the phase whose host
+    evidence explains its metrics (a max-rate search's chosen probe), None for the
+    whole monitored window.
     """
 
     phase: str
@@ -25,3 +27,4 @@ class PhaseOutcome:
     series: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     caches_dropped: dict[str, bool] = field(default_factory=dict)
     attachments: list[tuple[str, str]] = field(default_factory=list)
+    focus: tuple[float, float] | None = None

@@ -465,12 +465,15 @@ class ProbeOverloaded(HvbenchError):
 @dataclass(frozen=True)
 class RateStep:
     """One measured rate of a max-rate search. ``result`` is None for an overloaded
-    probe, whose reason is ``overload``."""
+    probe, whose reason is ``overload``; ``started`` and ``ended`` bound the probe on
+    the monotonic clock (the host evidence of the step the metrics come from)."""
 
     rate: float
     result: HttperfResult | None
     sustained: bool
     overload: str = ""
+    started: float = 0.0
+    ended: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -485,6 +488,13 @@ class MaxRateOutcome:
         """The step at ``max_rate``, or None when no rate was sustained."""
         good = [s for s in self.steps if s.sustained and s.rate == self.max_rate]
         return good[-1] if good else None
+
+    @property
+    def chosen(self) -> RateStep | None:
+        """The step whose report the phase's metrics are: :attr:`best`, else the last
+        served step (None: none was served)."""
+        served = self.served
+        return self.best or (served[-1] if served else None)
 
     @property
     def served(self) -> list[RateStep]:
@@ -509,12 +519,15 @@ class _Search:
 
     def probe(self, rate: float) -> bool:
         """Measure ``rate``; an overloaded probe is recorded as not sustained."""
+        started = time.monotonic()
         try:
             result = self.measure(rate)
         except ProbeOverloaded as exc:
-            self.steps.append(RateStep(rate, None, False, str(exc)))
+            self.steps.append(RateStep(rate, None, False, str(exc), started,
+                                       time.monotonic()))
             return False
-        step = RateStep(rate, result, sustained(result, rate, *self.rule))
+        step = RateStep(rate, result, sustained(result, rate, *self.rule), "", started,
+                        time.monotonic())
         self.steps.append(step)
         return step.sustained
 
@@ -665,8 +678,9 @@ def _max_rate_metrics(spec: HttperfTest, file_kb: int,
     if not served:
         tried = "; ".join(s.overload for s in outcome.steps)
         raise HvbenchError(f"web phase {file_kb}kB: no rate could be served: {tried}")
-    chosen = outcome.best or served[-1]
-    if chosen.result is None:  # best steps always carry a result; keeps mypy exact
+    chosen = outcome.chosen
+    # a chosen step always carries a result (served); this keeps mypy exact
+    if chosen is None or chosen.result is None:
         raise HvbenchError("internal: a sustained step without a report")
     metrics = web_metrics(chosen.result, chosen.rate)
     metrics["max_rate_rps"] = (outcome.max_rate * spec.calls_per_conn, "req/s")
@@ -689,6 +703,7 @@ def run_web_phase(spec: HttperfTest, file_kb: int, client: Endpoint,
     :class:`ProbeOverloaded` if the fixed-rate run outlives its timeout.
     """
     run = _Httperf(spec, file_kb, client, server)
+    focus: tuple[float, float] | None = None
     if spec.mode == "fixed":
         rate = absolute(spec.rate)
         metrics = web_metrics(run(rate), rate)
@@ -698,5 +713,11 @@ def run_web_phase(spec: HttperfTest, file_kb: int, client: Endpoint,
             max_error_pct=spec.max_error_pct, min_achieved_ratio=spec.min_achieved_ratio,
             keep_going=run.time_left)
         metrics = _max_rate_metrics(spec, file_kb, outcome)
+        chosen = outcome.chosen
+        # The window spans every probe; the evidence that explains the headline is the
+        # chosen probe's (a vCPU saturated at the highest rate reads half idle over a
+        # search that also ran the low rates).
+        focus = (chosen.started, chosen.ended) if chosen is not None else None
     return PhaseOutcome(phase=f"{file_kb}kB", metrics=metrics,
-                           raw="\n".join(run.reports), raw_kind="httperf-text")
+                           raw="\n".join(run.reports), raw_kind="httperf-text",
+                           focus=focus)

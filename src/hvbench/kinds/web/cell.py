@@ -84,6 +84,7 @@ class WebCell(Simple):
             window = MonitorWindow(self._monitors)
             with window:
                 outcome = run_web_phase(phase_spec, kb, client, server)
+                window.focus = outcome.focus
             if reference is not None:
                 outcome.metrics[RATE_REF_METRIC] = (reference, "req/s")
             if spec.latency is not None:

@@ -262,12 +262,15 @@ class MeasuredWindow:
 
 class MonitorWindow(contextlib.AbstractContextManager["MonitorWindow"]):
     """Host monitors and a wall clock around exactly the measured part of a phase;
-    discarded if it raises."""
+    discarded if it raises. ``focus`` (monotonic start, end), when set inside the
+    window (a phase's :attr:`PhaseOutcome.focus`), is the interval the summaries
+    cover (the series still cover the whole window)."""
 
     def __init__(self, monitors: PhaseMonitors) -> None:
         self.monitors = monitors
         self.wall_s = 0.0
         self.result = MonitorResult()
+        self.focus: tuple[float, float] | None = None
         self._started = 0.0
 
     def __enter__(self) -> MonitorWindow:
@@ -280,7 +283,7 @@ class MonitorWindow(contextlib.AbstractContextManager["MonitorWindow"]):
             self.monitors.abort()
             return
         self.wall_s = time.monotonic() - self._started
-        self.result = self.monitors.stop()
+        self.result = self.monitors.stop(self.focus)
 
     def measured(self, outcomes: Sequence[PhaseOutcome], label: str | None = None
                  ) -> MeasuredWindow:
@@ -310,8 +313,12 @@ def cell_result(windows: Sequence[MeasuredWindow], *, raw_once: str | None = Non
 
 def _add_window(out: CellResult, window: MeasuredWindow, *, keep_raw: bool) -> None:
     summary = window.monitors.summary if window.monitors is not None else {}
+    focus_s = window.monitors.focus_s if window.monitors is not None else None
     for outcome in window.outcomes:
         out.measurements += measurement_records(outcome, window.wall_s, summary)
+        if focus_s is not None:
+            out.measurements.append(
+                MeasurementRecord(outcome.phase, "evidence_window_s", focus_s, "s"))
     label = window.label or (window.outcomes[0].phase if window.outcomes else "")
     if window.monitors is not None:
         out.samples += [SampleRecord(label, monitor, t, values)
