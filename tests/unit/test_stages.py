@@ -331,7 +331,8 @@ def test_a_window_whose_samplers_fail_to_stop_still_ends_its_staged_chain(
         time.sleep(0.01)
         return 900.0
 
-    def broken(self: PhaseMonitors) -> MonitorResult:
+    def broken(self: PhaseMonitors,
+               focus: tuple[float, float] | None = None) -> MonitorResult:
         raise HostError("the sampler did not stop")
     nb = Neighbour("nb0", NeighbourSpec(role="net", start_after_s=0), cast(Any, None))
     nb.chunk = chunk
