@@ -26,7 +26,7 @@ from hvbench.host.paths import RECORDS_DIR
 from hvbench.image.builder import GuestImage, build_image
 from hvbench.netlab.lab import OWNER_ALIAS_PREFIX, used_networks
 from hvbench.netlab.names import BRIDGE_PREFIX, TAG_LEN, VETH_PREFIX, bridge_name, overlaps
-from hvbench.platforms.qemu import TAP_PREFIX
+from hvbench.platforms.qemu import TAP_PREFIX, QemuPlatform
 from hvbench.platforms.registry import REGISTRY
 
 
@@ -215,6 +215,51 @@ def shared(*items: object) -> Iterator[None]:
     finally:
         for item in items:
             SHARED.remove(item)
+
+
+#: What a failure in a guest's network says it may be: the known open bug (see
+#: ``TX_STALL`` in test_scenarios.py), with the state needed to place it.
+NIC_STALL = "known open bug, a guest NIC stall? its virtio-net queues and counters then:"
+
+
+def nic_state(vm: QemuPlatform) -> str:
+    """The guest's virtio-net queues as QEMU has them (``x-query-virtio-queue-status``:
+    the guest's avail index against what QEMU took and returned, and whether it was
+    signalled) and the guest's own NIC counters and virtio interrupts, one line each:
+    whether a stalled transfer was the guest not refilling or QEMU not delivering."""
+    lines = [NIC_STALL]
+    try:
+        for dev in vm.qmp("x-query-virtio"):
+            if dev.get("name") != "virtio-net":
+                continue
+            path = dev["path"]
+            status = vm.qmp("x-query-virtio-status", path=path)
+            lines.append(f"{path}: status {status.get('status')}, isr {status.get('isr')}"
+                         f", broken {status.get('broken')}, vqs {status.get('num-vqs')}")
+            for queue in range(int(status.get("num-vqs", 0))):
+                q = vm.qmp("x-query-virtio-queue-status", path=path, queue=queue)
+                lines.append(f"{path} queue {queue}: " + ", ".join(
+                    f"{k}={v}" for k, v in q.items() if not k.startswith("vring-")
+                    or k in ("vring-num",)))
+    except Exception as exc:  # a diagnostic: whatever QMP says is the state
+        lines.append(f"QMP: {type(exc).__name__}: {exc}")
+    for argv in (["cat", "/proc/net/dev"], ["grep", "virtio", "/proc/interrupts"]):
+        try:
+            done = vm.exec(argv, timeout=15)
+            lines.append(f"guest {' '.join(argv)}:\n{done.text().rstrip()}")
+        except Exception as exc:  # the agent may be gone with the NIC
+            lines.append(f"guest {' '.join(argv)}: {type(exc).__name__}: {exc}")
+    return "\n".join(lines)
+
+
+@contextlib.contextmanager
+def nic_state_on_failure(vm: QemuPlatform) -> Iterator[None]:
+    """A failure in the block gets :func:`nic_state` as a note (it still fails)."""
+    try:
+        yield
+    except Exception as exc:
+        exc.add_note(nic_state(vm))
+        raise
 
 
 @contextlib.contextmanager

@@ -36,7 +36,12 @@ from hvbench.workloads.endpoints import (
 )
 from hvbench.workloads.iperf3 import run_iperf3, server_argv
 from hvbench.workloads.web import GUEST_WWW, file_content, file_uri, run_web_phase, serve_web
-from tests.integration.conftest import free_test_subnet, shared
+from tests.integration.conftest import (
+    free_test_subnet,
+    nic_state,
+    nic_state_on_failure,
+    shared,
+)
 
 pytestmark = [
     pytest.mark.integration,
@@ -207,12 +212,18 @@ def test_iperf3_with_a_guest(guest_lab: GuestLab) -> None:
     then the guest as the server (a peer guest) with a lab host as the client."""
     spec = NetworkWorkloadSpec(duration_s=2, omit_s=0.5, timeout_s=120)
     lab, vm, guest = guest_lab.lab, guest_lab.vm, guest_lab.endpoint()
-    for direction in ("tx", "rx"):
-        outcome = run_iperf3(spec.model_copy(update={"direction": direction}), guest,
-                             lab.root())
-        assert outcome.metrics["mbit_s"][0] > 1, direction
-    outcome = run_iperf3(spec, lab.hosts["client"], guest)
-    assert outcome.metrics["mbit_s"][0] > 1
+    with nic_state_on_failure(vm):
+        for direction in ("tx", "rx"):
+            outcome = run_iperf3(spec.model_copy(update={"direction": direction}), guest,
+                                 lab.root())
+            assert outcome.metrics["mbit_s"][0] > 1, direction
+        outcome = run_iperf3(spec, lab.hosts["client"], guest)
+        assert outcome.metrics["mbit_s"][0] > 1
+    # the state a failure would carry can be read: the NIC's three queues and the
+    # guest's counters
+    state = nic_state(vm)
+    assert "queue 2: " in state and "used-idx=" in state and "QMP:" not in state, state
+    assert "guest cat /proc/net/dev:\nInter-" in state, state
     left = vm.exec(["pidof", "iperf3"], timeout=30)
     assert left.stdout == b"", "the guest's iperf3 server outlived the test"
     assert vm.exec(["sh", "-c", "ls /tmp/hvbench-iperf3*"], timeout=30).exit_code != 0
@@ -247,7 +258,7 @@ def test_web_in_a_guest(guest_lab: GuestLab) -> None:
                            timeout_s=300)
     client = guest_lab.lab.hosts["client"]
     vm, guest = guest_lab.vm, guest_lab.endpoint()
-    with serve_web(spec, guest):
+    with nic_state_on_failure(vm), serve_web(spec, guest):
         fixed = run_web_phase(spec, 10, client, guest)
         assert fixed.metrics["error_pct"][0] == 0.0, fixed.raw
         assert fixed.metrics["achieved_ratio"][0] > 0.9, fixed.raw
