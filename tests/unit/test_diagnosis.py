@@ -186,6 +186,14 @@ def test_emulated_controller_against_its_virtio_sibling() -> None:
         == "emulated-controller"
     # No virtio cell to compare with: no verdict from the bus name alone.
     assert "emulated-controller" not in fired(model(ide, platform=_vm(bus="ide")))
+    # Throughput alone: 0.82 of the sibling's at the same CPU per I/O is the controller's
+    # cost beyond noise; 0.9 is not, and nor is 0.82 in a cell whose repetitions vary 20 %.
+    for mb_s, cov, named in ((41.0, 1.0, True), (45.0, 1.0, False), (41.0, 20.0, False)):
+        slower = {**DISK, "mb_s": mb_s, "iops": 100.0 * mb_s / 50.0,
+                  "qemu.total.cpu_pct": 40.0 * mb_s / 50.0}
+        cell = model(slower, platform=_vm(bus="ahci"), siblings={"vm.virtio": sibling},
+                     cov=cov)
+        assert ("emulated-controller" in fired(cell)) is named, (mb_s, cov)
 
 
 def test_vcpu_saturated_and_tcg_artefacts() -> None:
@@ -291,10 +299,47 @@ def test_main_loop_and_host_contention() -> None:
     two = {**DISK, "qemu.vcpu.wait_pct": 55.0, "host.cpu.busy_pct": 90.0,
            "host.cpu.cpu0.busy_pct": 90.0, "host.cpu.cpu1.busy_pct": 90.0}
     evidence = diagnose(model(two)).dominant.evidence  # type: ignore[union-attr]
-    assert "other processes than the guest's QEMU used 140 % of a core (attribution)" \
-        in evidence
+    assert any(e.startswith("processes outside the cell used 140 % of a core") for e in evidence)
     no_wait = {k: v for k, v in DISK.items() if k != "qemu.vcpu.wait_pct"}
     assert "host-cpu-contention" in abstained(model(no_wait))
+
+
+WEB_VM = {"max_rate_rps": 300.0, "qemu.vcpu.cpu_pct": 65.0, "qemu.vcpu.threads": 1.0,
+          "qemu.vcpu.wait_pct": 31.0, "qemu.vcpu.blocked_pct": 4.0, "qemu.main.cpu_pct": 25.0,
+          "qemu.total.cpu_pct": 95.0, "host.cpu.busy_pct": 99.0,
+          "host.cpu.cpu0.busy_pct": 99.0, "host.cpu.cpu1.busy_pct": 99.0,
+          "client_cpu_pct": 96.0}
+
+
+def test_a_vcpu_waiting_for_its_own_cells_cores_is_saturated_not_contended() -> None:
+    # 2 cores at 99 %: QEMU 95 % and the cell's own httperf 96 % of a core leave 7 % to
+    # others: the wait is the cell's, no neighbour to move. The vCPU never halted (96 %
+    # runnable): it is the guest's limit, though it ran 65 % of a core.
+    cell = model(WEB_VM, native={"max_rate_rps": 5000.0}, main="max_rate_rps")
+    assert cell.get("res.host.load_cpu_pct") == pytest.approx(96.0)
+    assert cell.get("res.host.others_cpu_pct") == pytest.approx(198.0 - 95.0 - 96.0)
+    assert cell.get("res.vcpu.runnable_pct") == pytest.approx(96.0)
+    assert "host-cpu-contention" not in fired(cell)
+    verdict = diagnose(cell)
+    assert verdict.dominant is not None and verdict.dominant.rule == "vcpu-saturated"
+    held = [e for e in verdict.dominant.evidence if e.startswith("the vCPU thread runnable 96 %")]
+    assert held and "held by the cell itself" in held[0] and "load generator 96 %" in held[0]
+    # The same wait beside a neighbour that used a core: contention, named first.
+    busy = {**WEB_VM, "client_cpu_pct": 0.0}
+    verdict = diagnose(model(busy, native={"max_rate_rps": 5000.0}, main="max_rate_rps"))
+    assert verdict.dominant is not None and verdict.dominant.rule == "host-cpu-contention"
+    assert "vcpu-saturated" not in {f.rule for f in verdict.contributing}
+    # A vCPU that halted half the time is not saturated by its demand.
+    idle = {**WEB_VM, "qemu.vcpu.blocked_pct": 50.0}
+    assert "vcpu-saturated" not in fired(model(idle, native={"max_rate_rps": 5000.0},
+                                               main="max_rate_rps"))
+    # The most runnable vCPU thread of several, when sampled, is read as it is.
+    two = {**WEB_VM, "qemu.vcpu.threads": 2.0, "qemu.vcpu.max_runnable_pct": 91.0}
+    assert model(two, native={"max_rate_rps": 5000.0},
+                 main="max_rate_rps").get("res.vcpu.runnable_pct") == pytest.approx(91.0)
+    several = {**WEB_VM, "qemu.vcpu.threads": 2.0}
+    assert model(several, native={"max_rate_rps": 5000.0},
+                 main="max_rate_rps").get("res.vcpu.runnable_pct") is None
 
 
 NET = {"mbit_s": 95.0, "qemu.total.cpu_pct": 50.0, "qemu.main.cpu_pct": 5.0,

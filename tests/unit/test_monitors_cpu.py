@@ -118,6 +118,8 @@ def test_class_metrics_with_a_thread_born_and_one_gone() -> None:
     assert m["total.max_cpu_pct"] == pytest.approx(0.85 / T * 100)
     assert m["main.max_cpu_pct"] == pytest.approx(0.01 / T * 100)
     assert m["vcpu.max_wait_pct"] == pytest.approx(64803841 / 1e9 / T * 100)
+    # The most runnable vCPU is the busy one, read against its own time alive.
+    assert m["vcpu.max_runnable_pct"] == pytest.approx((841575682 + 64803841) / 1e9 / T * 100)
     assert m["vcpu.run_pct"] == pytest.approx(vcpu_run / T * 100)
     assert m["vcpu.wait_pct"] == pytest.approx(vcpu_wait / T * 100)
     assert m["vcpu.blocked_pct"] == pytest.approx(100 - (vcpu_run + vcpu_wait) / (2 * T) * 100)

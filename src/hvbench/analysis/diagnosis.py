@@ -80,8 +80,10 @@ DEVICE_SHARE_CACHED = 0.5
 CACHED_FASTER_PCT = 120.0
 #: CPU per I/O (or per byte) of an emulated device this many times its virtio sibling's.
 EMULATED_COST_RATIO = 1.3
-#: Or throughput at most this share of the virtio sibling's.
-EMULATED_THROUGHPUT_RATIO = 0.8
+#: Or throughput at most this share of the virtio sibling's: the line every rule draws
+#: for a sibling that differs in one setting (:data:`SIBLING_SLOWER_RATIO`, beyond the
+#: run-to-run noise of fio results here), and beyond the cell's own repetition noise.
+EMULATED_THROUGHPUT_RATIO = SIBLING_SLOWER_RATIO
 #: A thread busier than this (% of one core) is saturated.
 SATURATED_PCT = 85.0
 #: A workload's own CPU (% of one CPU) up to which it can be one thread's: the
@@ -90,6 +92,13 @@ SATURATED_PCT = 85.0
 ONE_THREAD_MAX_PCT = 105.0
 #: vCPU run-queue wait above this %: another runnable thread holds the core.
 WAIT_PCT = 30.0
+#: Host CPU (% of one core) that processes outside the cell must use for a vCPU's
+#: run-queue wait to be their contention: below it, the cores the vCPU waited for
+#: were held by the cell itself (QEMU's other threads, its storage daemons, its own
+#: load generator on the host). 30 % is the line bench/diagnosis_accuracy.py draws
+#: between a quiet host and a busy one (QUIET_CORES 0.3), and ten times the host
+#: sampler's own cost (bench/sampler_cost.py).
+CONTENDER_PCT = 30.0
 #: A link carrying at least this % of its shaped rate is the limit.
 LINK_SATURATED_PCT = 85.0
 #: Main loop CPU above this % with user-mode networking: slirp is doing the work.
@@ -959,8 +968,9 @@ def _emulated(cell: CellModel, key: str, emulated: Sequence[str], virtio: Sequen
     tput = None
     if main and main in values and values[main] > 0 and main in cell.values:
         tput = cell.values[main] / values[main]
-    if (ratio is None or ratio < EMULATED_COST_RATIO) and (
-            tput is None or tput > EMULATED_THROUGHPUT_RATIO):
+    noise = (cell.main_cov_pct or 0.0) / 100.0
+    slower = tput is not None and tput <= min(EMULATED_THROUGHPUT_RATIO, 1.0 - noise)
+    if (ratio is None or ratio < EMULATED_COST_RATIO) and not slower:
         return None
     evidence = [f"{settings.lookup(key).key}={model}: {cost.split('.')[1].replace('_', ' ')} "
                 f"{_n(mine)} vs {_n(theirs)} on {name} ({_flat_value(cell, name, key)})"]
@@ -1008,6 +1018,7 @@ def _vcpu_saturated(cell: CellModel) -> Hit | None:
     levels = [v for v in (util, guest, guest_max) if v is not None and v >= SATURATED_PCT]
     if util is None:
         return None
+    demand = _runnable_demand(cell)
     tcg = cell.accelerator == "tcg"
     # Under TCG a busy vCPU is emulating: that is the TCG rule's finding.
     score = SCORE_TCG if tcg else SCORE_SPECIFIC
@@ -1018,6 +1029,9 @@ def _vcpu_saturated(cell: CellModel) -> Hit | None:
         evidence.append(f"the guest's own CPU {_n(guest)} % busy (its /proc/stat)"
                         + (f", its busiest CPU {_n(guest_max)} %"
                            if guest_max is not None and guest_max - guest >= 1.0 else ""))
+    if demand is not None:
+        levels.append(demand)
+        evidence.append(_demand_text(cell, demand))
     one = _one_of_several(cell)
     job = _workload_thread(cell)
     if one is not None and job is not None and job >= SATURATED_PCT:
@@ -1033,6 +1047,32 @@ def _vcpu_saturated(cell: CellModel) -> Hit | None:
         one, "spread the work over more threads (fio numjobs; several iperf3 processes, "
         "since one runs all its streams in one thread before iperf3 3.16; more server "
         "workers) or do less work per I/O in the guest"))
+
+
+def _runnable_demand(cell: CellModel) -> float | None:
+    """The busiest vCPU thread's runnable share (running or waiting for a core) when it
+    reached :data:`SATURATED_PCT`: the guest always had work and never halted, whatever
+    share of a core the host gave it. The wait's cause is :func:`_host_contention`'s
+    when others were on the host; without them the cell's own threads and load
+    generator held the cores. None when others made it wait (``_host_contention``'s
+    finding): then the guest would have run had they not held the cores."""
+    runnable, wait = cell.get("res.vcpu.runnable_pct"), cell.get("res.vcpu.wait_pct")
+    if runnable is None or runnable < SATURATED_PCT:
+        return None
+    contended = wait is not None and wait >= _limit(cell, "WAIT_PCT", WAIT_PCT) \
+        and not _self_contended(cell)
+    return None if contended else runnable
+
+
+def _demand_text(cell: CellModel, runnable: float) -> str:
+    wait = cell.get("res.vcpu.wait_pct")
+    text = f"the vCPU thread runnable {_n(runnable)} % of the window (it did not halt)"
+    if wait is None:
+        return text
+    held = _own_cores_text(cell) if _self_contended(cell) else (
+        f"processes outside the cell used {_n(cell.get('res.host.others_cpu_pct'))} % of a "
+        "core")
+    return f"{text}, {_n(wait)} % waiting for a core: {held}"
 
 
 def _main_loop(cell: CellModel) -> Hit | None:
@@ -1101,9 +1141,33 @@ def _polling_without_gain(cell: CellModel) -> Hit | None:
         f"{noise:.0f} %)"))
 
 
+def _self_contended(cell: CellModel) -> bool:
+    """The vCPU waited for cores the cell itself held: processes outside it (not its
+    QEMU, storage daemons or load generator) used under :data:`CONTENDER_PCT` of a
+    core. Unknown (a stored run without the host's CPU): not self-contended."""
+    others = cell.get("res.host.others_cpu_pct")
+    return others is not None and others < _limit(cell, "CONTENDER_PCT", CONTENDER_PCT)
+
+
+def _own_cores_text(cell: CellModel) -> str:
+    """Who held the cores a self-contended vCPU waited for, as evidence."""
+    parts = []
+    qemu, vcpu = cell.get("qemu.total.cpu_pct"), cell.get("qemu.vcpu.cpu_pct")
+    if qemu is not None and vcpu is not None:
+        parts.append(f"QEMU's other threads {_n(max(qemu - vcpu, 0.0))} %")
+    load = cell.get("res.host.load_cpu_pct")
+    if load is not None:
+        parts.append(f"the cell's own load generator {_n(load)} %")
+    parts.append(f"other processes {_n(cell.get('res.host.others_cpu_pct'))} %")
+    return (f"the host's cores were held by the cell itself ({', '.join(parts)} of a "
+            f"core, host {_n(cell.get('res.host.cpu_busy_pct'))} % busy)")
+
+
 def _host_contention(cell: CellModel) -> Hit | None:
     wait, limit = cell.get("res.vcpu.wait_pct"), _limit(cell, "WAIT_PCT", WAIT_PCT)
-    if wait is None or wait < limit:
+    if wait is None or wait < limit or _self_contended(cell):
+        # Without others on the host the wait is the cell's own threads and load
+        # generator sharing too few cores: no neighbour to move, no weight to raise.
         return None
     evidence = [f"vCPU run-queue wait {_n(wait)} % (runnable, not running"
                 + (", the vCPU that waited most)" if (cell.get("qemu.vcpu.threads") or 1.0) > 1.0
@@ -1111,8 +1175,11 @@ def _host_contention(cell: CellModel) -> Hit | None:
                 f"host CPU busy {_n(cell.get('res.host.cpu_busy_pct'))} %"]
     others = cell.get("res.host.others_cpu_pct")
     if others is not None:
-        evidence.append(f"other processes than the guest's QEMU used {_n(others)} % of a "
-                        "core (attribution)")
+        load = cell.get("res.host.load_cpu_pct")
+        evidence.append(f"processes outside the cell used {_n(others)} % of a core "
+                        "(attribution: the host's busy time less QEMU's, its storage "
+                        "daemons'" + (f" and its load generator's {_n(load)} %"
+                                      if load is not None else "") + ")")
     execs = cell.get("qemu.vcpu.exec_per_s")
     if execs is not None:
         evidence.append(f"{_n(execs)} executions/s, "

@@ -41,6 +41,7 @@ __all__ = [
     "catalogue",
     "detail_metrics",
     "direction_of",
+    "host_load_metrics",
     "is_known",
     "latency_spec",
     "lookup",
@@ -79,6 +80,10 @@ class MetricSpec:
     main: int | None = None
     detail: int | None = None
     vs_alone: int | None = None
+    #: The CPU (% of one core) of the cell's own load generator or peer on the host (a
+    #: web cell's httperf, a network cell's iperf3 server in a lab host): the cell's
+    #: work, not another user's, when the host's CPU is attributed.
+    host_load: bool = False
 
     @property
     def short_label(self) -> str:
@@ -119,6 +124,7 @@ def _m(
     main: int | None = None,
     detail: int | None = None,
     vs_alone: int | None = None,
+    host_load: bool = False,
 ) -> MetricSpec:
     return MetricSpec(
         name,
@@ -132,6 +138,7 @@ def _m(
         main=main,
         detail=detail,
         vs_alone=vs_alone,
+        host_load=host_load,
     )
 
 
@@ -141,6 +148,7 @@ _THREAD_CLASS_METRICS = (
     ("run_pct", "%", "on-CPU %"),
     ("wait_pct", "%", "run-queue wait %"),
     ("max_wait_pct", "%", "longest-waiting thread's run-queue wait %"),
+    ("max_runnable_pct", "%", "most runnable thread's running or waiting %"),
     ("blocked_pct", "%", "blocked %"),
     ("exec_per_s", "1/s", "executions/s"),
     ("cpu_ms_per_exec", "ms", "CPU ms per execution"),
@@ -438,8 +446,12 @@ _RESOURCE_METRICS = (
     ("res.daemon.util_pct", "%", "storage daemon iothread utilisation % (busiest)"),
     ("res.daemon.cpu_pct", "%", "storage daemons' CPU % (of one core, all threads)"),
     ("res.host.cpu_busy_pct", "%", "host CPU busy %"),
-    ("res.host.others_cpu_pct", "%", "host CPU of other processes than the guest's QEMU "
-     "(% of one core)"),
+    ("res.host.others_cpu_pct", "%", "host CPU of other processes than the guest's QEMU, "
+     "its storage daemons and its own load generator (% of one core)"),
+    ("res.host.load_cpu_pct", "%", "host CPU of the cell's own load generator or peer "
+     "(httperf, iperf3's server; % of one core)"),
+    ("res.vcpu.runnable_pct", "%", "the most runnable vCPU thread's running or waiting "
+     "for a core %"),
     ("res.cpu_ms_per_mb", "ms", "CPU ms per MB moved"),
     ("res.cpu_ms_per_io", "ms", "CPU ms per I/O"),
     ("res.cpu_ms_per_req", "ms", "CPU ms per request"),
@@ -599,6 +611,12 @@ def main_metric(metrics: Iterable[str], *, boot: bool = True) -> str | None:
 def detail_metrics() -> tuple[MetricSpec, ...]:
     """The entries shown under the headline in the terminal's phase tables, in order."""
     return _index[0].detail
+
+
+def host_load_metrics() -> tuple[str, ...]:
+    """The metrics that carry a cell's own load generator's CPU on the host
+    (:attr:`MetricSpec.host_load`), in declaration order."""
+    return tuple(s.name for s in _index[0].specs if s.host_load)
 
 
 def vs_alone_metrics() -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hvbench.analysis.layers import latency_layers
+from hvbench.analysis.metrics import host_load_metrics
 from hvbench.analysis.summaries import PhaseStats
 from hvbench.model import settings
 from hvbench.model.platform import is_host_kind
@@ -238,17 +239,43 @@ def _thread_derived(values: Mapping[str, float], out: dict[str, float]) -> None:
     wait = values.get("qemu.vcpu.max_wait_pct", values.get("qemu.vcpu.wait_pct"))
     if wait is not None:
         out["res.vcpu.wait_pct"] = wait
+    runnable = _runnable(values)
+    if runnable is not None:
+        out["res.vcpu.runnable_pct"] = runnable
     busy = values.get("host.cpu.busy_pct")
     if busy is not None:
         out["res.host.cpu_busy_pct"] = busy
     cores = sum(1 for m in values if m.startswith("host.cpu.cpu") and m.endswith(".busy_pct"))
     qemu = values.get("qemu.total.cpu_pct")
+    load = _host_load(values)
+    if load is not None:
+        out["res.host.load_cpu_pct"] = load
     if busy is not None and qemu is not None and cores:
-        # Host CPU (in % of one core) not spent by this guest's QEMU: other processes
-        # (the workload's peer, neighbours, other users of the machine).
-        # The guest's storage daemons serve it too: not "others".
+        # Host CPU (in % of one core) not spent by this cell: other processes
+        # (neighbours, other users of the machine, the kernel's own work). The guest's
+        # storage daemons serve it and its load generator drives it: not "others".
         daemons = sum(v for m, v in values.items() if _is_daemon(m, "total.cpu_pct"))
-        out["res.host.others_cpu_pct"] = max(busy * cores - qemu - daemons, 0.0)
+        out["res.host.others_cpu_pct"] = max(busy * cores - qemu - daemons - (load or 0.0),
+                                             0.0)
+
+
+def _runnable(values: Mapping[str, float]) -> float | None:
+    """The most runnable vCPU thread's running-or-waiting share (%); for runs stored
+    before it was sampled, a one-vCPU guest's 100 - blocked (the same thread)."""
+    found = values.get("qemu.vcpu.max_runnable_pct")
+    if found is not None:
+        return found
+    blocked = values.get("qemu.vcpu.blocked_pct")
+    if blocked is None or (values.get("qemu.vcpu.threads") or 1.0) > 1.0:
+        return None
+    return 100.0 - blocked
+
+
+def _host_load(values: Mapping[str, float]) -> float | None:
+    """The cell's own load generator's CPU on the host (% of one core): the catalogue's
+    host-load metrics the phase stored, summed; None when it stored none."""
+    found = [values[m] for m in host_load_metrics() if m in values]
+    return sum(found) if found else None
 
 
 def _is_daemon(metric: str, suffix: str) -> bool:

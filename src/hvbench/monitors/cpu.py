@@ -29,6 +29,9 @@ Metrics of a group of threads over an interval of ``T`` seconds (:func:`group_me
 - ``cpu_pct``: Δ(utime+stime) / T x 100, in % of one core (sums over the group)
 - ``run_pct``: Δrun (schedstat) / T x 100, the same from the scheduler's ns clock
 - ``wait_pct``: Δrun-queue wait / T x 100 (runnable, but another task had the CPU)
+- ``max_runnable_pct``: the most runnable thread's (Δrun + Δwait) / its alive time x
+  100: a vCPU at 100 always had guest work (never halted), whatever share of a core
+  the host gave it
 - ``blocked_pct``: 100 - (Δrun + Δwait) / alive x 100, floored at 0, where ``alive`` is
   the sum over the group of each thread's lifetime within the interval; for one thread
   alive throughout it is ``100 - run_pct - wait_pct`` (XenMon's "blocked": neither
@@ -76,7 +79,7 @@ from hvbench.host.cgroups import is_vcpu_name
 CLK_TCK: int = os.sysconf("SC_CLK_TCK")
 CLASSES = ("vcpu", "iothread", "worker", "vhost", "main", "other")
 GROUP_METRICS = ("cpu_pct", "max_cpu_pct", "run_pct", "wait_pct", "max_wait_pct",
-                 "blocked_pct", "exec_per_s",
+                 "max_runnable_pct", "blocked_pct", "exec_per_s",
                  "cpu_ms_per_exec", "vol_cs_per_s", "invol_cs_per_s", "cs_per_s",
                  "wakeups_per_s", "threads")
 HOST_CPU_METRICS = ("busy_pct", "user_pct", "system_pct", "irq_pct", "iowait_pct",
@@ -268,6 +271,14 @@ def snapshot_ends(snap: TaskSnapshot) -> list[tuple[TaskSample, float]]:
     return [(task, snap.boot_s) for task in snap.tasks.values()]
 
 
+def _runnable_pct(delta: ThreadDelta) -> float:
+    """The share of its time alive a thread was running or waiting for a core, in %
+    (100 - its own blocked share): a vCPU at 100 never halted."""
+    if delta.alive_s <= 0:
+        return 0.0
+    return min(100.0, (delta.run_s + delta.wait_s) / delta.alive_s * 100.0)
+
+
 def group_metrics(deltas: Iterable[ThreadDelta], seconds: float) -> dict[str, float]:
     """The metrics of a group of threads over ``seconds`` (zeros if ``seconds`` <= 0);
     ``wakeups_per_s`` only when every thread of the group has its wake-ups.
@@ -290,6 +301,7 @@ def group_metrics(deltas: Iterable[ThreadDelta], seconds: float) -> dict[str, fl
         "run_pct": run * per_s * 100.0,
         "wait_pct": wait * per_s * 100.0,
         "max_wait_pct": max((d.wait_s for d in group), default=0.0) * per_s * 100.0,
+        "max_runnable_pct": max((_runnable_pct(d) for d in group), default=0.0),
         "blocked_pct": blocked,
         "exec_per_s": slices * per_s,
         "cpu_ms_per_exec": run * 1000.0 / slices if slices else 0.0,

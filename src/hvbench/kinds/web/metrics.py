@@ -60,7 +60,8 @@ def web_metrics() -> list[MetricSpec]:
             _m(f"err.{kind}", "count", f"httperf {kind} errors", "neutral", "httperf")
             for kind in HTTPERF_ERRORS
         ),
-        _m("client_cpu_pct", "%", "httperf client CPU %", "neutral", "httperf", detail=14),
+        _m("client_cpu_pct", "%", "httperf client CPU %", "neutral", "httperf", detail=14,
+           host_load=True),
         _m("net_mbit_s", "Mbit/s", "httperf net Mbit/s", "neutral", "httperf"),
         _m("steps", "count", "max-rate steps", "neutral", "httperf"),
         # -- wrk (the web workload's latency pass) ----------------------------------------
