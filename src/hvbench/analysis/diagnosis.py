@@ -1052,16 +1052,13 @@ def _vcpu_saturated(cell: CellModel) -> Hit | None:
 def _runnable_demand(cell: CellModel) -> float | None:
     """The busiest vCPU thread's runnable share (running or waiting for a core) when it
     reached :data:`SATURATED_PCT`: the guest always had work and never halted, whatever
-    share of a core the host gave it. The wait's cause is :func:`_host_contention`'s
-    when others were on the host; without them the cell's own threads and load
-    generator held the cores. None when others made it wait (``_host_contention``'s
-    finding): then the guest would have run had they not held the cores."""
-    runnable, wait = cell.get("res.vcpu.runnable_pct"), cell.get("res.vcpu.wait_pct")
-    if runnable is None or runnable < SATURATED_PCT:
+    share of a core the host gave it. None when others made it wait
+    (:func:`_others_contended`, :func:`_host_contention`'s finding): the guest would
+    have run had they not held the cores."""
+    runnable = cell.get("res.vcpu.runnable_pct")
+    if runnable is None or runnable < SATURATED_PCT or _others_contended(cell):
         return None
-    contended = wait is not None and wait >= _limit(cell, "WAIT_PCT", WAIT_PCT) \
-        and not _self_contended(cell)
-    return None if contended else runnable
+    return runnable
 
 
 def _demand_text(cell: CellModel, runnable: float) -> str:
@@ -1069,9 +1066,7 @@ def _demand_text(cell: CellModel, runnable: float) -> str:
     text = f"the vCPU thread runnable {_n(runnable)} % of the window (it did not halt)"
     if wait is None:
         return text
-    held = _own_cores_text(cell) if _self_contended(cell) else (
-        f"processes outside the cell used {_n(cell.get('res.host.others_cpu_pct'))} % of a "
-        "core")
+    held = _own_cores_text(cell) if _self_contended(cell) else _others_text(cell)
     return f"{text}, {_n(wait)} % waiting for a core: {held}"
 
 
@@ -1149,6 +1144,19 @@ def _self_contended(cell: CellModel) -> bool:
     return others is not None and others < _limit(cell, "CONTENDER_PCT", CONTENDER_PCT)
 
 
+def _others_contended(cell: CellModel) -> bool:
+    """The busiest-waiting vCPU waited at least :data:`WAIT_PCT` for cores that
+    processes outside the cell held (not :func:`_self_contended`)."""
+    wait = cell.get("res.vcpu.wait_pct")
+    return wait is not None and wait >= _limit(cell, "WAIT_PCT", WAIT_PCT) \
+        and not _self_contended(cell)
+
+
+def _others_text(cell: CellModel) -> str:
+    return f"processes outside the cell used {_n(cell.get('res.host.others_cpu_pct'))} % " \
+        "of a core"
+
+
 def _own_cores_text(cell: CellModel) -> str:
     """Who held the cores a self-contended vCPU waited for, as evidence."""
     parts = []
@@ -1165,7 +1173,7 @@ def _own_cores_text(cell: CellModel) -> str:
 
 def _host_contention(cell: CellModel) -> Hit | None:
     wait, limit = cell.get("res.vcpu.wait_pct"), _limit(cell, "WAIT_PCT", WAIT_PCT)
-    if wait is None or wait < limit or _self_contended(cell):
+    if wait is None or not _others_contended(cell):
         # Without others on the host the wait is the cell's own threads and load
         # generator sharing too few cores: no neighbour to move, no weight to raise.
         return None
@@ -1176,10 +1184,10 @@ def _host_contention(cell: CellModel) -> Hit | None:
     others = cell.get("res.host.others_cpu_pct")
     if others is not None:
         load = cell.get("res.host.load_cpu_pct")
-        evidence.append(f"processes outside the cell used {_n(others)} % of a core "
-                        "(attribution: the host's busy time less QEMU's, its storage "
-                        "daemons'" + (f" and its load generator's {_n(load)} %"
-                                      if load is not None else "") + ")")
+        evidence.append(f"{_others_text(cell)} (attribution: the host's busy time less "
+                        "QEMU's, its storage daemons'" + (
+                            f" and its load generator's {_n(load)} %"
+                            if load is not None else "") + ")")
     execs = cell.get("qemu.vcpu.exec_per_s")
     if execs is not None:
         evidence.append(f"{_n(execs)} executions/s, "

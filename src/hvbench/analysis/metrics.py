@@ -529,6 +529,7 @@ class _Index:
         self.main = _ranked(specs, lambda s: s.main)
         self.detail = _ranked(specs, lambda s: s.detail)
         self.vs_alone = _ranked(specs, lambda s: s.vs_alone)
+        self.host_load = tuple(spec.name for spec in specs if spec.host_load)
 
 
 def _ranked(specs: Iterable[MetricSpec], rank: Callable[[MetricSpec], int | None]
@@ -616,7 +617,7 @@ def detail_metrics() -> tuple[MetricSpec, ...]:
 def host_load_metrics() -> tuple[str, ...]:
     """The metrics that carry a cell's own load generator's CPU on the host
     (:attr:`MetricSpec.host_load`), in declaration order."""
-    return tuple(s.name for s in _index[0].specs if s.host_load)
+    return _index[0].host_load
 
 
 def vs_alone_metrics() -> tuple[str, ...]:
