@@ -223,33 +223,10 @@ NIC_STALL = "known open bug, a guest NIC stall? its virtio-net queues and counte
 
 
 def nic_state(vm: QemuPlatform) -> str:
-    """The guest's virtio-net queues as QEMU has them (``x-query-virtio-queue-status``:
-    the guest's avail index against what QEMU took and returned, and whether it was
-    signalled) and the guest's own NIC counters and virtio interrupts, one line each:
-    whether a stalled transfer was the guest not refilling or QEMU not delivering."""
-    lines = [NIC_STALL]
-    try:
-        for dev in vm.qmp("x-query-virtio"):
-            if dev.get("name") != "virtio-net":
-                continue
-            path = dev["path"]
-            status = vm.qmp("x-query-virtio-status", path=path)
-            lines.append(f"{path}: status {status.get('status')}, isr {status.get('isr')}"
-                         f", broken {status.get('broken')}, vqs {status.get('num-vqs')}")
-            for queue in range(int(status.get("num-vqs", 0))):
-                q = vm.qmp("x-query-virtio-queue-status", path=path, queue=queue)
-                lines.append(f"{path} queue {queue}: " + ", ".join(
-                    f"{k}={v}" for k, v in q.items() if not k.startswith("vring-")
-                    or k in ("vring-num",)))
-    except Exception as exc:  # a diagnostic: whatever QMP says is the state
-        lines.append(f"QMP: {type(exc).__name__}: {exc}")
-    for argv in (["cat", "/proc/net/dev"], ["grep", "virtio", "/proc/interrupts"]):
-        try:
-            done = vm.exec(argv, timeout=15)
-            lines.append(f"guest {' '.join(argv)}:\n{done.text().rstrip()}")
-        except Exception as exc:  # the agent may be gone with the NIC
-            lines.append(f"guest {' '.join(argv)}: {type(exc).__name__}: {exc}")
-    return "\n".join(lines)
+    """The guest's failure evidence (kernel warnings, virtio-net queues as QEMU has
+    them, its own NIC counters and interrupts; :meth:`QemuPlatform.failure_evidence`)
+    under :data:`NIC_STALL`."""
+    return f"{NIC_STALL}\n{vm.failure_evidence()}"
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ and a method stress-ng refuses fails the cell with stress-ng's own words."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -57,11 +58,24 @@ def test_stress_ng_on_the_host_and_in_a_guest(image: GuestImage, tmp_path: Path)
             pytest.approx(2.0, rel=0.25)
 
 
-def test_a_refused_method_fails_the_cell_with_stress_ngs_words(tmp_path: Path) -> None:
-    study = parse_study(STUDY.format(guest="", extra='method = "nosuch"'),
+def test_a_refused_method_fails_the_cell_with_stress_ngs_words(image: GuestImage,
+                                                              tmp_path: Path) -> None:
+    """On the host and in a guest with a NIC, whose failure also keeps what the running
+    guest could tell then: its kernel warnings and its virtio-net queues as QEMU has
+    them (read after the failure, beside the console tail)."""
+    del image  # built once per session; the guest boots from it
+    guest = GUEST + 'nic = { model = "virtio-net", backend = "user" }\n'
+    study = parse_study(STUDY.format(guest=guest, extra='method = "nosuch"'),
                         str(tmp_path / "s.toml"), HOST_RAM)
     with Store(tmp_path / "r.db") as store:
         outcome = run_study(study, store)
-        failures = store.failures(outcome.run_id)
-    assert outcome.failures == 1
-    assert "cpu-method must be one of" in (failures[0].error or "")
+        failures = {f.cell: f for f in store.failures(outcome.run_id)}
+    assert outcome.failures == 2 and set(failures) == {"native/cpu", "vm/cpu"}
+    for failure in failures.values():
+        assert "cpu-method must be one of" in (failure.error or "")
+    assert failures["native/cpu"].console_log is None
+    log = failures["vm/cpu"].console_log or ""
+    assert "[console.log]" in log and "[kernel warnings and errors" in log
+    # The NIC's three queues (rx, tx, control), each with QEMU's indices.
+    assert len(re.findall(r"virtio-backend queue \d: .*last-avail-idx=\d+", log)) == 3, log
+    assert re.search(r"eth0:\s+\d+", log), log

@@ -145,6 +145,18 @@ class SharedDirs(Protocol):
 
 
 @runtime_checkable
+class FailureEvidence(Protocol):
+    """A guest that can still be read after a repetition failed in it: what its kernel
+    logged and the state of its devices, kept beside the console tail."""
+
+    def failure_evidence(self) -> str:
+        """The guest's kernel warnings and its NICs' queue state as text; empty when
+        the guest is no longer running. Bounded in time (each read has its own
+        timeout) and never raises for a read that fails: the failure is the text."""
+        ...
+
+
+@runtime_checkable
 class HostStorage(Protocol):
     """A platform that knows where on this host its benchmark I/O lands, so the host's
     disk monitor samples that device rather than the work directory's."""

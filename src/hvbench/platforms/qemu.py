@@ -65,6 +65,7 @@ from hvbench.model.spec import (
 from hvbench.model.storage_daemon import guest_pci_address, vhost_user_queues
 from hvbench.platforms.agent import GuestAgent
 from hvbench.platforms.base import ExecResult, Platform
+from hvbench.platforms.evidence import failure_evidence
 from hvbench.platforms.registry import REGISTRY, ProcessRegistry
 from hvbench.platforms.socket_daemon import SocketDaemon
 from hvbench.platforms.storage_daemon import StorageDaemon
@@ -554,6 +555,16 @@ class QemuPlatform(StartStop):
                 if text.strip():
                     parts.append(f"[{name}]\n{tail(text, lines)}")
         return "\n".join(parts)
+
+    def failure_evidence(self) -> str:
+        """What the running guest can tell about a failure in it (see
+        :func:`hvbench.platforms.evidence.failure_evidence`): its kernel warnings and,
+        with a virtio-net NIC, its queues and counters. Empty once QEMU has exited.
+        Bounded by the evidence's per-read timeouts; never raises."""
+        if not self.is_running() or self._agent is None:
+            return ""
+        with_nics = any(n.model == "virtio-net" for n in self.spec.nics)
+        return failure_evidence(self, with_nics=with_nics)
 
     def qmp(self, command: str, **arguments: object) -> Any:
         """Run a QMP command. Raises :class:`GuestError` when QEMU is not running."""

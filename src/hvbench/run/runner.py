@@ -51,7 +51,7 @@ from hvbench.model.study import (
 )
 from hvbench.model.study import parse_study as parse_study_text
 from hvbench.netlab.lab import cleanup_orphaned_labs
-from hvbench.platforms.base import Platform
+from hvbench.platforms.base import FailureEvidence, Platform
 from hvbench.platforms.kinds import platform_kind
 from hvbench.platforms.kvm_probe import kvm_status
 from hvbench.platforms.libvirt import cleanup_orphaned_domains
@@ -483,6 +483,12 @@ class StudyRunner:
         console = platform.console_tail(200) if platform is not None else None
         if console is None and isinstance(exc, GuestError):
             console = exc.console_tail or None
+        # Read while the guest still runs: its kernel's warnings (kept off the console
+        # by `quiet`) and its NICs' queues place a stall the console does not show.
+        evidence = platform.failure_evidence() \
+            if isinstance(platform, FailureEvidence) else ""
+        if evidence:
+            console = f"{console or ''}\n{evidence}".lstrip("\n")
         if item.repetition >= 0:
             self.store.record_repetition(
                 run_id=self.run_id or "", cell_id=cell_ids[item.cell.name],
