@@ -219,11 +219,12 @@ def test_iperf3_with_a_guest(guest_lab: GuestLab) -> None:
             assert outcome.metrics["mbit_s"][0] > 1, direction
         outcome = run_iperf3(spec, lab.hosts["client"], guest)
         assert outcome.metrics["mbit_s"][0] > 1
-    # the state a failure would carry can be read: the NIC's three queues and the
-    # guest's counters
+    # the state a failure would carry can be read: the NIC's three queues, the guest's
+    # counters and its NIC's interrupts
     state = nic_state(vm)
     assert "queue 2: " in state and "used-idx=" in state and "QMP:" not in state, state
-    assert "guest cat /proc/net/dev:\nInter-" in state, state
+    assert "[NIC counters (/proc/net/dev)]\nInter-" in state, state
+    assert "[virtio interrupts (/proc/interrupts)]\n" in state and "-output.0" in state, state
     left = vm.exec(["pidof", "iperf3"], timeout=30)
     assert left.stdout == b"", "the guest's iperf3 server outlived the test"
     assert vm.exec(["sh", "-c", "ls /tmp/hvbench-iperf3*"], timeout=30).exit_code != 0

@@ -314,3 +314,16 @@ def test_an_interruption_while_reading_the_clocksource_propagates() -> None:
 
     with pytest.raises(InterruptedRun):
         _guest_clocksource(_Interrupted())
+
+
+def test_a_windows_monitor_errors_are_kept_beside_its_figures() -> None:
+    monitors = _monitors(5.0)
+    monitors.errors["nb0.load"] = "its load generator's run had not finished"
+    outcome = PhaseOutcome("70kB", {"replies_per_s": (8.0, "1/s")}, "{h}", "httperf-text")
+    result = cell_result([MeasuredWindow([outcome], 2.0, monitors, "web")])
+    assert RawRecord("web", "monitor-errors",
+                     '{"nb0.load": "its load generator\'s run had not finished"}') \
+        in result.raw
+    assert not any(r.kind == "monitor-errors"
+                   for r in cell_result([MeasuredWindow([outcome], 2.0, _monitors(5.0),
+                                                        "web")]).raw)

@@ -3,6 +3,7 @@ duplicates, atomicity, concurrent writers."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import sqlite3
@@ -17,6 +18,7 @@ import pytest
 from sqlalchemy import Connection, Engine, create_engine, inspect
 from sqlalchemy.pool import NullPool
 
+from hvbench.report.model import monitor_warnings
 from hvbench.store import (
     SCHEMA_VERSION,
     CellRecord,
@@ -480,3 +482,19 @@ def test_concurrent_writers_get_unique_run_ids(target: str | Path) -> None:
         assert sorted(store.run_ids()) == sorted(ids)
         assert all(len(store.done(rid)) == 1 for rid in ids)
     assert count(target, "repetitions") == 100
+
+
+def test_monitor_errors_kept_with_a_window_become_the_reports_warnings(tmp_path: Path
+                                                                        ) -> None:
+    with Store(tmp_path / "w.db") as store:
+        rid, ids = new_run(store)
+        first = next(iter(ids.values()))
+        errors = json.dumps({"nb0.load": "stopped", "guest": "no samples came back"})
+        record(store, rid, first, 0, raw=[RawRecord("seq-write", "monitor-errors", errors)])
+        record(store, rid, first, 1, raw=[RawRecord("seq-write", "monitor-errors", "[1]")])
+        record(store, rid, first, 2)
+        cell = next(iter(ids))
+        assert monitor_warnings(store, rid) == [
+            f"{cell} rep 1 (seq-write): monitor guest: no samples came back",
+            f"{cell} rep 1 (seq-write): monitor nb0.load: stopped",
+            f"{cell} rep 2 (seq-write): its monitor errors are not a JSON object"]

@@ -49,6 +49,7 @@ from hvbench.model.registry import register_once
 from hvbench.model.study import parse_study, repetition_rule
 from hvbench.report.precision import precision_line
 from hvbench.store.records import (
+    MONITOR_ERRORS_KIND,
     CalibrationRow,
     CellRow,
     FailureRow,
@@ -414,6 +415,7 @@ def load_run_report(store: Store, run_id: str, *,
     # The warnings again, knowing the repetitions each cell was planned with.
     report.warnings[:] = warnings_for(report.phases, planned_repetitions(cells, order))
     report.warnings.extend(adaptive_warnings(run, rows, order))
+    report.warnings.extend(monitor_warnings(store, run_id))
     report.noise_floors.update(run_noise_floors(store, run, cells))
     report = dataclasses.replace(report, domain_io=domain_io(store, run_id, cells),
                                  clocksources=guest_clocksources(store, run_id, cells))
@@ -468,6 +470,28 @@ def planned_repetitions(cells: Iterable[CellRow], order: Mapping[int, Sequence[s
             rounds[name] = rounds.get(name, 0) + 1
     return {(c.platform_name, c.workload_name): rounds[c.name] for c in cells
             if c.name in rounds}
+
+
+def monitor_warnings(store: Store, run_id: str) -> list[str]:
+    """One warning per monitor error a measured window kept (its figures from that
+    monitor are partial or absent): cell, repetition, window, monitor and why. A
+    document that does not parse is itself named.
+
+    Raises:
+        StoreError: no such run.
+    """
+    out = []
+    for raw in store.raw_outputs(run_id, kind=MONITOR_ERRORS_KIND):
+        where = f"{raw.cell} rep {raw.repetition + 1} ({raw.phase})"
+        try:
+            errors = json.loads(raw.content)
+        except ValueError:
+            errors = None
+        if not isinstance(errors, dict):
+            out.append(f"{where}: its monitor errors are not a JSON object")
+            continue
+        out += [f"{where}: monitor {name}: {why}" for name, why in sorted(errors.items())]
+    return out
 
 
 def adaptive_warnings(run: RunRecord, rows: Sequence[MeasurementRow],

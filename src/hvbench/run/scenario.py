@@ -52,6 +52,15 @@ from hvbench.workloads.endpoints import Endpoint, ServerHandle, start_server
 #: The length of one load-generator run: a neighbour's load is a chain of these, so
 #: each window's share is counted from complete runs of the tool itself.
 LOAD_CHUNK_S = 2.0
+#: A run of the chain still going this long after it started (s) has stopped: a run is
+#: LOAD_CHUNK_S plus its tool's start and end (about a second under TCG here), so a
+#: run this overdue moved nothing for most of it (seen: a neighbour's iperf3 run that
+#: sat for a whole window with the neighbour's tap at 0 bytes/s, while the completed
+#: run before it gave the window a rate).
+OVERDUE_S = LOAD_CHUNK_S + 10.0
+#: The raw-output kind of what an overdue neighbour's guest could tell at the window's
+#: end (:meth:`~hvbench.platforms.qemu.QemuPlatform.failure_evidence`, per neighbour).
+NEIGHBOUR_EVIDENCE_KIND = "neighbour-evidence"
 NEIGHBOUR_PORT = 5301
 NEIGHBOUR_WEB_PORT = 8180
 #: The neighbour roles whose load ``start_after_s`` stages.
@@ -77,6 +86,7 @@ class ChainedLoad:
         self._once = once
         self.records: list[LoadRecord] = []
         self.error: str | None = None
+        self._running_since: float | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -88,13 +98,25 @@ class ChainedLoad:
     def _loop(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
+            self._running_since = started
             try:
                 value = self._once()
             except HvbenchError as exc:
                 if not self._stop.is_set():
                     self.error = str(exc).splitlines()[0]
                 return
+            finally:
+                self._running_since = None
             self.records.append(LoadRecord(started, time.monotonic(), value))
+
+    def overdue_at(self, t: float) -> float | None:
+        """How long the run in progress at ``t`` had been running, when that is more
+        than :data:`OVERDUE_S` (the load stopped, whatever the completed runs say);
+        None otherwise."""
+        since = self._running_since
+        if since is None or t - since <= OVERDUE_S:
+            return None
+        return t - since
 
     def rate_between(self, t0: float, t1: float) -> float | None:
         """The overlap-weighted mean rate of the runs inside [t0, t1]; None if none."""
@@ -490,6 +512,20 @@ class ScenarioMonitors(PhaseMonitors):
                 continue
             rate = nb.load.rate_between(t0, t1)
             unit = "replies_per_s" if nb.spec.load == "web" else "goodput_mbit_s"
+            overdue = nb.load.overdue_at(t1)
+            if overdue is not None:
+                # The completed runs' rate is not the window's: no rate, and why.
+                rate = None
+                result.errors[f"{nb.label}.load"] = (
+                    f"its load generator's run of {LOAD_CHUNK_S:g} s had not finished "
+                    f"after {overdue:.0f} s when the window ended: the neighbour's load "
+                    "stopped during the window, so it has no rate (the neighbour's "
+                    f"state then: raw output {NEIGHBOUR_EVIDENCE_KIND})")
+                # Read now, while the run still hangs: what the guest can tell of it.
+                evidence = nb.guest.failure_evidence()
+                previous = result.raw.get(NEIGHBOUR_EVIDENCE_KIND, "")
+                result.raw[NEIGHBOUR_EVIDENCE_KIND] = \
+                    f"{previous}[{nb.label}]\n{evidence or '(guest not running)'}\n"
             if rate is not None:
                 result.summary[f"{nb.label}.load.{unit}"] = rate
                 if nb.spec.load == "web":
@@ -498,7 +534,7 @@ class ScenarioMonitors(PhaseMonitors):
                 result.summary[f"{nb.label}.load.offered_rps"] = nb.offered
             if nb.rate_ref is not None:
                 result.summary[f"{nb.label}.load.rate_ref_rps"] = nb.rate_ref
-            if nb.load.error:
+            if nb.load.error and overdue is None:
                 result.errors[f"{nb.label}.load"] = nb.load.error
 
 

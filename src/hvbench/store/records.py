@@ -24,6 +24,10 @@ RepetitionStatus = Literal["ok", "failed"]
 
 RUN_STATUSES: tuple[RunStatus, ...] = ("running", "complete", "interrupted", "failed")
 REPETITION_STATUSES: tuple[RepetitionStatus, ...] = ("ok", "failed")
+#: The raw-output kind of a window's monitor errors: a JSON object, monitor name ->
+#: why it stopped early or gave nothing (a sampler that died, a neighbour's load that
+#: stopped); the window's figures from that monitor are partial or absent.
+MONITOR_ERRORS_KIND = "monitor-errors"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ metrics, samples and raw outputs have one shape.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +29,12 @@ from hvbench.monitors.session import PhaseMonitors, monitors_for
 from hvbench.platforms.base import Platform
 from hvbench.run.lab_session import LabSession
 from hvbench.run.scenario import ScenarioRun
-from hvbench.store.records import MeasurementRecord, RawRecord, SampleRecord
+from hvbench.store.records import (
+    MONITOR_ERRORS_KIND,
+    MeasurementRecord,
+    RawRecord,
+    SampleRecord,
+)
 from hvbench.workloads.outcome import PhaseOutcome
 
 #: Phase monitors for a platform; with interfaces (device -> label) the NIC sampler
@@ -326,6 +332,10 @@ def _add_window(out: CellResult, window: MeasuredWindow, *, keep_raw: bool) -> N
         # The guest sampler's raw lines, next to the metrics parsed from them.
         out.raw += [RawRecord(label, kind, content)
                     for kind, content in window.monitors.raw.items()]
+        # Why a monitor's figures are partial or absent, kept with them.
+        if window.monitors.errors:
+            out.raw.append(RawRecord(label, MONITOR_ERRORS_KIND,
+                                     json.dumps(window.monitors.errors, sort_keys=True)))
     for outcome in window.outcomes:
         monitor = outcome.raw_kind.split("-")[0]
         out.samples += [SampleRecord(outcome.phase, monitor, t, values)
