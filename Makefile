@@ -129,22 +129,31 @@ lint: deps
 	$(BIN)/mypy --strict
 	$(BIN)/lint-imports
 
+# The unit suite runs on every core (pytest-xdist workers, each with its own private
+# PostgreSQL); the integration suite one test at a time: its guests, labs and figures
+# need the machine to themselves.
+UNIT_JOBS ?= auto
+
 unit: test-deps
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -n $(UNIT_JOBS) tests/unit
 
 integration: image test-deps
 	$(BIN)/pytest -q tests/integration
 
-# The whole suite; its wall time is held to tests/budget.toml (tests/conftest.py fails
-# the session when it runs over by more than the tolerance, listing the slowest tests).
+# The whole suite: the unit session, then the integration session (both run even when
+# the first fails); each one's wall time is held to its budget in tests/budget.toml
+# (tests/conftest.py fails a session over it by more than the tolerance, listing the
+# slowest tests).
 test: image lint test-deps
-	$(BIN)/pytest -q --durations=20 tests/unit tests/integration
+	$(BIN)/pytest -q -n $(UNIT_JOBS) --durations=20 tests/unit; unit=$$?; \
+	$(BIN)/pytest -q --durations=20 tests/integration; integration=$$?; \
+	[ $$unit -eq 0 ] && [ $$integration -eq 0 ]
 
 # A developer's loop (at most 3 minutes): the unit suite, then one smoke integration
 # test (a TCG guest boots and runs a command through the agent).
 SMOKE := tests/integration/test_cli.py::test_guest_exec_passes_output_and_exit_code
 test-fast: image test-deps
-	$(BIN)/pytest -q tests/unit $(SMOKE)
+	$(BIN)/pytest -q -n $(UNIT_JOBS) tests/unit && $(BIN)/pytest -q $(SMOKE)
 
 demo: image
 	$(BIN)/hvbench doctor

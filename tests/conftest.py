@@ -13,7 +13,7 @@ import pytest
 
 from hvbench.kinds import install
 from hvbench.store.pgserver import PostgresServer
-from tests.budget import BudgetGuard
+from tests import budget
 
 # As the CLI does at start-up: every workload kind registers itself into the core.
 install()
@@ -36,7 +36,7 @@ def postgres_url(postgres_server: PostgresServer) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.pluginmanager.register(BudgetGuard(), "hvbench-budget-guard")
+    budget.register(config)
     # Tests run studies in this process: a SIGTERM (a CI job cancelled, a session
     # ended) must unwind them as Ctrl-C does, so their labs, guests and cgroups are
     # stopped; Python's default for SIGTERM ends the process with no cleanup at all.

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
+from rich.console import Console
 
 from hvbench.analysis.stages import (
     IDLE,
@@ -21,6 +22,7 @@ from hvbench.analysis.stages import (
     stage_windows,
     window_stages,
 )
+from hvbench.cli import main as cli
 from hvbench.cli.main import main
 from hvbench.errors import HostError, SpecError
 from hvbench.model.scenario import NeighbourSpec
@@ -208,7 +210,9 @@ def test_terminal_and_json_reports_read_the_stage_series(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The terminal report loads no series otherwise: the stage table loads its own."""
-    monkeypatch.setenv("COLUMNS", "200")
+    # A console of this width for the call: the CLI's own was made when some earlier
+    # test first imported it, with whatever COLUMNS that test had set.
+    monkeypatch.setattr(cli, "out", Console(width=200, highlight=False))
     db = tmp_path / "s.db"
     run = _stored_run(db)
     assert main(["report", run, "--db", str(db)]) == 0
