@@ -12,6 +12,7 @@ import contextlib
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,10 +22,12 @@ from pathlib import Path
 import pytest
 
 from hvbench.errors import CommandError
+from hvbench.host.paths import records_dir
 from hvbench.image.builder import GuestImage
 from hvbench.kinds.network.spec import NetworkWorkloadSpec
 from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.model.spec import NicSpec, VmSpec
+from hvbench.netlab.lab import LabRecord, teardown
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
@@ -84,13 +87,12 @@ class Lab:
 
 
 def _add_host(tag: str, index: int, name: str, bridge: str, address: str, *,
-              created: list[list[str]]) -> str:
+              record: LabRecord) -> str:
     netns, veth = f"hvb-nt{tag}-{name}", f"hvb-nv{tag}{index}"
+    record.add("netns", netns)
     ip("netns", "add", netns)
-    created.append(["netns", "del", netns])
+    record.add("links", veth)
     ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", netns)
-    # Deleting a netns frees its devices asynchronously; deleting the veth is not.
-    created.append(["link", "del", veth])
     ip("link", "set", veth, "master", bridge, "up")
     ip("-n", netns, "addr", "add", f"{address}/24", "dev", "eth0")
     ip("-n", netns, "link", "set", "eth0", "up")
@@ -101,26 +103,34 @@ def _add_host(tag: str, index: int, name: str, bridge: str, address: str, *,
 @contextlib.contextmanager
 def _made_lab() -> Iterator[Lab]:
     """A bridge with a free /24 of the tests' range and two namespaces on it (a prefix
-    drawn without looking could be another session's), all removed afterwards."""
+    drawn without looking could be another session's), all removed afterwards by the
+    netlab's own teardown. Each device is written to a lab record before it is made,
+    as NetLab does: if this process is killed, the next hvbench run's orphan cleanup
+    (or `hvbench cleanup`) removes exactly these."""
     tag = secrets.token_hex(2)
-    prefix = str(free_test_subnet().network_address).rsplit(".", 1)[0]
+    subnet = free_test_subnet()
+    prefix = str(subnet.network_address).rsplit(".", 1)[0]
     bridge = f"hvb-nb{tag}"
-    created: list[list[str]] = []  # ip commands that undo what was made, newest last
+    record = LabRecord.create(records_dir(), tag, str(subnet))
     try:
+        record.add("links", bridge)
         ip("link", "add", bridge, "type", "bridge")
-        created.append(["link", "del", bridge])
         ip("addr", "add", f"{prefix}.1/24", "dev", bridge)
         ip("link", "set", bridge, "up")
         hosts = {}
         for index, name in enumerate(("client", "server")):
             address = f"{prefix}.{10 + index}"
-            netns = _add_host(tag, index, name, bridge, address, created=created)
+            netns = _add_host(tag, index, name, bridge, address, record=record)
             hosts[name] = Endpoint(name, "netns", NetnsExecutor(netns), address, address,
                                    netns=netns)
         yield Lab(bridge, prefix, hosts)
     finally:
-        for undo in reversed(created):
-            subprocess.run(["ip", *undo], check=False, capture_output=True)
+        # links in reverse (veths before the bridge), then namespaces, their processes
+        # killed first; a failure keeps the record for the orphan cleanup and fails
+        _, failures = teardown(record.netns, record.links)
+        if failures:
+            raise AssertionError(f"lab {tag} not removed: {failures}")
+        shutil.rmtree(record.directory, ignore_errors=True)
 
 
 @pytest.fixture
