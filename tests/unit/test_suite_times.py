@@ -1,0 +1,82 @@
+"""bench/suite_times.py reads pytest's JUnit reports (what `make test` keeps in
+build/test-times/): per test file, the slowest tests, outcomes, and one line for a file
+that is not a report."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+REPORT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">
+<testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4" time="30.5">
+<testcase classname="tests.integration.test_a" name="test_one" time="12.0" />
+<testcase classname="tests.integration.test_a" name="test_two" time="3.0"><failure
+ message="boom">boom</failure></testcase>
+<testcase classname="tests.integration.test_b" name="test_three[x]" time="10.0" />
+<testcase classname="tests.integration.test_b" name="test_four" time="0.5"><skipped
+ message="no netem" /></testcase>
+</testsuite></testsuites>
+"""
+
+
+def _bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("suite_times",
+                                                  REPO / "bench" / "suite_times.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _bench()
+
+
+def test_a_report_is_summed_per_test_file_and_ranked(tmp_path: Path) -> None:
+    path = tmp_path / "integration.xml"
+    path.write_text(REPORT)
+    part = BENCH.summary(path, slowest=2)
+    assert part["wall_s"] == 30.5
+    assert part["summed_s"] == pytest.approx(25.5)
+    assert part["outcomes"] == {"passed": 2, "failed": 1, "skipped": 1}
+    assert [(r["module"], r["tests"], r["seconds"]) for r in part["modules"]] == [
+        ("tests.integration.test_a", 2, 15.0), ("tests.integration.test_b", 2, 10.5)]
+    assert part["modules"][0]["share"] == pytest.approx(15.0 / 25.5)
+    assert part["slowest"] == [
+        {"test": "tests.integration.test_a::test_one", "seconds": 12.0},
+        {"test": "tests.integration.test_b::test_three[x]", "seconds": 10.0}]
+
+
+def test_the_table_and_json_come_from_the_same_summary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "unit.xml"
+    path.write_text(REPORT)
+    assert BENCH.main([str(path), "--modules", "1", "--slowest", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "4 tests (2 passed, 1 failed, 1 skipped); session wall 30.5 s" in text
+    assert "tests.integration.test_a" in text and "(1 more test files)" in text
+    assert BENCH.main([str(path), "--json"]) == 0
+    [doc] = json.loads(capsys.readouterr().out)
+    assert doc["tests"] == 4 and len(doc["modules"]) == 2
+
+
+def test_a_missing_or_foreign_file_is_one_line_and_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert BENCH.main([str(tmp_path / "absent.xml")]) == 2
+    assert "absent.xml: no such file" in capsys.readouterr().err
+    other = tmp_path / "other.xml"
+    other.write_text("<html><body/></html>")
+    assert BENCH.main([str(other)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"{other}: no <testsuite> element (expected pytest's --junitxml)")
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<testsuite")
+    assert BENCH.main([str(broken)]) == 2
+    assert capsys.readouterr().err.startswith(f"{broken}: not XML (")
