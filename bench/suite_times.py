@@ -56,10 +56,24 @@ def read_report(path: Path) -> tuple[list[Case], float | None]:
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     if not suites:
         raise ValueError(f"{path}: no <testsuite> element (expected pytest's --junitxml)")
-    cases = [Case(c.get("classname", "?"), c.get("name", "?"), float(c.get("time", "0")),
-                  outcome_of(c)) for suite in suites for c in suite.iter("testcase")]
-    walls = [float(s.get("time", "nan")) for s in suites]
+    cases = [Case(c.get("classname", "?"), c.get("name", "?"),
+                  seconds_of(path, c, "0"), outcome_of(c))
+             for suite in suites for c in suite.iter("testcase")]
+    walls = [seconds_of(path, s, "nan") for s in suites]
     return cases, None if any(math.isnan(w) for w in walls) else sum(walls)
+
+
+def seconds_of(path: Path, element: ET.Element, default: str) -> float:
+    """An element's ``time`` attribute in seconds (``default`` when absent).
+
+    Raises ValueError naming the file, the element and the value when it is no number."""
+    text = element.get("time", default)
+    try:
+        return float(text)
+    except ValueError as exc:
+        name = element.get("name", "?")
+        raise ValueError(f"{path}: <{element.tag} name={name!r}> time={text!r}: "
+                         "expected a number of seconds") from exc
 
 
 def by_module(cases: Sequence[Case]) -> list[dict[str, Any]]:

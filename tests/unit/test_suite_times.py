@@ -80,3 +80,8 @@ def test_a_missing_or_foreign_file_is_one_line_and_exit_2(
     broken.write_text("<testsuite")
     assert BENCH.main([str(broken)]) == 2
     assert capsys.readouterr().err.startswith(f"{broken}: not XML (")
+    odd = tmp_path / "odd.xml"
+    odd.write_text('<testsuite time="1"><testcase name="t" time="soon"/></testsuite>')
+    assert BENCH.main([str(odd)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"{odd}: <testcase name='t'> time='soon': expected a number of seconds")
