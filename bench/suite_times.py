@@ -82,10 +82,10 @@ def by_module(cases: Sequence[Case]) -> list[dict[str, Any]]:
     modules: dict[str, list[Case]] = {}
     for case in cases:
         modules.setdefault(case.module, []).append(case)
-    rows = [{"module": name, "tests": len(found), "seconds": sum(c.seconds for c in found),
-             "share": sum(c.seconds for c in found) / total}
-            for name, found in modules.items()]
-    return sorted(rows, key=lambda r: -float(r["seconds"]))
+    seconds = {name: sum(c.seconds for c in found) for name, found in modules.items()}
+    return [{"module": name, "tests": len(modules[name]), "seconds": seconds[name],
+             "share": seconds[name] / total}
+            for name in sorted(seconds, key=lambda n: -seconds[n])]
 
 
 def summary(path: Path, slowest: int) -> dict[str, Any]:

@@ -12,7 +12,6 @@ import contextlib
 import os
 import re
 import secrets
-import shutil
 import subprocess
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,7 +26,7 @@ from hvbench.image.builder import GuestImage
 from hvbench.kinds.network.spec import NetworkWorkloadSpec
 from hvbench.kinds.web.spec import WebWorkloadSpec
 from hvbench.model.spec import NicSpec, VmSpec
-from hvbench.netlab.lab import LabRecord, teardown
+from hvbench.netlab.lab import LabRecord, remove_recorded
 from hvbench.platforms.base import ExecResult
 from hvbench.platforms.native import NativePlatform
 from hvbench.platforms.qemu import QemuPlatform
@@ -127,10 +126,9 @@ def _made_lab() -> Iterator[Lab]:
     finally:
         # links in reverse (veths before the bridge), then namespaces, their processes
         # killed first; a failure keeps the record for the orphan cleanup and fails
-        _, failures = teardown(record.netns, record.links)
+        _, failures = remove_recorded(record)
         if failures:
             raise AssertionError(f"lab {tag} not removed: {failures}")
-        shutil.rmtree(record.directory, ignore_errors=True)
 
 
 @pytest.fixture

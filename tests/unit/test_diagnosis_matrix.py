@@ -5,17 +5,15 @@ guests, the confusion matrix)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
 from hvbench.analysis.diagnosis import RULES
 from hvbench.model.study import parse_study
+from tests.unit.bench_scripts import load_bench
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "examples" / "diagnosis"
@@ -23,17 +21,7 @@ MATRIX: dict[str, Any] = json.loads((SUITE / "expected.json").read_text())
 PLANTED = {k: v for k, v in MATRIX.items() if not k.startswith("_")}
 
 
-def _bench() -> ModuleType:
-    sys.path.insert(0, str(REPO / "bench"))  # its machine_lock import
-    spec = importlib.util.spec_from_file_location("diagnosis_accuracy",
-                                                  REPO / "bench" / "diagnosis_accuracy.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench()
+BENCH = load_bench("diagnosis_accuracy")
 
 
 def test_every_study_parses_and_is_planted() -> None:

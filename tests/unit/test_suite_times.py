@@ -4,15 +4,12 @@ that is not a report."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.unit.bench_scripts import load_bench
 
 REPORT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">
 <testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4" time="30.5">
@@ -26,17 +23,7 @@ REPORT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests
 """
 
 
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("suite_times",
-                                                  REPO / "bench" / "suite_times.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCH = _bench()
+BENCH = load_bench("suite_times")
 
 
 def test_a_report_is_summed_per_test_file_and_ranked(tmp_path: Path) -> None:

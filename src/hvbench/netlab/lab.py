@@ -227,17 +227,24 @@ def cleanup_orphaned_labs(parent: Path | None = None, *, dry_run: bool = False) 
         if dry_run:
             lines += _would_tear_down(record)
             continue
-        done, failures = teardown(record.netns, record.links)
-        lines += done
-        if failures:
-            lines += [f"could not remove {f}" for f in failures]
-            continue
-        if record.scratch is not None and record.scratch.exists():
-            shutil.rmtree(record.scratch, ignore_errors=True)
-            lines.append(f"removed lab scratch {record.scratch}")
-        shutil.rmtree(record.directory, ignore_errors=True)
-        lines.append(f"removed lab record {record.directory}")
+        done, failures = remove_recorded(record)
+        lines += done + [f"could not remove {f}" for f in failures]
     return lines
+
+
+def remove_recorded(record: LabRecord) -> tuple[list[str], list[str]]:
+    """:func:`teardown` of what ``record`` lists, then, if nothing failed, its scratch
+    directory and the record itself. Returns (lines saying what was removed, failures);
+    after a failure the record stays, for :func:`cleanup_orphaned_labs`."""
+    done, failures = teardown(record.netns, record.links)
+    if failures:
+        return done, failures
+    if record.scratch is not None and record.scratch.exists():
+        shutil.rmtree(record.scratch, ignore_errors=True)
+        done.append(f"removed lab scratch {record.scratch}")
+    shutil.rmtree(record.directory, ignore_errors=True)
+    done.append(f"removed lab record {record.directory}")
+    return done, failures
 
 
 def _would_tear_down(record: LabRecord) -> list[str]:
