@@ -151,13 +151,16 @@ integration: image test-deps bytecode
 # The whole suite: the unit session, then the integration session (both run even when
 # the first fails); each one's wall time is held to its budget in tests/budget.toml
 # (tests/conftest.py fails a session over it by more than the tolerance, listing the
-# slowest tests). Every test's time stays in build/test-times/ (JUnit XML): `python
-# bench/suite_times.py` prints it per test file and the slowest tests.
+# slowest tests). Every test's time stays in build/test-times/ (JUnit XML), and what the
+# integration tests waited on (boots, guest and host commands: HVBENCH_TRACE) in
+# trace.jsonl: `python bench/suite_times.py` prints both per test file.
 TIMES := build/test-times
 test: image lint test-deps bytecode
 	mkdir -p $(TIMES)
 	$(BIN)/pytest -q -n $(UNIT_JOBS) --durations=20 --junitxml=$(TIMES)/unit.xml tests/unit; \
 	unit=$$?; \
+	rm -f $(TIMES)/trace.jsonl; \
+	HVBENCH_TRACE=$(abspath $(TIMES))/trace.jsonl \
 	$(BIN)/pytest -q --durations=20 --junitxml=$(TIMES)/integration.xml tests/integration; \
 	integration=$$?; \
 	[ $$unit -eq 0 ] && [ $$integration -eq 0 ]

@@ -21,13 +21,22 @@ from rich.console import Console
 
 import hvbench.cli.main as cli_main
 from hvbench.cli.main import main as hvbench_main
-from hvbench.host import proctree
+from hvbench.host import proctree, trace
 from hvbench.host.paths import RECORDS_DIR
 from hvbench.image.builder import GuestImage, build_image
 from hvbench.netlab.lab import OWNER_ALIAS_PREFIX, used_networks
 from hvbench.netlab.names import BRIDGE_PREFIX, TAG_LEN, VETH_PREFIX, bridge_name, overlaps
 from hvbench.platforms.qemu import TAP_PREFIX, QemuPlatform
 from hvbench.platforms.registry import REGISTRY
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> None:
+    """Trace lines (``HVBENCH_TRACE``, which `make test` sets) name the test they belong
+    to, also from the hvbench processes it starts (they inherit the variable); set
+    before setup, so a module fixture's boots count for the test that first needs it,
+    as its JUnit time does."""
+    os.environ[trace.TAG_ENV] = item.nodeid
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -12,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from hvbench.host import proctree
+from hvbench.host import proctree, trace
 from hvbench.image.builder import GuestImage
 
 pytestmark = pytest.mark.integration
 HVBENCH = str(Path(sys.executable).parent / "hvbench")
 
 
-def test_guest_exec_passes_output_and_exit_code(image: GuestImage) -> None:
+def test_guest_exec_passes_output_and_exit_code(image: GuestImage, tmp_path: Path) -> None:
+    # Its own trace file (make test's, if set, is not this test's to read).
+    traced = tmp_path / "trace.jsonl"
     done = subprocess.run(
         [
             HVBENCH,
@@ -38,12 +41,22 @@ def test_guest_exec_passes_output_and_exit_code(image: GuestImage) -> None:
         text=True,
         timeout=180,
         check=False,
+        env={**os.environ, trace.TRACE_ENV: str(traced)},
     )
     assert done.returncode == 3, done.stderr
     assert done.stdout.strip() == image.kernel_release
     assert "oops" in done.stderr
     assert "boot=" in done.stderr and "accel=tcg" in done.stderr
     assert "TCG (software emulation)" in done.stderr
+    # The trace has the boot hvbench printed and the command, tagged with this test.
+    lines = [json.loads(line) for line in traced.read_text().splitlines()]
+    [boot] = [line for line in lines if line["event"] == "boot"]
+    printed = re.search(r"boot=([0-9.]+)", done.stderr)
+    assert printed is not None, done.stderr
+    assert boot["program"] == "qemu-system-x86_64"
+    assert boot["seconds"] == pytest.approx(float(printed.group(1)), abs=0.06)
+    assert {(line["event"], line["program"]) for line in lines} >= {("guest-exec", "sh")}
+    assert {line["tag"] for line in lines} == {os.environ[trace.TAG_ENV]}
 
 
 def test_bad_option_is_one_line_exit_2() -> None:

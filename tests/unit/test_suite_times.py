@@ -72,3 +72,53 @@ def test_a_missing_or_foreign_file_is_one_line_and_exit_2(
     assert BENCH.main([str(odd)]) == 2
     assert capsys.readouterr().err.strip() == (
         f"{odd}: <testcase name='t'> time='soon': expected a number of seconds")
+
+
+TRACE = [
+    {"event": "boot", "seconds": 3.0, "program": "qemu-system-x86_64",
+     "tag": "tests/integration/test_a.py::test_one"},
+    {"event": "guest-exec", "seconds": 0.75, "program": "fio",
+     "tag": "tests/integration/test_a.py::test_one"},
+    {"event": "guest-exec", "seconds": 1.25, "program": "fio",
+     "tag": "tests/integration/test_b.py::test_three[x]"},
+    {"event": "host-exec", "seconds": 0.5, "program": "iperf3",
+     "tag": "tests/integration/test_b.py::test_three[x]"},
+    {"event": "boot", "seconds": 2.0, "program": "qemu-system-x86_64", "tag": ""},
+]
+
+
+def test_a_trace_beside_the_report_is_summed_per_test_file_and_program(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "integration.xml").write_text(REPORT)
+    (tmp_path / "trace.jsonl").write_text("".join(json.dumps(t) + "\n" for t in TRACE))
+    assert BENCH.main([str(tmp_path / "integration.xml"), "--json"]) == 0
+    _, traced = json.loads(capsys.readouterr().out)
+    assert [(r["module"], r["boots"], r["boot_s"], r["guest_exec_s"], r["host_exec_s"])
+            for r in traced["modules"]] == [
+        ("tests.integration.test_a", 1, 3.0, 0.75, 0.0),
+        ("(outside a test)", 1, 2.0, 0.0, 0.0),
+        ("tests.integration.test_b", 0, 0.0, 1.25, 0.5)]
+    fio = next(p for p in traced["programs"] if p["program"] == "fio")
+    assert (fio["event"], fio["runs"], fio["seconds"], fio["median_s"]) == (
+        "guest-exec", 2, 2.0, 1.0)
+    assert BENCH.main([str(tmp_path / "integration.xml")]) == 0
+    text = capsys.readouterr().out
+    assert "trace.jsonl: 2 boots, 5.0 s" in text and "guest-exec fio" in text
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("{not json", "trace.jsonl:2: not JSON"),
+    ('{"event": "nap", "seconds": 1}', "trace.jsonl:2: event: expected one of boot"),
+    ('{"event": "boot", "seconds": "1"}', "trace.jsonl:2: seconds: expected a number, got '1'"),
+    ('{"event": "boot", "seconds": 1, "tag": 3}', "trace.jsonl:2: tag and program"),
+])
+def test_a_bad_trace_line_is_one_line_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], line: str, expected: str) -> None:
+    (tmp_path / "integration.xml").write_text(REPORT)
+    (tmp_path / "trace.jsonl").write_text(json.dumps(TRACE[0]) + "\n" + line + "\n")
+    assert BENCH.main([str(tmp_path / "integration.xml")]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1
+    assert BENCH.main([str(tmp_path / "integration.xml"), "--trace",
+                       str(tmp_path / "absent.jsonl")]) == 2
+    assert "absent.jsonl: no such file" in capsys.readouterr().err

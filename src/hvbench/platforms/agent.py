@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hvbench.errors import AgentError, GuestTimeoutError
+from hvbench.host import trace
 from hvbench.platforms.base import ExecResult
 
 _SYNC_REPLY_WAIT = 0.5
@@ -204,13 +205,15 @@ class GuestAgent:
             raise AgentError(f"guest-exec of {' '.join(argv)!r} returned no pid: {started_reply!r}")
         pid = started_reply["pid"]
         status = self._wait_exec(pid, argv, started + timeout)
-        return ExecResult(
+        result = ExecResult(
             argv=tuple(argv),
             exit_code=_exit_code(status),
             stdout=base64.b64decode(status.get("out-data", "")),
             stderr=base64.b64decode(status.get("err-data", "")),
             seconds=time.monotonic() - started,
         )
+        trace.record("guest-exec", result.seconds, argv)
+        return result
 
     def _wait_exec(self, pid: int, argv: Sequence[str], deadline: float) -> dict[str, Any]:
         interval = _POLL_MIN

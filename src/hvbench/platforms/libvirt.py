@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hvbench.errors import AgentError, GuestBootError, GuestError, HostError, SpecError
+from hvbench.host import trace
 from hvbench.host.commands import run
 from hvbench.host.paths import make_owned_dir, remove_orphaned_dirs
 from hvbench.host.started import StartStop
@@ -251,6 +252,9 @@ class LibvirtPlatform(StartStop):
             self.stop()
             raise
         self.timings["boot_s"] = time.monotonic() - started
+        # An existing domain is attached, not booted: its boot_s is the attach.
+        trace.record("boot", self.timings["boot_s"], ["libvirt"], platform=self.name,
+                     attached=int(self.spec.vm is None))
 
     def _create(self, vm: VmSpec, started: float) -> None:
         check_libvirt_spec(vm)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO
 
 from hvbench.errors import CommandError, GuestTimeoutError, HostError, RootRequiredError, tail
-from hvbench.host import facts, interrupt, proctree
+from hvbench.host import facts, interrupt, proctree, trace
 from hvbench.host.commands import require_tool
 from hvbench.host.paths import make_owned_dir
 from hvbench.host.proctree import die_with_parent
@@ -116,7 +116,9 @@ def run_in_group(
                 f"{what}: {' '.join(argv)!r} did not finish in {timeout:g} s"
             ) from exc
         raise
-    return ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
+    result = ExecResult(tuple(argv), proc.returncode, out, err, time.monotonic() - started)
+    trace.record("host-exec", result.seconds, argv)
+    return result
 
 
 def _communicate(proc: subprocess.Popen[bytes], stdin: bytes | None,

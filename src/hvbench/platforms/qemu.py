@@ -33,7 +33,7 @@ from hvbench.errors import (
     stderr_tail,
     tail,
 )
-from hvbench.host import facts, interrupt
+from hvbench.host import facts, interrupt, trace
 from hvbench.host.blockdev import require_free_device
 from hvbench.host.cgroups import HostLimitsCgroup, device_of
 from hvbench.host.commands import require_tool, run
@@ -210,6 +210,7 @@ class QemuPlatform(StartStop):
             self.stop()
             raise
         self.timings["boot_s"] = time.monotonic() - started
+        trace.record("boot", self.timings["boot_s"], [QEMU_BINARY], platform=self.name)
         try:
             # Before the guest attaches network storage: AoE sizes its requests to the
             # frame its interface allows when it discovers a target.
