@@ -18,9 +18,21 @@ def test_a_bound_socket_that_never_listens_is_retried_until_the_deadline(
     with socket.socket(socket.AF_UNIX) as bound:
         bound.bind(str(path))  # bound, not listening: what QEMU is for a moment
         started = time.monotonic()
-        with pytest.raises(QMPError) as info:
+        with pytest.raises(TimeoutError, match="refused every connection") as info:
             _connect_qmp(path, started + 0.3, lambda: True)
         assert time.monotonic() - started >= 0.3
+        assert _refused(info.value)
+
+
+def test_the_deadline_passed_inside_a_refused_connect_is_the_same_timeout(
+        tmp_path: Path) -> None:
+    """The deadline already past when the first connect is refused (a loaded host):
+    still the timeout, not the refusal itself."""
+    path = tmp_path / "qmp.sock"
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(path))
+        with pytest.raises(TimeoutError, match="refused") as info:
+            _connect_qmp(path, time.monotonic() - 1.0, lambda: True)
         assert _refused(info.value)
 
 

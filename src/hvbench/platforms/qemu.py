@@ -876,12 +876,14 @@ def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol
 
     The socket file appears when QEMU binds it, a moment before it listens: a connect in
     that window is refused, so a refusal is retried (every 5 ms) until ``deadline``.
-    Raises :class:`TimeoutError` at the deadline, :class:`OSError` when QEMU exits first,
-    and the last :class:`QMPError` when connecting fails for another reason.
+    Raises :class:`TimeoutError` at the deadline (chained from the last refusal when the
+    socket was there but refused), :class:`OSError` when QEMU exits first, and the
+    :class:`QMPError` of a connect that fails for another reason.
     """
     from qemu.qmp import QMPError  # noqa: PLC0415 - deferred
     from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: PLC0415 - deferred
 
+    refusal: QMPError | None = None
     while True:
         if path.exists():
             qmp = QEMUMonitorProtocol(str(path))
@@ -893,14 +895,18 @@ def _connect_qmp(path: Path, deadline: float, alive: Any) -> QEMUMonitorProtocol
                 with interrupt.deferred():
                     qmp.connect()
             except QMPError as exc:
-                if not _refused(exc) or time.monotonic() >= deadline:
+                if not _refused(exc):
                     raise
+                refusal = exc
             else:
                 return qmp
         if not alive():
             raise OSError("QEMU exited before its QMP socket accepted a connection")
         if time.monotonic() >= deadline:
-            raise TimeoutError("QMP socket did not appear")
+            # One error at the deadline whichever step it fell in: a loaded host can
+            # pass the deadline during a refused connect as well as between two.
+            what = "refused every connection" if refusal else "did not appear"
+            raise TimeoutError(f"QMP socket {path} {what}") from refusal
         time.sleep(0.005)
 
 
