@@ -8,7 +8,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -100,9 +99,9 @@ def test_find_image_uses_the_resolution_cache(
     key = builder.image_key(PACKAGES, builder.boot_scripts())
     _fake_image(tmp_path / "images" / key, key)
     assert builder.find_image(tmp_path) is not None
-    started = time.monotonic()
+    # The second lookup is served from the cache: resolve (apt-cache) is not run again.
+    # (Its few ms are not asserted: a wall-clock bound flakes on a loaded xdist worker.)
     assert builder.find_image(tmp_path) is not None
-    assert time.monotonic() - started < 0.05
     assert len(calls) == 1
     # A different image format (or root package list) is a different fingerprint.
     monkeypatch.setattr(builder, "FORMAT_VERSION", builder.FORMAT_VERSION + 1)
