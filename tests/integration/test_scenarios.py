@@ -188,11 +188,16 @@ def test_every_neighbour_role_runs_next_to_the_target(image: GuestImage,
         assert values[(platform, "mbit_s")] > 1.0, platform
     idle_cpu = values[("vm@idle", "nb0.vcpu.cpu_pct")]
     assert idle_cpu < 30.0
-    assert values[("vm@cpu", "nb0.vcpu.cpu_pct")] > 60.0
+    # A busy neighbour's vCPU against an idle one's, as in the stages test: how much of
+    # a core it gets depends on what else this shared machine runs (40-65 %).
+    assert values[("vm@cpu", "nb0.vcpu.cpu_pct")] > max(20.0, 3 * idle_cpu)
     # fio keeps the disk neighbour's vCPU busier than an idle guest's.
     assert values[("vm@disk", "nb0.vcpu.cpu_pct")] > idle_cpu
-    assert 10.0 < values[("vm@netperf", "nb0.load.goodput_mbit_s")] < 60.0
-    assert values[("vm@netweb", "nb0.load.replies_per_s")] == pytest.approx(40.0, rel=0.15)
+    # The loads ran at their settings: never above them, and well into them (the floors
+    # leave room for a TCG neighbour starved of CPU for a moment; a web chunk is 2 s, so
+    # a quarter is half a second of tail).
+    assert 5.0 < values[("vm@netperf", "nb0.load.goodput_mbit_s")] < 60.0
+    assert values[("vm@netweb", "nb0.load.replies_per_s")] == pytest.approx(40.0, rel=0.25)
     assert ("vm", "nb0.vcpu.cpu_pct") not in values
     with sqlite3.connect(db) as conn:
         monitors = {m for (m,) in conn.execute("SELECT DISTINCT monitor FROM samples")}

@@ -117,10 +117,20 @@ def test_bad_arguments() -> None:
         MonitorSet([Counter("x"), Counter("x")])
 
 
+def _wait_for_samples(monitors: MonitorSet, name: str, count: int) -> None:
+    """Until ``name`` has ``count`` samples (at most 5 s): a fixed sleep gets fewer
+    on a loaded worker, whose sampler drops the ticks it wakes too late for."""
+    deadline = time.monotonic() + 5.0
+    while len(monitors.samples(name)) < count:
+        if time.monotonic() > deadline:
+            pytest.fail(f"{name}: fewer than {count} samples in 5 s")
+        time.sleep(0.01)
+
+
 def test_between_picks_the_nearest_samples() -> None:
     monitors = MonitorSet([Counter("c")], hz=100)
     monitors.start()
-    time.sleep(0.2)
+    _wait_for_samples(monitors, "c", 8)
     monitors.stop()
     samples = monitors.samples("c")
     assert monitors.between("c", samples[2][0] + 0.001, samples[7][0] - 0.001) == {"n": 5.0}
@@ -138,7 +148,7 @@ class Stepped(Counter):
 def test_a_focus_narrows_the_summary_and_threads_but_not_the_series() -> None:
     monitors = MonitorSet([Stepped("c")], hz=100)
     monitors.start()
-    time.sleep(0.3)
+    _wait_for_samples(monitors, "c", 13)
     samples = list(monitors.samples("c"))
     focus = (samples[5][0] + 0.001, samples[12][0] - 0.001)
     result = monitors.stop(focus)

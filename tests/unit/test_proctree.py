@@ -100,9 +100,14 @@ def test_an_orphan_re_parented_to_the_subreaper_is_found_and_reaped(
 
 
 def test_kill_strays_stops_members_whose_leader_already_exited(subreaper: None) -> None:
-    proc = subprocess.Popen(["sh", "-c", "setsid sleep 58.5 & sleep 0.3"])
-    members = _wait_for_tree(proc.pid, 2)
+    # The leader exits when told (its stdin closed), not after a sleep that a loaded
+    # worker's poll could miss.
+    proc = subprocess.Popen(["sh", "-c", "setsid sleep 58.5 & head -c 1 >/dev/null"],
+                            stdin=subprocess.PIPE)
+    members = _wait_for_tree(proc.pid, 1)
     stray = next(p for p in members if b"58.5" in _cmdline(p.pid))
+    assert proc.stdin is not None
+    proc.stdin.close()
     proc.wait(timeout=5)
     assert _alive(stray.pid)
     proctree.kill_strays(members)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -339,13 +340,21 @@ def test_arrival_watch_sees_the_first_bytes(tmp_path: Path) -> None:
     incoming.mkdir()
     (incoming / "sub").mkdir()  # directories do not count
     assert directory_bytes(incoming) == 0 and directory_bytes(tmp_path / "gone") == 0
+    def within_5_s(done: Callable[[], bool]) -> bool:
+        # Waits on what the thread did, not a fixed sleep a loaded worker can overrun.
+        deadline = time.monotonic() + 5.0
+        while not done() and time.monotonic() < deadline:
+            time.sleep(0.002)
+        return done()
+
     with ArrivalWatch(incoming, interval=0.002) as watch:
-        time.sleep(0.03)
+        assert within_5_s(lambda: watch.polls > 5)  # it keeps polling an empty directory
         before = time.monotonic()
         (incoming / ".img.XyZ").write_bytes(b"x" * 1000)
-        time.sleep(0.03)
+        # Seen by the polling thread itself (stop() takes one more sample).
+        assert within_5_s(lambda: watch.first_byte is not None)
     assert watch.first_byte is not None and watch.first_byte >= before
-    assert watch.samples[-1][1] == 1000 and watch.polls > 5
+    assert watch.samples[-1][1] == 1000
     watch.stop()  # safe twice
 
 

@@ -760,11 +760,16 @@ class QemuPlatform(StartStop):
                 self._limits = None
 
     def _terminate(self, proc: subprocess.Popen[bytes]) -> None:
+        steps: list[tuple[signal.Signals | None, float]] = [(signal.SIGTERM, _TERM_WAIT)]
         if self._qmp is not None:
             with contextlib.suppress(Exception):
                 self._qmp.settimeout(2.0)
                 self._qmp.cmd("quit")
-        for sig, wait in ((None, _QUIT_WAIT), (signal.SIGTERM, _TERM_WAIT)):
+            # Asked (QEMU may close the socket before it answers): give it time to quit.
+            # Without a monitor (a boot that failed before QMP answered) nothing asked it,
+            # so SIGTERM is the soft step rather than a wait for nothing.
+            steps.insert(0, (None, _QUIT_WAIT))
+        for sig, wait in steps:
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError):
                     proc.send_signal(sig)
