@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from hvbench.analysis.compare import DEFAULT_ALPHA
 from hvbench.cli.check import noise_spreads
+from hvbench.report.model import run_noise_floors
 from hvbench.store.database import Store
 from tests.integration.conftest import hvbench
 
@@ -150,8 +152,20 @@ def test_noise_floor_gates_compare_and_sizes_check_bounds(tmp_path: Path,
     assert compared.returncode == 0, compared.stderr
     rows = json.loads(compared.stdout)["comparisons"]
     assert {r["phase"] for r in rows} == {"read", "write"}
-    # b is defined as a is: the floor measured on a applies, and a is paired with b
-    assert all(r["test"] == "paired t" and r["noise_floor_pct"] > 0 for r in rows)
+    # b is defined as a is: the floor measured on a applies, and a is paired with b.
+    # The floor is the stored A/A spread's, at these sample sizes: it can be 0 (an 8 MB
+    # dd lasts about 11 ms, and fio's rates step with its whole-ms runtime: three pairs
+    # of equal values happen).
+    with Store(db, create=False) as store:
+        cells = [c for c in store.cells(run_id) if c.platform_name == "a"]
+        floors = run_noise_floors(store, store.get_run(run_id), cells,
+                                  name=lambda c: c.workload_name)
+    assert {(r["cell"], r["phase"], r["metric"]) for r in rows} <= set(floors)
+    for r in rows:
+        expected = floors[(r["cell"], r["phase"], r["metric"])].floor_pct(
+            r["n_a"], r["n_b"], DEFAULT_ALPHA)
+        assert r["test"] == "paired t", r
+        assert r["noise_floor_pct"] == pytest.approx(expected), (r, expected)
     bounds = tmp_path / "b.toml"
     bounds.write_text('[[bound]]\nmetric = "mb_s"\nplatform = "a"\nphase = "read"\n'
                       'mid = 1000\ntolerance_noise = 3\n')
