@@ -15,6 +15,7 @@ from hvbench.errors import HostError, HvbenchError, SpecError
 from hvbench.monitors.base import MonitorReport, Sample, ThreadReport
 from hvbench.monitors.readers import ThreadCpuSampler
 from hvbench.monitors.sampler import MonitorSet, focused, vcpu_thread_ids
+from tests.unit.waiting import wait_until
 
 
 class Counter:
@@ -117,20 +118,11 @@ def test_bad_arguments() -> None:
         MonitorSet([Counter("x"), Counter("x")])
 
 
-def _wait_for_samples(monitors: MonitorSet, name: str, count: int) -> None:
-    """Until ``name`` has ``count`` samples (at most 5 s): a fixed sleep gets fewer
-    on a loaded worker, whose sampler drops the ticks it wakes too late for."""
-    deadline = time.monotonic() + 5.0
-    while len(monitors.samples(name)) < count:
-        if time.monotonic() > deadline:
-            pytest.fail(f"{name}: fewer than {count} samples in 5 s")
-        time.sleep(0.01)
-
-
 def test_between_picks_the_nearest_samples() -> None:
     monitors = MonitorSet([Counter("c")], hz=100)
     monitors.start()
-    _wait_for_samples(monitors, "c", 8)
+    # Until the samples it needs: a loaded worker's sampler drops late ticks.
+    assert wait_until(lambda: len(monitors.samples("c")) >= 8)
     monitors.stop()
     samples = monitors.samples("c")
     assert monitors.between("c", samples[2][0] + 0.001, samples[7][0] - 0.001) == {"n": 5.0}
@@ -148,7 +140,7 @@ class Stepped(Counter):
 def test_a_focus_narrows_the_summary_and_threads_but_not_the_series() -> None:
     monitors = MonitorSet([Stepped("c")], hz=100)
     monitors.start()
-    _wait_for_samples(monitors, "c", 13)
+    assert wait_until(lambda: len(monitors.samples("c")) >= 13)
     samples = list(monitors.samples("c"))
     focus = (samples[5][0] + 0.001, samples[12][0] - 0.001)
     result = monitors.stop(focus)

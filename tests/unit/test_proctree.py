@@ -18,6 +18,7 @@ from hvbench.cli.run import run_exit_code
 from hvbench.errors import HvbenchError, InterruptedRun
 from hvbench.host import interrupt, proctree
 from hvbench.platforms.process import run_in_group
+from tests.unit.waiting import wait_until
 
 
 @pytest.fixture
@@ -222,10 +223,7 @@ def test_a_child_whose_parent_died_before_the_prctl_kills_itself() -> None:
     child = int(parent.stdout.readline())
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 5.0
-    while _alive(child) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    alive = _alive(child)
+    alive = not wait_until(lambda: not _alive(child))
     if alive:
         os.kill(child, signal.SIGKILL)
     assert not alive, "the child outlived a parent that died before its prctl"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,6 +58,7 @@ from hvbench.workloads.repository import (
     known_hosts_line,
     rsyncd_config,
 )
+from tests.unit.waiting import wait_until
 
 SIZE = 120 << 20
 
@@ -340,19 +340,12 @@ def test_arrival_watch_sees_the_first_bytes(tmp_path: Path) -> None:
     incoming.mkdir()
     (incoming / "sub").mkdir()  # directories do not count
     assert directory_bytes(incoming) == 0 and directory_bytes(tmp_path / "gone") == 0
-    def within_5_s(done: Callable[[], bool]) -> bool:
-        # Waits on what the thread did, not a fixed sleep a loaded worker can overrun.
-        deadline = time.monotonic() + 5.0
-        while not done() and time.monotonic() < deadline:
-            time.sleep(0.002)
-        return done()
-
     with ArrivalWatch(incoming, interval=0.002) as watch:
-        assert within_5_s(lambda: watch.polls > 5)  # it keeps polling an empty directory
+        assert wait_until(lambda: watch.polls > 5)  # it keeps polling an empty directory
         before = time.monotonic()
         (incoming / ".img.XyZ").write_bytes(b"x" * 1000)
         # Seen by the polling thread itself (stop() takes one more sample).
-        assert within_5_s(lambda: watch.first_byte is not None)
+        assert wait_until(lambda: watch.first_byte is not None)
     assert watch.first_byte is not None and watch.first_byte >= before
     assert watch.samples[-1][1] == 1000
     watch.stop()  # safe twice

@@ -40,6 +40,7 @@ from hvbench.store.records import (
     SampleRecord,
     SampleRow,
 )
+from tests.unit.waiting import wait_until
 
 HOST_RAM = 24 << 30
 CELL = "vm@stages/trickle"
@@ -312,9 +313,7 @@ def test_a_staged_net_neighbour_chains_its_load_in_the_window() -> None:
     assert "stages" not in result.errors
     chain = nb.load
     assert chain is not None
-    deadline = time.monotonic() + 10
-    while not chain.records and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: bool(chain.records), 10)
     assert chain.records[0].value == 900.0
     stages.stop_loads()
     assert nb.load is None and chain.error is None
